@@ -1,0 +1,45 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG.
+APT_PKGS := linux-perf gcc chromium
+APT_BINS := perf cc chromium
+
+.PHONY: install system-deps test lint bench demo clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# Installs missing Debian packages when we may (root + apt); otherwise the tests that need
+# them skip with a reason.
+system-deps:
+	@missing=""; for b in $(APT_BINS); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages for:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS) >/dev/null; \
+	  else echo "warning: missing$$missing (tests that need them will skip)"; fi; \
+	fi
+
+test: install system-deps
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: install
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+demo: install system-deps
+	$(VENV)/bin/autoprof demo
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .ruff_cache

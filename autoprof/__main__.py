@@ -1,0 +1,3 @@
+from autoprof.cli import main
+
+main()
