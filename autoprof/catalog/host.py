@@ -1,0 +1,236 @@
+"""The live machine: its CPU id, the PMUs the kernel exposes, and the events perf can count
+here that no vendor file lists (software events, tracepoints, msr/*, hardware breakpoints).
+
+Reading the machine is kept apart from deciding: `read_facts` and the small readers do the
+I/O; `host_catalog` assembles a Catalog from what they found.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+from autoprof.catalog import intel, yaml
+from autoprof.catalog.model import Catalog, Event, Pmu
+from autoprof.errors import AutoprofError
+from autoprof.outdir import MachineFacts
+
+SYSFS_PMUS = Path("/sys/bus/event_source/devices")
+TRACEFS = Path("/sys/kernel/tracing/events")
+ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
+# Debug registers for hardware breakpoints (mem:ADDR) on x86; other architectures vary.
+BREAKPOINT_SLOTS = {"x86_64": 4, "i686": 4, "i386": 4}
+_BREAKPOINT = re.compile(r"^mem:(0x[0-9a-fA-F]+|\d+)(?:/\d+)?(?::[rwx]+)?$")
+
+
+def _read(path: Path | str, default: str = "") -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return default
+
+
+def cpu_id(cpuinfo: str | None = None) -> str:
+    """perf's CPU id string, e.g. ``GenuineIntel-6-55-4`` (family decimal, model and stepping
+    hex), from /proc/cpuinfo."""
+    text = cpuinfo if cpuinfo is not None else _read("/proc/cpuinfo")
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+        if not line.strip() and fields:
+            break
+    try:
+        return (
+            f"{fields['vendor_id']}-{int(fields['cpu family'])}-"
+            f"{int(fields['model']):X}-{int(fields['stepping']):X}"
+        )
+    except (KeyError, ValueError):
+        return platform.machine() or "unknown"
+
+
+def model_name(cpuinfo: str | None = None) -> str:
+    text = cpuinfo if cpuinfo is not None else _read("/proc/cpuinfo")
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else platform.processor()
+
+
+def smt_active() -> bool:
+    return _read("/sys/devices/system/cpu/smt/active", "0") == "1"
+
+
+def nmi_watchdog() -> bool:
+    return _read("/proc/sys/kernel/nmi_watchdog", "0") == "1"
+
+
+def perf_event_paranoid() -> int | None:
+    value = _read("/proc/sys/kernel/perf_event_paranoid")
+    return int(value) if value.lstrip("-").isdigit() else None
+
+
+def perf_version() -> str:
+    perf = shutil.which("perf")
+    if not perf:
+        return ""
+    try:
+        out = subprocess.run([perf, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip().removeprefix("perf version ").strip()
+
+
+def sysfs_pmus() -> list[str]:
+    try:
+        return sorted(p.name for p in SYSFS_PMUS.iterdir())
+    except OSError:
+        return []
+
+
+def tracepoints() -> list[str]:
+    """``subsystem:event`` for every tracepoint in tracefs (empty when tracefs is absent)."""
+    try:
+        return sorted(
+            f"{sub.name}:{ev.name}"
+            for sub in TRACEFS.iterdir()
+            if sub.is_dir()
+            for ev in sub.iterdir()
+            if (ev / "id").exists()
+        )
+    except OSError:
+        return []
+
+
+def read_facts(catalog: Catalog | None = None) -> MachineFacts:
+    """What a profile records about the machine it ran on."""
+    counters = {}
+    if catalog is not None:
+        counters = {
+            p.name: {"generic": p.counters, "fixed": p.fixed, "reserved": p.reserved}
+            for p in catalog.pmus.values()
+            if not p.unconstrained
+        }
+    return MachineFacts(
+        cpu_id=cpu_id(),
+        model_name=model_name(),
+        hostname=socket.gethostname(),
+        kernel=platform.release(),
+        perf_version=perf_version(),
+        smt=smt_active(),
+        nmi_watchdog=nmi_watchdog(),
+        perf_event_paranoid=perf_event_paranoid(),
+        counters=counters,
+    )
+
+
+def events_dir(explicit: str | Path | None = None) -> Path | None:
+    """Where Intel perfmon data lives: --events-dir, $AUTOPROF_EVENTS_DIR, or the user cache
+    (``$XDG_CACHE_HOME/autoprof/events/intel``); None when there is none."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_dir():
+            raise AutoprofError(f"events directory {path} does not exist")
+        return path
+    env = os.environ.get(ENV_EVENTS_DIR)
+    if env:
+        return events_dir(env)
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    path = cache / "autoprof" / "events" / "intel"
+    return path if (path / "mapfile.csv").is_file() else None
+
+
+def breakpoint_pmu() -> Pmu:
+    slots = BREAKPOINT_SLOTS.get(platform.machine(), 4)
+    return Pmu("breakpoint", generic=slots, description="hardware breakpoints (debug registers)")
+
+
+def breakpoint_event(spec: str) -> Event:
+    """A hardware breakpoint event for a perf ``mem:ADDR[/LEN][:rwx]`` spec."""
+    if not _BREAKPOINT.match(spec):
+        raise AutoprofError(f"malformed breakpoint event {spec!r} (expected mem:ADDR[/LEN][:rwx])")
+    slots = breakpoint_pmu().generic
+    return Event(
+        name=spec,
+        pmu="breakpoint",
+        spec=spec,
+        counters=frozenset(range(slots)),
+        description="hardware breakpoint",
+    )
+
+
+def _msr_catalog() -> Catalog:
+    root = SYSFS_PMUS / "msr" / "events"
+    names = sorted(p.name for p in root.iterdir() if "." not in p.name) if root.is_dir() else []
+    events = [
+        Event(name=f"msr/{n}/", pmu="msr", spec=f"msr/{n}/", description="free-running MSR")
+        for n in names
+    ]
+    pmus = {"msr": Pmu("msr", unconstrained=True)} if events else {}
+    return Catalog("", pmus, events, source="sysfs msr")
+
+
+def _tracepoint_catalog() -> Catalog:
+    events = [
+        Event(name=t, pmu="tracepoint", spec=t, description="tracepoint") for t in tracepoints()
+    ]
+    return Catalog(
+        "", {"tracepoint": Pmu("tracepoint", unconstrained=True)}, events, source="tracefs"
+    )
+
+
+def host_catalog(
+    events_directory: Path | None = None,
+    cpu: str | None = None,
+    options: intel.IntelOptions | None = None,
+    with_tracepoints: bool = False,
+) -> Catalog:
+    """Every event of a machine: the vendor catalog for its CPU (when a directory has one),
+    plus, for this very machine, perf's software events, msr/* and (opt-in) tracepoints.
+
+    With `cpu` naming another machine, only the vendor catalog applies.
+    """
+    here = cpu_id()
+    target = cpu or here
+    catalog = Catalog(target, source="")
+    if events_directory is not None:
+        try:
+            catalog = intel.load(events_directory, target, options)
+        except AutoprofError:
+            if cpu:  # the user asked for this CPU: say it is unknown
+                raise
+    elif cpu:
+        raise AutoprofError(
+            f"no event data for --cpu {cpu}: pass --events-dir or set {ENV_EVENTS_DIR}"
+        )
+    if target != here and cpu:
+        return catalog
+    catalog = catalog.merge(yaml.load_builtin("software", target))
+    catalog = catalog.merge(_msr_catalog())
+    if with_tracepoints:
+        catalog = catalog.merge(_tracepoint_catalog())
+    catalog.pmus.setdefault("breakpoint", breakpoint_pmu())
+    return catalog
+
+
+def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
+    """The catalog restricted to `specs`: catalog names, ``pmu/name``, tracepoints, or
+    breakpoints ``mem:ADDR:w`` (which no catalog can list: any address is an event)."""
+    chosen = Catalog(catalog.cpu, {}, [], source=catalog.source)
+    for spec in specs:
+        if spec.startswith("mem:"):
+            extra = Catalog(catalog.cpu, {"breakpoint": breakpoint_pmu()}, [breakpoint_event(spec)])
+        elif re.fullmatch(r"[\w-]+:[\w-]+", spec) and spec in set(tracepoints()):
+            extra = Catalog(
+                catalog.cpu,
+                {"tracepoint": Pmu("tracepoint", unconstrained=True)},
+                [Event(name=spec, pmu="tracepoint", spec=spec)],
+            )
+        else:
+            extra = catalog.select([spec])
+        chosen = chosen.merge(extra)
+    chosen.excluded = []
+    return chosen

@@ -1,0 +1,127 @@
+"""The catalog model: events, the PMUs that count them, and their counter constraints.
+
+A run of the program counts on every PMU of the machine at once. What limits one run is
+per PMU: its generic counters (each event names the ones it may use), its fixed counters (an
+event bound to one), shared registers (offcore-response MSRs, load-latency, frontend: each
+holds one event per run), and TakenAlone events that leave no other generic counter in use.
+Events with no counter at all (software events, tracepoints, free-running uncore counters) are
+unconstrained. Everything the scheduler needs is in these records; nothing here knows a file
+format.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from autoprof.errors import AutoprofError
+
+
+@dataclass(frozen=True)
+class Event:
+    """One countable event on one PMU.
+
+    `counters` are the generic counters it may use; `fixed` the fixed counter it is bound to;
+    `registers` the shared registers (e.g. ``{"0x1a6", "0x1a7"}``) of which it needs one.
+    An event with neither counters nor a fixed counter needs no counter (unconstrained).
+    """
+
+    name: str
+    pmu: str
+    spec: str  # the argument for `perf stat -e`
+    counters: frozenset[int] = frozenset()
+    fixed: int | None = None
+    registers: frozenset[str] = frozenset()
+    taken_alone: bool = False
+    description: str = ""
+    errata: str | None = None
+    deprecated: bool = False
+    experimental: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.pmu, self.name)
+
+    @property
+    def label(self) -> str:
+        """What perf prints for this event (the `name=` term, or perf's own event name)."""
+        return self.name if ",name=" in self.spec else self.spec
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.counters) or self.fixed is not None
+
+
+@dataclass(frozen=True)
+class Pmu:
+    """A PMU (or uncore unit type) as a scheduling domain.
+
+    `generic`: programmable counters available to autoprof (after `reserved`); `reserved`:
+    counters taken by someone else in every run (the NMI watchdog) from the `generic +
+    reserved` the hardware has; `slots`: an unconstrained PMU has none (None).
+    """
+
+    name: str
+    generic: int = 0
+    fixed: int = 0
+    reserved: int = 0
+    unconstrained: bool = False
+    description: str = ""
+
+    @property
+    def counters(self) -> int:
+        """Hardware generic counters, including the reserved ones."""
+        return self.generic + self.reserved
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """An event left out of the plan, and why (deprecated, experimental, no counter data...)."""
+
+    name: str
+    pmu: str
+    reason: str
+
+
+@dataclass
+class Catalog:
+    """Every event a machine offers, the PMUs they run on, and what was left out."""
+
+    cpu: str
+    pmus: dict[str, Pmu] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    excluded: list[Exclusion] = field(default_factory=list)
+    source: str = ""
+
+    def merge(self, other: Catalog) -> Catalog:
+        """This catalog plus another's PMUs and events (e.g. Intel core + host software)."""
+        pmus = dict(self.pmus)
+        for name, pmu in other.pmus.items():
+            pmus.setdefault(name, pmu)
+        seen = {e.key for e in self.events}
+        events = self.events + [e for e in other.events if e.key not in seen]
+        source = " + ".join(s for s in (self.source, other.source) if s)
+        return Catalog(self.cpu, pmus, events, self.excluded + other.excluded, source)
+
+    def find(self, name: str) -> list[Event]:
+        """Events called `name` (case-insensitive); ``pmu/name`` picks one PMU's event."""
+        wanted = name.lower()
+        exact = [e for e in self.events if e.name.lower() == wanted]
+        if exact:
+            return exact
+        pmu, sep, bare = name.partition("/")
+        bare = bare.strip("/").lower()
+        return [e for e in self.events if sep and e.pmu == pmu and e.name.lower() == bare]
+
+    def select(self, names: list[str]) -> Catalog:
+        """A catalog with only the named events; an unknown name is an error with suggestions."""
+        chosen: list[Event] = []
+        for name in names:
+            found = self.find(name)
+            if not found:
+                close = difflib.get_close_matches(name, [e.name for e in self.events], n=3)
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                raise AutoprofError(f"unknown event {name!r} for {self.cpu}{hint}")
+            chosen.extend(e for e in found if e not in chosen)
+        pmus = {e.pmu: self.pmus[e.pmu] for e in chosen}
+        return Catalog(self.cpu, pmus, chosen, [], self.source)

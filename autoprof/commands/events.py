@@ -1,0 +1,86 @@
+"""`autoprof events list|search|show`: what this (or another) CPU can count."""
+
+from __future__ import annotations
+
+import re
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from autoprof.commands.common import build_catalog, catalog_options
+from autoprof.errors import AutoprofError
+
+
+@click.group()
+def events() -> None:
+    """List, search and describe the events of a CPU."""
+
+
+def _table(catalog, chosen) -> None:
+    table = Table(title=f"{len(chosen)} events of {catalog.cpu}", show_lines=False)
+    for col in ("event", "pmu", "counters", "notes"):
+        table.add_column(col)
+    for e in chosen:
+        counters = (
+            f"fixed {e.fixed}"
+            if e.fixed is not None
+            else ",".join(map(str, sorted(e.counters))) or "any"
+        )
+        notes = " ".join(
+            n
+            for n in (
+                "alone" if e.taken_alone else "",
+                "msr " + ",".join(sorted(e.registers)) if e.registers else "",
+            )
+            if n
+        )
+        table.add_row(e.name, e.pmu, counters, notes)
+    Console().print(table)
+
+
+@events.command("list")
+@catalog_options
+@click.option("--pmu", help="Only this PMU's events.")
+def list_events(pmu: str | None, **options) -> None:
+    """List every event of the catalog."""
+    catalog = build_catalog(**options)
+    _table(catalog, [e for e in catalog.events if pmu is None or e.pmu == pmu])
+
+
+@events.command("search")
+@click.argument("pattern")
+@catalog_options
+def search_events(pattern: str, **options) -> None:
+    """Events whose name or description matches PATTERN (a regex, case-insensitive)."""
+    try:
+        regex = re.compile(pattern, re.IGNORECASE)
+    except re.error as err:
+        raise AutoprofError(f"bad pattern {pattern!r}: {err}") from None
+    catalog = build_catalog(**options)
+    _table(
+        catalog, [e for e in catalog.events if regex.search(e.name) or regex.search(e.description)]
+    )
+
+
+@events.command("show")
+@click.argument("name")
+@catalog_options
+def show_event(name: str, **options) -> None:
+    """Everything known about one event."""
+    catalog = build_catalog(**options)
+    for e in catalog.select([name]).events:
+        click.echo(f"{e.name}  [{e.pmu}]")
+        click.echo(f"  perf spec:   {e.spec}")
+        if e.counters:
+            click.echo(f"  counters:    {','.join(map(str, sorted(e.counters)))}")
+        if e.fixed is not None:
+            click.echo(f"  counter:     fixed {e.fixed}")
+        if e.registers:
+            click.echo(f"  registers:   {','.join(sorted(e.registers))} (one per run)")
+        if e.taken_alone:
+            click.echo("  taken alone: no other generic counter in use in its run")
+        if e.errata:
+            click.echo(f"  errata:      {e.errata}")
+        if e.description:
+            click.echo(f"  {e.description}")

@@ -1,0 +1,79 @@
+"""`autoprof schedule`: the plan for every event of a CPU, with its lower bound."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from autoprof.commands.common import build_catalog, catalog_options
+from autoprof.schedule import schedule as make_plan
+from autoprof.schedule.bounds import pmu_bound
+
+
+@click.command("schedule")
+@catalog_options
+@click.option(
+    "-e", "--event", "event_names", multiple=True, help="Schedule only these events (repeatable)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the contract).")
+def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
+    """Pack every event into the fewest runs without multiplexing."""
+    from autoprof.catalog.host import resolve_events
+
+    catalog = build_catalog(**options)
+    if event_names:
+        catalog = resolve_events(catalog, list(event_names))
+    started = time.perf_counter()
+    plan = make_plan(catalog)
+    elapsed = time.perf_counter() - started
+    if as_json:
+        click.echo(json.dumps(plan.to_json(), indent=1))
+        return
+    console = Console()
+    optimal = "optimal" if len(plan) == plan.lower_bound else "above the bound"
+    console.print(
+        f"[bold]{catalog.cpu}[/]: {len(catalog.events)} events in "
+        f"[bold]{len(plan)} runs[/] (lower bound {plan.lower_bound}, {optimal}); "
+        f"{len(plan.excluded)} excluded; scheduled in {elapsed * 1000:.0f} ms"
+    )
+    table = Table()
+    for col in ("pmu", "events", "counters", "bound", "why", "events per run (min-max)"):
+        table.add_column(col)
+    by_pmu: dict[str, list] = {}
+    for e in catalog.events:
+        by_pmu.setdefault(e.pmu, []).append(e)
+    load = plan.pmu_load()
+    for name, evs in sorted(by_pmu.items()):
+        pmu = plan.pmus[name]
+        bound = pmu_bound(pmu, evs)
+        why = ", ".join(
+            f"{k} {v}"
+            for k, v in (
+                ("alone", bound.taken_alone),
+                ("counters", bound.counters),
+                ("registers", bound.registers),
+                ("fixed", bound.fixed),
+            )
+            if v
+        )
+        counters = (
+            "-"
+            if pmu.unconstrained
+            else (
+                f"{pmu.generic}+{pmu.fixed}f"
+                + (f" ({pmu.reserved} reserved)" if pmu.reserved else "")
+            )
+        )
+        table.add_row(
+            name,
+            str(len(evs)),
+            counters,
+            str(bound.runs),
+            why or "unconstrained",
+            f"{min(load[name])}-{max(load[name])}",
+        )
+    console.print(table)

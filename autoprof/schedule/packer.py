@@ -1,0 +1,126 @@
+"""The scheduler: pack every event into runs, as few as the lower bound, provably.
+
+Per PMU (all PMUs count at once in every run, so the plan's length is the largest PMU's):
+1. each TakenAlone event gets a run of its own on the generic counters;
+2. the other generic events are assigned to counters (capacity R per counter, reserved
+   counters taken in every run) and to shared registers (capacity R each) by max-flow
+   b-matchings; Hall's condition, which the lower bound checks, guarantees both exist;
+3. each event is then an edge between its counter and its register in a bipartite multigraph
+   of maximum degree <= R, which König's theorem colours with R colours: the colour of an
+   event is its run. Events sharing a counter or register (conflicts) get different runs;
+4. fixed-counter and unconstrained events are spread round-robin over all runs.
+So a PMU needs exactly its bound, and the plan exactly the plan bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+import networkx as nx
+
+from autoprof.catalog.model import Catalog, Event, Pmu
+from autoprof.schedule.bounds import pmu_bound
+from autoprof.schedule.coloring import edge_colouring
+from autoprof.schedule.plan import Placement, Plan, Run, validate
+
+
+def _b_matching(
+    groups: dict[frozenset, int], slots: list, capacity: int, reserved: int = 0
+) -> dict[frozenset, list]:
+    """Slots for each group of identical items (mask -> count), each slot used <= capacity
+    times; `reserved` x capacity extra items accept any slot. Returns mask -> list of slots."""
+    if not groups and not reserved:
+        return {}
+    graph = nx.DiGraph()
+    for k, (mask, count) in enumerate(groups.items()):
+        graph.add_edge("source", ("group", k), capacity=count)
+        for slot in mask:
+            graph.add_edge(("group", k), ("slot", slot))
+    if reserved:
+        graph.add_edge("source", "reserved", capacity=reserved * capacity)
+        for slot in slots:
+            graph.add_edge("reserved", ("slot", slot))
+    for slot in slots:
+        graph.add_edge(("slot", slot), "sink", capacity=capacity)
+    value, flow = nx.maximum_flow(graph, "source", "sink")
+    need = sum(groups.values()) + reserved * capacity
+    if value != need:
+        raise AssertionError(f"b-matching short by {need - value}: lower bound is wrong")
+    result: dict[frozenset, list] = {}
+    for k, mask in enumerate(groups):
+        result[mask] = [
+            slot for slot in sorted(mask) for _ in range(flow[("group", k)].get(("slot", slot), 0))
+        ]
+    if reserved:
+        result[frozenset()] = [
+            slot for slot in slots for _ in range(flow["reserved"].get(("slot", slot), 0))
+        ]
+    return result
+
+
+def _pack_normal(pmu: Pmu, events: list[Event], runs: int) -> list[tuple[Event, int, int]]:
+    """(event, counter, run) for non-TakenAlone generic events over `runs` runs."""
+    if not events:
+        return []
+    counters = list(range(pmu.counters))
+    by_mask = _b_matching(_count(e.counters for e in events), counters, runs, pmu.reserved)
+    with_regs = [e for e in events if e.registers]
+    all_regs = sorted(set().union(*(e.registers for e in with_regs))) if with_regs else []
+    by_regs = _b_matching(_count(e.registers for e in with_regs), all_regs, runs)
+    edges, owners = [], []
+    for i, event in enumerate(events):
+        counter = by_mask[event.counters].pop()
+        right = ("reg", by_regs[event.registers].pop()) if event.registers else ("own", i)
+        edges.append((("ctr", counter), right))
+        owners.append((event, counter))
+    # Reserved counters: R phantom events per reserved slot, one in every run.
+    for k, counter in enumerate(by_mask.get(frozenset(), [])):
+        edges.append((("ctr", counter), ("reserved", k // runs)))
+    colours = edge_colouring(edges, runs)
+    return [(event, counter, colours[i]) for i, (event, counter) in enumerate(owners)]
+
+
+def _count(masks) -> dict[frozenset, int]:
+    counts: dict[frozenset, int] = defaultdict(int)
+    for mask in masks:
+        counts[mask] += 1
+    return dict(counts)
+
+
+def pack_pmu(pmu: Pmu, events: list[Event], runs: int) -> list[list[Placement]]:
+    """Place one PMU's events into `runs` runs (at least its bound)."""
+    placed: list[list[Placement]] = [[] for _ in range(runs)]
+    generic = [e for e in events if e.counters]
+    alone = [e for e in generic if e.taken_alone]
+    for run, event in enumerate(alone):
+        placed[run].append(Placement(event, f"gp{min(event.counters)}"))
+    normal = [e for e in generic if not e.taken_alone]
+    for event, counter, colour in _pack_normal(pmu, normal, runs - len(alone)):
+        placed[len(alone) + colour].append(Placement(event, f"gp{counter}"))
+    by_fixed: dict[int, list[Event]] = defaultdict(list)
+    for event in events:
+        if event.fixed is not None:
+            by_fixed[event.fixed].append(event)
+    for index, fixed_events in sorted(by_fixed.items()):
+        for run, event in enumerate(fixed_events):
+            placed[run].append(Placement(event, f"fixed{index}"))
+    free = [e for e in events if not e.constrained]
+    for run, event in zip(itertools.cycle(range(runs)), free, strict=False):
+        placed[run].append(Placement(event, None))
+    return placed
+
+
+def schedule(catalog: Catalog) -> Plan:
+    """The shortest plan for every event of `catalog`, validated before it is returned."""
+    by_pmu: dict[str, list[Event]] = defaultdict(list)
+    for event in catalog.events:
+        by_pmu[event.pmu].append(event)
+    bound = max((pmu_bound(catalog.pmus[p], evs).runs for p, evs in by_pmu.items()), default=0)
+    runs = [Run() for _ in range(bound)]
+    for name, events in by_pmu.items():
+        for run, placements in zip(runs, pack_pmu(catalog.pmus[name], events, bound), strict=True):
+            run.placements.extend(placements)
+    plan = Plan(catalog.cpu, bound, runs, dict(catalog.pmus), list(catalog.excluded))
+    validate(plan, catalog)
+    return plan

@@ -1,0 +1,146 @@
+"""Catalog loaders against the real Intel perfmon data, autoprof's YAML, and the live host."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoprof.catalog import host, intel, yaml
+from autoprof.catalog.intel import IntelOptions
+from autoprof.errors import AutoprofError
+
+
+def test_skylake_x_core_and_uncore(intel_dir):
+    cat = intel.load(intel_dir, "GenuineIntel-6-55-4")
+    assert cat.pmus["cpu"].generic == 4 and cat.pmus["cpu"].fixed == 3
+    assert any(p.startswith("uncore_cha") for p in cat.pmus)
+    inst = cat.find("INST_RETIRED.ANY")[0]
+    assert inst.fixed == 0 and not inst.counters
+    assert inst.spec == "cpu/event=0x0,umask=0x1,name=INST_RETIRED.ANY/"
+    offcore = [e for e in cat.events if e.registers == {"0x1a6", "0x1a7"}]
+    assert offcore and all("offcore_rsp=" in e.spec for e in offcore)
+    assert all(x.reason in ("deprecated", "experimental") for x in cat.excluded)
+    assert not any(e.deprecated or e.experimental for e in cat.events)
+
+
+def test_stepping_selects_the_platform(intel_dir):
+    # Skylake-X and Cascade Lake share model 0x55 and differ by stepping.
+    skx = intel.rows_for_cpu(intel_dir, "GenuineIntel-6-55-4")
+    clx = intel.rows_for_cpu(intel_dir, "GenuineIntel-6-55-7")
+    assert {r.platform for r in skx} == {"SKX"}
+    assert {r.platform for r in clx} == {"CLX"}
+
+
+def test_smt_off_reserve_and_opt_ins(intel_dir):
+    on = intel.load(intel_dir, "SKX")
+    off = intel.load(intel_dir, "SKX", IntelOptions(smt=False))
+    assert off.pmus["cpu"].generic == 8 > on.pmus["cpu"].generic
+    reserved = intel.load(intel_dir, "SKX", IntelOptions(reserve=1)).pmus["cpu"]
+    assert (reserved.generic, reserved.reserved, reserved.counters) == (3, 1, 4)
+    everything = intel.load(intel_dir, "SKX", IntelOptions(experimental=True, deprecated=True))
+    assert len(everything.events) == len(on.events) + len(on.excluded)
+    assert not everything.excluded
+
+
+def test_hybrid_and_matrix(intel_dir):
+    adl = intel.load(intel_dir, "GenuineIntel-6-97-2")
+    assert {"cpu_core", "cpu_atom"} <= set(adl.pmus)
+    assert adl.find("cpu_atom/INST_RETIRED.ANY")[0].spec.startswith("cpu_atom/")
+    plain = intel.load(intel_dir, "SNB")
+    matrix = intel.load(intel_dir, "SNB", IntelOptions(offcore_matrix=True))
+    raw = json.loads((intel_dir / "SNB/events/sandybridge_matrix.json").read_text())["Events"]
+    requests = [r["MATRIX_REQUEST"] for r in raw if r["MATRIX_RESPONSE"] == "Null"]
+    responses = [r["MATRIX_RESPONSE"] for r in raw if r["MATRIX_REQUEST"] == "Null"]
+    combos = {f"OFFCORE_RESPONSE.{q}.{p}" for q in requests for p in responses}
+    names = {e.name for e in matrix.events}
+    assert combos <= names and not combos <= {e.name for e in plain.events}
+    combo = matrix.find("OFFCORE_RESPONSE.DEMAND_DATA_RD.LLC_MISS.ANY_DRAM")[0]
+    assert combo.registers == {"0x1a6", "0x1a7"} and "offcore_rsp=0x67fc1" in combo.spec
+
+
+def test_unknown_cpu_lists_close_matches(intel_dir):
+    with pytest.raises(AutoprofError, match=r"close matches: .*GenuineIntel-6-"):
+        intel.load(intel_dir, "GenuineIntel-6-FE-1")
+
+
+def _one_platform_copy(intel_dir: Path, tmp_path: Path, text: str | None) -> Path:
+    (tmp_path / "SKL" / "events").mkdir(parents=True)
+    rows = [
+        r
+        for r in (intel_dir / "mapfile.csv").read_text().splitlines()
+        if r.startswith("Family") or "/SKL/events/skylake_core.json" in r
+    ]
+    (tmp_path / "mapfile.csv").write_text("\n".join(rows) + "\n")
+    if text is not None:
+        (tmp_path / "SKL" / "events" / "skylake_core.json").write_text(text)
+    return tmp_path
+
+
+def test_malformed_and_missing_json(intel_dir, tmp_path):
+    broken = _one_platform_copy(intel_dir, tmp_path / "a", '{"Events": [ {"EventName": ')
+    with pytest.raises(AutoprofError, match="malformed JSON"):
+        intel.load(broken, "SKL")
+    missing = _one_platform_copy(intel_dir, tmp_path / "b", None)
+    with pytest.raises(AutoprofError, match="missing event file"):
+        intel.load(missing, "SKL")
+    wrong = _one_platform_copy(intel_dir, tmp_path / "c", json.dumps({"Events": "nope"}))
+    with pytest.raises(AutoprofError, match="malformed event file"):
+        intel.load(wrong, "SKL")
+
+
+def test_cli_errors_are_one_line(intel_dir, tmp_path):
+    broken = _one_platform_copy(intel_dir, tmp_path, "not json")
+    cases = [
+        ["schedule", "--events-dir", str(intel_dir), "--cpu", "GenuineIntel-6-99-1"],
+        ["schedule", "--events-dir", str(broken), "--cpu", "SKL"],
+        ["schedule", "-e", "NO_SUCH_EVENT"],
+        ["schedule", "--events-dir", str(tmp_path / "nowhere")],
+    ]
+    for args in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "autoprof", *args], capture_output=True, text=True
+        )
+        assert proc.returncode == 2, args
+        assert proc.stderr.startswith("autoprof: error: ") and proc.stderr.count("\n") == 1
+        assert "Traceback" not in proc.stderr
+
+
+def test_builtin_yaml_and_malformed_yaml(tmp_path):
+    software = yaml.load_builtin("software")
+    assert software.pmus["software"].unconstrained
+    assert {"task-clock", "page-faults", "context-switches"} <= {e.name for e in software.events}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pmu: {name: x}\nevents: [ {description: no name} ]\n")
+    with pytest.raises(AutoprofError, match="malformed YAML"):
+        yaml.load_file(bad)
+
+
+def test_cpu_id_format():
+    cpuinfo = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\nstepping\t: 4\n"
+    assert host.cpu_id(cpuinfo) == "GenuineIntel-6-55-4"
+
+
+@pytest.mark.skipif(not Path("/sys/bus/event_source/devices").is_dir(), reason="no sysfs PMUs")
+def test_live_host_catalog():
+    cat = host.host_catalog()
+    assert "software" in cat.pmus and cat.find("task-clock")
+    assert cat.pmus["breakpoint"].generic >= 1
+    points = host.tracepoints()
+    if points:
+        chosen = host.resolve_events(cat, [points[0], "mem:0x1000:w"])
+        assert [e.pmu for e in chosen.events] == ["tracepoint", "breakpoint"]
+    with pytest.raises(AutoprofError, match="malformed breakpoint"):
+        host.resolve_events(cat, ["mem:zzz"])
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_software_catalog_matches_perf():
+    """Every software event we ship is one perf knows by that name."""
+    listed = subprocess.run(["perf", "list", "sw"], capture_output=True, text=True).stdout
+    for event in yaml.load_builtin("software").events:
+        assert event.name in listed, event.name

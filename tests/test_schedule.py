@@ -1,0 +1,164 @@
+"""The scheduler: optimal on every real platform, valid on random catalogs, and a validator
+that catches bad plans."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoprof.catalog import intel
+from autoprof.catalog.intel import IntelOptions
+from autoprof.catalog.model import Catalog, Event, Pmu
+from autoprof.errors import AutoprofError
+from autoprof.schedule import Placement, Run, schedule
+from autoprof.schedule.bounds import hall_bound, plan_bound
+from autoprof.schedule.coloring import edge_colouring
+from autoprof.schedule.plan import validate
+from tests.conftest import INTEL_DIR
+
+PLATFORMS = (
+    sorted(intel.platform_cpu_ids(INTEL_DIR).items())
+    if (INTEL_DIR / "mapfile.csv").is_file()
+    else []
+)
+OPTION_SETS = {
+    "default": IntelOptions(),
+    "smt-off": IntelOptions(smt=False),
+    "reserve-1": IntelOptions(reserve=1),
+}
+
+
+@pytest.mark.parametrize("options", list(OPTION_SETS), ids=list(OPTION_SETS))
+@pytest.mark.parametrize(("platform", "cpu"), PLATFORMS, ids=[p for p, _ in PLATFORMS])
+def test_every_platform_meets_its_bound(intel_dir, platform, cpu, options):
+    catalog = intel.load(intel_dir, cpu, OPTION_SETS[options])
+    plan = schedule(catalog)  # validates before returning
+    validate(plan, catalog)
+    assert len(plan) == plan.lower_bound == plan_bound(catalog.pmus, catalog.events)
+    assert sum(len(r.placements) for r in plan.runs) == len(catalog.events)
+
+
+def test_hall_bound_by_hand():
+    assert hall_bound([frozenset({0})] * 3) == 3
+    # 4 events on {0,1} and 2 on {0}: {0} needs 2 runs, {0,1} needs 6/2 = 3.
+    assert hall_bound([frozenset({0, 1})] * 4 + [frozenset({0})] * 2) == 3
+    # one of 4 counters reserved: 7 events on any counter need ceil(7 / 3) runs.
+    assert hall_bound([frozenset(range(4))] * 7, reserved=1, universe=4) == 3
+    assert hall_bound([]) == 0
+
+
+@st.composite
+def catalogs(draw):
+    counters = draw(st.integers(2, 8))
+    fixed = draw(st.integers(0, 3))
+    reserved = draw(st.integers(0, 1))
+    pmu = Pmu("cpu", generic=counters - reserved, fixed=fixed, reserved=reserved)
+    masks = st.sets(st.integers(0, counters - 1), min_size=1).map(frozenset)
+    registers = st.sampled_from(
+        [
+            frozenset(),
+            frozenset(),
+            frozenset({"0x1a6", "0x1a7"}),
+            frozenset({"0x1a6"}),
+            frozenset({"0x3f6"}),
+            frozenset({"0x3f7"}),
+        ]
+    )
+    events = []
+    for i in range(draw(st.integers(1, 60))):
+        kind = draw(st.sampled_from(["generic"] * 6 + ["alone", "fixed"]))
+        if kind == "fixed" and fixed:
+            events.append(Event(f"F{i}", "cpu", f"f{i}", fixed=draw(st.integers(0, fixed - 1))))
+        else:
+            events.append(
+                Event(
+                    f"G{i}",
+                    "cpu",
+                    f"g{i}",
+                    counters=draw(masks),
+                    registers=draw(registers),
+                    taken_alone=kind == "alone",
+                )
+            )
+    events.append(Event("task-clock", "software", "task-clock"))
+    pmus = {"cpu": pmu, "software": Pmu("software", unconstrained=True)}
+    return Catalog("synthetic", pmus, events)
+
+
+@settings(max_examples=300, deadline=None)
+@given(catalogs())
+def test_random_catalogs_are_packed_optimally(catalog):
+    plan = schedule(catalog)
+    placed = [e.key for run in plan.runs for e in run.events]
+    assert sorted(placed) == sorted(e.key for e in catalog.events)
+    # The packer is exact (Hall + König): a plan longer than its bound is a bug.
+    assert len(plan) == plan.lower_bound
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=80))
+def test_edge_colouring_uses_max_degree_colours(pairs):
+    edges = [(("l", a), ("r", b)) for a, b in pairs]
+    degree: dict = {}
+    for u, v in edges:
+        degree[u] = degree.get(u, 0) + 1
+        degree[v] = degree.get(v, 0) + 1
+    colours = max(degree.values(), default=0)
+    result = edge_colouring(edges, colours)
+    seen = set()
+    for (u, v), c in zip(edges, result, strict=True):
+        assert 0 <= c < colours
+        assert (u, c) not in seen and (v, c) not in seen
+        seen |= {(u, c), (v, c)}
+
+
+def _breakpoints(n: int) -> Catalog:
+    pmu = Pmu("breakpoint", generic=4)
+    events = [
+        Event(f"mem:{i:#x}:w", "breakpoint", f"mem:{i:#x}:w", counters=frozenset(range(4)))
+        for i in range(n)
+    ]
+    return Catalog("x", {"breakpoint": pmu}, events)
+
+
+def test_validator_rejects_overfull_and_incomplete_plans():
+    catalog = _breakpoints(12)
+    plan = schedule(catalog)
+    assert len(plan) == 3
+    moved = plan.runs[1].placements.pop()
+    plan.runs[0].placements.append(Placement(moved.event, "gp0"))
+    with pytest.raises(AutoprofError, match="invalid plan"):
+        validate(plan, catalog)
+    plan = schedule(catalog)
+    plan.runs.append(Run([plan.runs[0].placements[0]]))
+    with pytest.raises(AutoprofError, match="placed 2 times"):
+        validate(plan, catalog)
+
+
+def test_schedule_json_contract(intel_dir):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autoprof",
+            "schedule",
+            "--json",
+            "--events-dir",
+            str(intel_dir),
+            "--cpu",
+            "GenuineIntel-6-55-4",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    data = json.loads(proc.stdout)
+    assert set(data) == {"cpu", "lower_bound", "runs", "excluded"}
+    assert data["cpu"] == "GenuineIntel-6-55-4" and len(data["runs"]) == data["lower_bound"]
+    assert all(set(e) == {"name", "pmu", "counter"} for r in data["runs"] for e in r["events"])
+    assert all(set(x) == {"name", "pmu", "reason"} for x in data["excluded"])
