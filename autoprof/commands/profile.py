@@ -1,0 +1,192 @@
+"""`autoprof profile -- CMD`: schedule the events, run perf once per group, keep everything."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from autoprof import outdir, preflight
+from autoprof.catalog import host
+from autoprof.commands.common import build_catalog, catalog_options
+from autoprof.errors import AutoprofError
+from autoprof.perf.command import stat_argv
+from autoprof.runner import Interrupted, ProfileOptions, Runner, open_profile, tasks
+from autoprof.schedule import schedule
+
+
+def _read_event_file(path: str) -> list[str]:
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as err:
+        raise AutoprofError(f"cannot read --events file {path}: {err.strerror}") from None
+    return [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+
+
+@click.command("profile", context_settings={"ignore_unknown_options": False})
+@catalog_options
+@click.option(
+    "-e",
+    "--event",
+    "event_names",
+    multiple=True,
+    help="Measure only these events (repeatable): catalog names, tracepoints, "
+    "mem:ADDR:w breakpoints.",
+)
+@click.option(
+    "--events",
+    "events_file",
+    type=click.Path(dir_okay=False),
+    help="File with one event per line (# comments).",
+)
+@click.option(
+    "-o",
+    "--output",
+    default="out",
+    show_default=True,
+    type=click.Path(),
+    help="Folder for the raw outputs (resumes a profile already there).",
+)
+@click.option(
+    "--interval",
+    "interval_ms",
+    default=100,
+    show_default=True,
+    type=click.IntRange(10),
+    help="perf stat -I interval in ms.",
+)
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Run every group this many times.",
+)
+@click.option("-a", "--system-wide", is_flag=True, help="Count on all CPUs (perf -a -A).")
+@click.option("--cpu-list", help="Count on these CPUs only (perf -C LIST -A).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds after which a run is stopped.",
+)
+@click.option("--fail-fast", is_flag=True, help="Stop at the first run whose workload fails.")
+@click.option("--force", is_flag=True, help="Run again the runs already finished.")
+@click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def profile(
+    event_names,
+    events_file,
+    output,
+    interval_ms,
+    repeat,
+    system_wide,
+    cpu_list,
+    timeout,
+    fail_fast,
+    force,
+    dry_run,
+    command,
+    **catalog_opts,
+) -> None:
+    """Measure every event (or the chosen ones) for COMMAND, without multiplexing."""
+    command = list(command)
+    catalog = build_catalog(**catalog_opts)
+    names = list(event_names) + (_read_event_file(events_file) if events_file else [])
+    if names:
+        catalog = host.resolve_events(catalog, names)
+    if not catalog.events:
+        raise AutoprofError("no events to measure")
+    plan = schedule(catalog)
+    options = ProfileOptions(
+        interval_ms=interval_ms,
+        repeat=repeat,
+        system_wide=system_wide,
+        cpu_list=cpu_list,
+        timeout=timeout,
+        fail_fast=fail_fast,
+        force=force,
+    )
+    out = Path(output)
+    todo = tasks(plan, repeat)
+    if dry_run:
+        for task in todo:
+            folder = outdir.run_dir(out, task.run, task.repeat)
+            argv = stat_argv(
+                [e.spec for e in task.events],
+                command,
+                str(folder / outdir.PERF_OUTPUT),
+                interval_ms=interval_ms,
+                system_wide=system_wide,
+                cpu_list=cpu_list,
+            )
+            click.echo(f"LC_ALL=C {shlex.join(argv)}")
+        return
+    console = Console(stderr=True)
+    findings = preflight.check(
+        system_wide=system_wide or bool(cpu_list),
+        kernel=False,
+        counters=any(not p.unconstrained for p in catalog.pmus.values()),
+    )
+    for finding in findings:
+        if finding.severity != preflight.FATAL:
+            fix = f" (fix: {finding.fix})" if finding.fix else ""
+            console.print(f"[yellow]warning:[/] {finding.message}{fix}")
+    preflight.fail_on_fatal(findings)
+    if shutil.which(command[0]) is None:
+        raise AutoprofError(f"command not found: {command[0]}")
+    manifest = open_profile(out, command, plan, options, host.read_facts(catalog))
+    console.print(
+        f"profiling [bold]{shlex.join(command)}[/]: {len(catalog.events)} events in "
+        f"{len(plan)} runs (lower bound {plan.lower_bound}) x {repeat} -> {out}/"
+    )
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=not sys.stderr.isatty(),
+    ) as progress:
+        bar = progress.add_task("runs", total=len(todo))
+
+        def on_event(kind, task, record):
+            if kind == "start":
+                names = ", ".join(e.name for e in task.events[:3])
+                more = f" +{len(task.events) - 3}" if len(task.events) > 3 else ""
+                progress.update(bar, description=f"run {task.run} rep {task.repeat}: {names}{more}")
+            else:
+                progress.advance(bar)
+                if record is not None and record.status != outdir.RUN_OK:
+                    progress.console.print(
+                        f"run {task.run} rep {task.repeat}: {record.status}: {record.error}"
+                    )
+
+        runner = Runner(out, command, options, on_event)
+        try:
+            records = runner.run_all(todo)
+        except Interrupted:
+            raise AutoprofError(
+                f"interrupted; finished runs are kept in {out}/: run the same "
+                "command again to resume"
+            ) from None
+    failed = sorted({(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK})
+    console.print(f"profile {manifest.id} in {out}/; next: autoprof aggregate {out}")
+    if failed:
+        listed = ", ".join(f"{run}.{rep}" for run, rep in failed[:10])
+        raise AutoprofError(
+            f"{len(failed)} runs failed (run.repeat {listed}); the others' "
+            f"results are kept in {out}/"
+        )

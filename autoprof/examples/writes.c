@@ -1,0 +1,47 @@
+/* autoprof's example workload: writes 12 known addresses a known number of times.
+ *
+ *   writes --addresses          print the 12 slot addresses (one per line) and exit
+ *   writes N [STATE FAIL_RUN]   slot i (0-based) is written N*(i+1) times; with STATE, the
+ *                               file counts invocations and the FAIL_RUN-th one exits 1
+ *
+ * Built with -no-pie so the addresses are the same in every run: hardware breakpoints
+ * (perf's mem:ADDR:w) then count the writes exactly. The slots sit in their own page, 64
+ * bytes apart, away from anything the loader or libc touches.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOTS 12
+static volatile long slots[SLOTS * 8] __attribute__((aligned(4096)));
+
+static int bump_state(const char *path) {
+    int count = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%d", &count) != 1) count = 0;
+        fclose(f);
+    }
+    count++;
+    f = fopen(path, "w");
+    if (!f) return count;
+    fprintf(f, "%d\n", count);
+    fclose(f);
+    return count;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--addresses") == 0) {
+        for (int i = 0; i < SLOTS; i++) printf("%p\n", (void *)&slots[i * 8]);
+        return 0;
+    }
+    long n = argc > 1 ? atol(argv[1]) : 1000;
+    if (argc > 3 && bump_state(argv[2]) == atoi(argv[3])) {
+        fprintf(stderr, "writes: failing on purpose (invocation %s)\n", argv[3]);
+        return 1;
+    }
+    for (int i = 0; i < SLOTS; i++)
+        for (long k = 0; k < n * (i + 1); k++) slots[i * 8] = k;
+    printf("wrote %d slots, slot i %ld*(i+1) times\n", SLOTS, n);
+    return 0;
+}

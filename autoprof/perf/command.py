@@ -1,0 +1,71 @@
+"""`perf stat` command lines for a group of events, and what perf's stderr says went wrong.
+
+The runner passes events by their catalog spec; perf writes its CSV to a file (-o) so the
+workload's own stdout and stderr stay apart from the counts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# "The sys_perf_event_open() syscall returned with 28 (No space left on device) for event (X)."
+_OPEN_FAILED = re.compile(
+    r"returned with (\d+) \(([^)]*)\) for event \((.+?)\)\.?\s*$", re.MULTILINE
+)
+# "event syntax error: 'nosuch:event'"
+_SYNTAX = re.compile(r"event syntax error: '(.+?)'", re.MULTILINE)
+
+
+def stat_argv(
+    specs: Sequence[str],
+    command: Sequence[str],
+    output: str,
+    *,
+    interval_ms: int | None = 100,
+    system_wide: bool = False,
+    cpu_list: str | None = None,
+    no_merge: bool = False,
+    perf: str = "perf",
+) -> list[str]:
+    """`perf stat -x, [-I ms] -o output ... -e spec ... -- command`."""
+    argv = [perf, "stat", "-x", ",", "-o", output]
+    if interval_ms:
+        argv += ["-I", str(interval_ms)]
+    if system_wide or cpu_list:
+        argv += ["-a", "-A"] if not cpu_list else ["-C", cpu_list, "-A"]
+    if no_merge:
+        argv.append("--no-merge")
+    for spec in specs:
+        argv += ["-e", spec]
+    return [*argv, "--", *command]
+
+
+@dataclass(frozen=True)
+class OpenFailure:
+    """perf could not open one event; `errno` 0 when perf gave a syntax error instead."""
+
+    event: str
+    errno: int
+    reason: str
+
+    @property
+    def capacity(self) -> bool:
+        """ENOSPC/EBUSY: the event may count in a run of its own (counters were taken)."""
+        return self.errno in (16, 28)
+
+
+def open_failure(stderr: str) -> OpenFailure | None:
+    """The event perf refused to open, from its stderr, if it says so."""
+    match = _OPEN_FAILED.search(stderr)
+    if match:
+        return OpenFailure(
+            match.group(3), int(match.group(1)), f"{match.group(2)} (errno {match.group(1)})"
+        )
+    match = _SYNTAX.search(stderr)
+    if match:
+        hint = stderr[match.end() :].strip().splitlines()
+        detail = next((h.strip(" \\_") for h in hint if h.strip(" \\_")), "syntax error")
+        return OpenFailure(match.group(1), 0, f"event syntax error: {detail}")
+    return None

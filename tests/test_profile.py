@@ -1,0 +1,199 @@
+"""End to end with real perf: the example workload's writes are counted by hardware
+breakpoints, so every number below is known before the run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autoprof import outdir, results
+from autoprof.catalog.host import breakpoint_event
+from autoprof.catalog.model import Event
+from autoprof.examples import build_writes, expected_writes, slot_addresses
+from autoprof.runner import ProfileOptions, Runner, Task
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("perf") is None or shutil.which("cc") is None, reason="needs perf and cc"
+)
+
+SOFTWARE = ["task-clock", "page-faults", "context-switches"]
+
+
+@pytest.fixture(scope="module")
+def writes(tmp_path_factory) -> Path:
+    binary = build_writes(tmp_path_factory.mktemp("bin"))
+    probe = subprocess.run(
+        ["perf", "stat", "-x,", "-e", f"mem:{slot_addresses(binary)[0]}:w", str(binary), "1"],
+        capture_output=True,
+        text=True,
+    )
+    if "<not supported>" in probe.stderr or probe.returncode != 0:
+        pytest.skip(f"hardware breakpoints unavailable here: {probe.stderr.strip()[:200]}")
+    return binary
+
+
+def autoprof(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autoprof", *args], capture_output=True, text=True, **kw
+    )
+
+
+def watch_args(binary: Path) -> list[str]:
+    args = []
+    for address in slot_addresses(binary):
+        args += ["-e", f"mem:{address}:w"]
+    for name in SOFTWARE:
+        args += ["-e", name]
+    return args
+
+
+def totals(out: Path) -> dict[str, float]:
+    frame = results.read_csv(out / outdir.RESULTS)
+    return frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict()
+
+
+def check_exact(out: Path, binary: Path, n: int, repeat: int = 1) -> None:
+    counted = totals(out)
+    for address, want in zip(slot_addresses(binary), expected_writes(n), strict=True):
+        assert counted[f"mem:{address}:w"] == want * repeat, address
+
+
+def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
+    out = tmp_path / "out"
+    proc = autoprof("profile", *watch_args(writes), "-o", str(out), "--", str(writes), "3000")
+    assert proc.returncode == 0, proc.stderr
+    manifest = outdir.read_manifest(out)
+    assert len(manifest.plan["runs"]) == 3 == manifest.plan["lower_bound"]
+    assert manifest.machine.perf_version and manifest.machine.kernel
+    for folder in outdir.run_folders(out):
+        record = outdir.read_run_record(folder)
+        assert record.status == outdir.RUN_OK and record.perf_argv[:2][-1] == "stat"
+        assert (folder / outdir.PERF_OUTPUT).stat().st_size > 0
+        assert "wrote 12 slots" in (folder / outdir.STDOUT).read_text()
+    agg = autoprof("aggregate", str(out))
+    assert agg.returncode == 0, agg.stderr
+    check_exact(out, writes, 3000)
+    frame = results.read_csv(out / outdir.RESULTS)
+    assert set(SOFTWARE) <= set(frame["EVENT_NAME"])
+    assert list(frame.columns[:9]) == results.AUTOPERF_COLUMNS
+
+
+def test_interrupted_profile_resumes_without_rerunning(writes, tmp_path):
+    out = tmp_path / "out"
+    args = [
+        sys.executable,
+        "-m",
+        "autoprof",
+        "profile",
+        *watch_args(writes),
+        "--repeat",
+        "2",
+        "-o",
+        str(out),
+        "--",
+        str(writes),
+        "6000",
+    ]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journal = out / outdir.JOURNAL
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_text()):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "interrupted" in stderr and "Traceback" not in stderr
+    first = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert 1 <= len(first) < 6
+    resumed = subprocess.run(args, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    keys = [(e["run"], e["repeat"]) for e in entries]
+    assert sorted(keys) == sorted({(r, p) for r in (1, 2, 3) for p in (1, 2)})  # each once
+    assert entries[: len(first)] == first
+    assert autoprof("aggregate", str(out)).returncode == 0
+    check_exact(out, writes, 6000, repeat=2)
+
+
+def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
+    out, state = tmp_path / "out", tmp_path / "state"
+    proc = autoprof(
+        "profile", *watch_args(writes), "-o", str(out), "--", str(writes), "500", str(state), "2"
+    )
+    assert proc.returncode == 2
+    assert "1 runs failed" in proc.stderr and proc.stderr.count("autoprof: error") == 1
+    records = {
+        outdir.read_run_record(f).run: outdir.read_run_record(f) for f in outdir.run_folders(out)
+    }
+    assert records[2].status == outdir.RUN_WORKLOAD_FAILED and records[2].workload_exit == 1
+    assert records[1].status == records[3].status == outdir.RUN_OK
+    assert autoprof("aggregate", str(out)).returncode == 0
+    report = json.loads((out / outdir.REPORT).read_text())
+    assert [(f["run"], f["status"]) for f in report["runs"]["failed"]] == [
+        (2, outdir.RUN_WORKLOAD_FAILED)
+    ]
+    counted = totals(out)
+    ok_runs = {e.name for r in (records[1], records[3]) for e in r.events}
+    for address, want in zip(slot_addresses(writes), expected_writes(500), strict=True):
+        if f"mem:{address}:w" in ok_runs:
+            assert counted[f"mem:{address}:w"] == want
+
+
+def test_no_room_splits_the_run_and_bad_events_are_unsupported(writes, tmp_path):
+    """Five breakpoints in one run: perf gets ENOSPC for the fifth, which runs apart."""
+    addresses = slot_addresses(writes)
+    events = [breakpoint_event(f"mem:{a}:w") for a in addresses[:5]]
+    bogus = Event("no_such:event", "tracepoint", "no_such:event")
+    runner = Runner(tmp_path, [str(writes), "100"], ProfileOptions(interval_ms=None))
+    parts = runner.run_task(Task(1, 1, (*events, bogus)))
+    assert [len(p.events) for p in parts] == [4, 1]
+    assert all(p.status == outdir.RUN_OK for p in parts)
+    assert parts[0].unsupported[0]["name"] == "no_such:event"
+    assert "syntax" in parts[0].unsupported[0]["reason"]
+    assert (tmp_path / "runs" / "run0001-rep1-part2" / outdir.PERF_OUTPUT).exists()
+
+
+def test_crash_timeout_and_refusals(writes, tmp_path):
+    out = tmp_path / "out"
+    crash = autoprof(
+        "profile", "-e", "task-clock", "-o", str(out), "--", "sh", "-c", "kill -SEGV $$"
+    )
+    assert crash.returncode == 2 and "Traceback" not in crash.stderr
+    record = outdir.read_run_record(outdir.run_folders(out)[0])
+    assert record.status == outdir.RUN_WORKLOAD_FAILED and "SIGSEGV" in record.error
+    other = autoprof("profile", "-e", "task-clock", "-o", str(out), "--", "true")
+    assert other.returncode == 2 and "another command" in other.stderr
+    slow = autoprof(
+        "profile",
+        "-e",
+        "task-clock",
+        "--timeout",
+        "0.5",
+        "-o",
+        str(tmp_path / "slow"),
+        "--",
+        "sleep",
+        "30",
+    )
+    assert slow.returncode == 2
+    assert outdir.read_run_record(outdir.run_folders(tmp_path / "slow")[0]).status == "timeout"
+    missing = autoprof(
+        "profile", "-e", "task-clock", "-o", str(tmp_path / "m"), "--", "no-such-program-xyz"
+    )
+    assert missing.returncode == 2 and "command not found" in missing.stderr
+
+
+def test_dry_run_prints_perf_commands(writes, tmp_path):
+    proc = autoprof(
+        "profile", "--dry-run", *watch_args(writes), "-o", str(tmp_path / "o"), "--", str(writes)
+    )
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 3
+    assert all(line.startswith("LC_ALL=C ") and " stat -x , " in line for line in lines)
+    assert not (tmp_path / "o").exists()
