@@ -1,0 +1,204 @@
+"""Synthetic but realistic profile output folders (out/) for the store's tests and benchmark.
+
+Built only with `autoprof.outdir` and `autoprof.results`, so they follow the contracts exactly:
+a manifest, one run.json per (run, repeat), results.csv written by `results.write_csv` and a
+report.json. Values look like `perf stat -I` output on this kind of machine: software events in
+msec with fractional values, per-CPU and whole-process rows, an uncore box, a breakpoint, a
+multiplexed event (percent running < 100), a `<not counted>` interval and an unsupported event.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from autoprof import outdir, results
+
+# (name, pmu, unit, per_cpu, value_unit)
+EVENTS = [
+    ("task-clock", "software", "software", False, "msec"),
+    ("page-faults", "software", "software", False, None),
+    ("context-switches", "software", "software", True, None),
+    ("INST_RETIRED.ANY", "cpu", "cpu", True, None),
+    ("CPU_CLK_UNHALTED.THREAD", "cpu", "cpu", True, None),
+    ("UNC_CHA_CLOCKTICKS", "uncore_cha", "uncore_cha_3", False, None),
+    ("mem:0x406000:w", "breakpoint", "breakpoint", False, None),
+    ("sched:sched_switch", "tracepoint", "tracepoint", True, None),
+]
+
+
+def machine(hostname: str = "node7") -> outdir.MachineFacts:
+    return outdir.MachineFacts(
+        cpu_id="GenuineIntel-6-55-4",
+        model_name="Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz",
+        hostname=hostname,
+        kernel="6.1.0-21-amd64",
+        perf_version="6.1.90",
+        smt=True,
+        nmi_watchdog=False,
+        perf_event_paranoid=2,
+        counters={"cpu": {"generic": 4, "fixed": 3}, "uncore_cha": {"generic": 4, "fixed": 0}},
+    )
+
+
+def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: int) -> pd.DataFrame:
+    """Rows for the given plan runs, ordered by run, repeat, interval, event, cpu."""
+    rng = np.random.default_rng(seed)
+    pieces = []
+    for run in runs:
+        for rep in range(1, repeats + 1):
+            for name, pmu, unit, per_cpu, value_unit in EVENTS:
+                cpu_ids = list(range(cpus)) if per_cpu else [None]
+                n = intervals * len(cpu_ids)
+                index = np.repeat(np.arange(intervals), len(cpu_ids))
+                time = (index + 1) * 0.100 + rng.integers(0, 999_999, n) * 1e-9
+                if value_unit == "msec":
+                    value = np.round(rng.uniform(90.0, 100.5, n), 2)
+                else:
+                    value = rng.integers(0, 10**12, n).astype("float64")
+                percent = np.full(n, 100.0)
+                status = np.full(n, results.STATUS_OK, dtype=object)
+                if name == "CPU_CLK_UNHALTED.THREAD":  # multiplexed in some intervals
+                    mux = rng.random(n) < 0.1
+                    percent[mux] = np.round(rng.uniform(40.0, 99.9, mux.sum()), 2)
+                    status[mux] = results.STATUS_MULTIPLEXED
+                if name == "page-faults":  # the task did not run in the last interval
+                    value[-1], percent[-1] = np.nan, np.nan
+                    status[-1] = results.STATUS_NOT_COUNTED
+                cpu_col = pd.array(np.tile(cpu_ids, intervals), dtype="Int64")
+                pieces.append(
+                    pd.DataFrame(
+                        {
+                            "EVENT_NAME": name,
+                            "INDEX": index,
+                            "TIME": time,
+                            "SOCKET": pd.array([0 if unit.startswith("uncore") else None] * n),
+                            "CORE": pd.array([None] * n, dtype="Int64"),
+                            "CPU": cpu_col,
+                            "NODE": pd.array([None] * n, dtype="Int64"),
+                            "UNIT": unit,
+                            "SAMPLE_VALUE": value,
+                            "RUN": run,
+                            "REPEAT": rep,
+                            "PMU": pmu,
+                            "VALUE_UNIT": pd.array([value_unit] * n, dtype="string"),
+                            "PERCENT_RUNNING": percent,
+                            "STATUS": status,
+                        }
+                    )
+                )
+        pieces.append(  # perf refused this one in every run
+            pd.DataFrame(
+                {
+                    "EVENT_NAME": ["OFFCORE_RESPONSE.ALL"],
+                    "INDEX": pd.array([None], dtype="Int64"),
+                    "TIME": [np.nan],
+                    "SOCKET": pd.array([None], dtype="Int64"),
+                    "CORE": pd.array([None], dtype="Int64"),
+                    "CPU": pd.array([None], dtype="Int64"),
+                    "NODE": pd.array([None], dtype="Int64"),
+                    "UNIT": ["cpu"],
+                    "SAMPLE_VALUE": [np.nan],
+                    "RUN": [run],
+                    "REPEAT": [1],
+                    "PMU": ["cpu"],
+                    "VALUE_UNIT": pd.array([None], dtype="string"),
+                    "PERCENT_RUNNING": [np.nan],
+                    "STATUS": [results.STATUS_NOT_SUPPORTED],
+                }
+            )
+        )
+    return results.normalize(pd.concat(pieces, ignore_index=True))
+
+
+def make_out(
+    root: Path,
+    *,
+    runs: int = 3,
+    repeats: int = 2,
+    intervals: int = 20,
+    cpus: int = 2,
+    seed: int = 0,
+    profile_id: str | None = None,
+    hostname: str = "node7",
+    command: tuple[str, ...] = ("./w", "1000"),
+    part: int = 1,
+    parts: int = 1,
+) -> Path:
+    """Write an aggregated out/ folder under `root`; part k of N holds plan runs k, k+N, ..."""
+    root.mkdir(parents=True, exist_ok=True)
+    profile_id = profile_id or str(
+        uuidlib.UUID(bytes=np.random.default_rng(seed).bytes(16), version=4)
+    )
+    my_runs = [r for r in range(1, runs + 1) if (r - 1) % parts == part - 1]
+    options: dict = {"repeat": repeats, "interval_ms": 100}
+    if parts > 1:
+        options |= {"part": part, "parts": parts}
+    plan = {
+        "cpu": "GenuineIntel-6-55-4",
+        "lower_bound": runs,
+        "runs": [{"events": [{"name": e[0], "pmu": e[1], "counter": None} for e in EVENTS]}] * runs,
+        "excluded": [],
+    }
+    outdir.write_manifest(
+        root,
+        outdir.Manifest(
+            id=profile_id,
+            autoprof_version="0.1.0",
+            created="2024-06-01T10:00:00+00:00",
+            command=list(command),
+            machine=machine(hostname),
+            plan=plan,
+            options=options,
+        ),
+    )
+    for run in my_runs:
+        for rep in range(1, repeats + 1):
+            folder = outdir.run_dir(root, run, rep)
+            folder.mkdir(parents=True, exist_ok=True)
+            refs = [outdir.EventRef(e[0], e[1], e[0], e[0]) for e in EVENTS]
+            argv = ["perf", "stat", "-x,", "-I", "100", "-o", "perf.csv", "--", *command]
+            outdir.write_run_record(
+                folder,
+                outdir.RunRecord(
+                    run=run,
+                    repeat=rep,
+                    events=refs,
+                    perf_argv=argv,
+                    start=f"2024-06-01T10:{run % 60:02d}:00+00:00",
+                    end=f"2024-06-01T10:{run % 60:02d}:02.5+00:00",
+                    elapsed_s=2.5,
+                    perf_exit=0,
+                    workload_exit=0,
+                    status=outdir.RUN_OK,
+                ),
+            )
+    frame = frame_for(my_runs, repeats, intervals, cpus, seed)
+    results.write_csv(frame, root / outdir.RESULTS)
+    outdir.write_json(
+        root / outdir.REPORT,
+        {
+            "autoprof_version": "0.1.0",
+            "profile_id": profile_id,
+            "results": outdir.RESULTS,
+            "rows": len(frame),
+            "events_measured": len(EVENTS),
+            "runs": {
+                "expected": len(my_runs) * repeats,
+                "finished": len(my_runs) * repeats,
+                "failed": [],
+                "missing": [],
+            },
+            "events": {
+                "multiplexed": [],
+                "not_counted": [],
+                "idle_intervals": [],
+                "not_supported": [],
+            },
+            "broken_files": [],
+        },
+    )
+    return root

@@ -1,0 +1,224 @@
+"""aggregate: an out/ folder built from real perf runs of a small C program with known
+breakpoint counts (compiled here), plus the failures a profile can leave behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoprof import aggregate, outdir, results
+
+PROGRAM = r"""
+#include <stdlib.h>
+#include <unistd.h>
+static volatile long a[512] __attribute__((aligned(4096)));
+/* argv: addresses, base, exit code. Address i (a[8 * i]) gets 2 * base * (i + 1) writes,
+   half before and half after a 250 ms sleep (perf -I 100 then shows idle intervals). */
+static void burst(int k, long base) {
+    for (int i = 0; i < k; i++)
+        for (long j = 0; j < base * (i + 1); j++) a[8 * i] = j;
+}
+int main(int argc, char **argv) {
+    int k = atoi(argv[1]); long base = atol(argv[2]);
+    burst(k, base); usleep(250000); burst(k, base);
+    return argc > 3 ? atoi(argv[3]) : 0;
+}
+"""
+ADDRESSES = 6
+BASE = 100
+
+
+def expected(i: int) -> int:
+    return 2 * BASE * (i + 1)
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> tuple[Path, int]:
+    for tool in ("cc", "perf", "nm"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not found (make system-deps installs it)")
+    folder = tmp_path_factory.mktemp("prog")
+    (folder / "w.c").write_text(PROGRAM)
+    subprocess.run(["cc", "-O1", "-no-pie", "-o", folder / "w", folder / "w.c"], check=True)
+    nm = subprocess.run(["nm", folder / "w"], capture_output=True, text=True, check=True).stdout
+    base = next(int(f[0], 16) for f in map(str.split, nm.splitlines()) if f[-1] == "a")
+    probe = subprocess.run(
+        ["perf", "stat", "-x,", "-e", f"mem:{base:#x}:w", str(folder / "w"), "1", "1"],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"perf cannot count breakpoints here: {probe.stderr.strip()[:200]}")
+    return folder / "w", base
+
+
+def bp(base: int, i: int) -> outdir.EventRef:
+    spec = f"mem:{base + 64 * i:#x}:w"
+    return outdir.EventRef(name=spec, pmu="breakpoint", spec=spec, label=spec)
+
+
+def sw(name: str, pmu: str = "software") -> outdir.EventRef:
+    return outdir.EventRef(name=name, pmu=pmu, spec=name, label=name)
+
+
+def perf_run(out: Path, run: int, repeat: int, events, workload, status=outdir.RUN_OK, **kw):
+    """Run perf the way `profile` does and record the run folder."""
+    folder = outdir.run_dir(out, run, repeat)
+    folder.mkdir(parents=True)
+    argv = ["perf", "stat", "-x,", "-I", "100", "-o", str(folder / outdir.PERF_OUTPUT)]
+    for ref in events:
+        argv += ["-e", ref.spec]
+    argv += ["--", *map(str, workload)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env={"LC_ALL": "C"})
+    (folder / outdir.STDERR).write_text(proc.stderr)
+    record = outdir.RunRecord(
+        run=run, repeat=repeat, events=list(events), perf_argv=argv, status=status, **kw
+    )
+    if record.workload_exit is None:
+        record.workload_exit = proc.returncode
+    outdir.write_run_record(folder, record)
+    return proc
+
+
+@pytest.fixture(scope="module")
+def profile(program, tmp_path_factory) -> Path:
+    """A profile of 4 planned runs x 2 repeats with every kind of trouble in it."""
+    exe, base = program
+    out = tmp_path_factory.mktemp("out")
+    (out / outdir.RUNS).mkdir()
+    run1 = [*(bp(base, i) for i in range(4)), sw("task-clock"), sw("instructions", "cpu")]
+    run2 = [bp(base, 4), bp(base, 5), sw("sched:sched_switch", "tracepoint")]
+    plan = {"cpu": "test", "lower_bound": 4, "runs": [{"events": []}] * 4, "excluded": []}
+    manifest = outdir.Manifest(
+        id="0b7c1f5e-test",
+        autoprof_version="0.1.0",
+        created="2026-01-01T00:00:00Z",
+        command=[str(exe)],
+        machine=outdir.MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2),
+        plan=plan,
+        options={"repeat": 2, "interval_ms": 100},
+    )
+    outdir.write_manifest(out, manifest)
+    # the runner first tried a fifth breakpoint with run 1; perf refused it with ENOSPC
+    fifth = bp(base, 6)
+    refused = perf_run(out, 1, 1, [*run1, fifth], [exe, ADDRESSES, BASE])
+    assert refused.returncode != 0
+    reason = next(x for x in refused.stderr.splitlines() if "No space left" in x)
+    shutil.rmtree(outdir.run_dir(out, 1, 1))
+    unsupported = [{"name": fifth.name, "pmu": fifth.pmu, "reason": reason}]
+    perf_run(out, 1, 1, run1, [exe, ADDRESSES, BASE], unsupported=unsupported)
+    perf_run(out, 2, 1, run2, [exe, ADDRESSES, BASE])
+    perf_run(out, 2, 2, run2, [exe, ADDRESSES, BASE])
+    perf_run(
+        out,
+        3,
+        1,
+        [sw("page-faults")],
+        [exe, 1, 1, 1],
+        status=outdir.RUN_WORKLOAD_FAILED,
+        workload_exit=1,
+    )
+    # run 1 repeat 2: perf.csv is garbage; run 3 repeat 2: run.json is not JSON
+    perf_run(out, 1, 2, run1[:1], [exe, 1, 1])
+    (outdir.run_dir(out, 1, 2) / outdir.PERF_OUTPUT).write_bytes(b"\x00\xffnot perf at all\n")
+    perf_run(out, 3, 2, [sw("page-faults")], [exe, 1, 1])
+    (outdir.run_dir(out, 3, 2) / outdir.RUN_RECORD).write_text("{not json")
+    # run 4 repeat 1 was interrupted: its counts are partial and will be redone on resume
+    perf_run(out, 4, 1, [sw("task-clock")], [exe, 1, 1], status=outdir.RUN_INTERRUPTED)
+    return out
+
+
+@pytest.fixture(scope="module")
+def aggregated(profile) -> aggregate.Aggregation:
+    return aggregate.aggregate(profile)
+
+
+def test_breakpoint_totals_equal_the_known_counts(aggregated, program):
+    _, base = program
+    frame = aggregated.frame
+    ok = frame[frame["STATUS"] == results.STATUS_OK]
+    totals = ok.groupby(["EVENT_NAME", "RUN", "REPEAT"])["SAMPLE_VALUE"].sum()
+    for i in range(4):
+        assert totals[(f"mem:{base + 64 * i:#x}:w", 1, 1)] == expected(i)
+    for i in (4, 5):
+        for repeat in (1, 2):
+            assert totals[(f"mem:{base + 64 * i:#x}:w", 2, repeat)] == expected(i)
+
+
+def test_rows_follow_the_results_contract(aggregated):
+    frame = aggregated.frame
+    assert list(frame.columns) == results.COLUMNS
+    assert set(frame["STATUS"]) <= set(results.STATUSES)
+    clock = frame[(frame["EVENT_NAME"] == "task-clock") & (frame["RUN"] == 1)]
+    assert list(clock["INDEX"]) == list(range(len(clock)))
+    assert clock["TIME"].is_monotonic_increasing
+    assert clock["VALUE_UNIT"].eq("msec").all()
+    assert clock["UNIT"].eq("software").all() and clock["PMU"].eq("software").all()
+    assert 4 not in set(frame["RUN"])  # the interrupted run is not a result
+
+
+def test_idle_intervals_and_unsupported_events_are_reported(aggregated, program):
+    _, base = program
+    events = aggregated.report["events"]
+    idle = {e["event"] for e in events["idle_intervals"]}
+    assert f"mem:{base:#x}:w" in idle and "task-clock" in idle
+    unsupported = {e["event"]: e for e in events["not_supported"]}
+    assert unsupported["instructions"]["reason"] == "perf printed <not supported>"
+    refused = unsupported[f"mem:{base + 64 * 6:#x}:w"]
+    assert "No space left on device" in refused["reason"]
+    frame = aggregated.frame
+    row = frame[frame["EVENT_NAME"] == f"mem:{base + 64 * 6:#x}:w"]
+    assert list(row["STATUS"]) == [results.STATUS_NOT_SUPPORTED]
+    assert events["multiplexed"] == []
+
+
+def test_failed_missing_and_broken_runs_are_reported(aggregated):
+    report = aggregated.report
+    runs = report["runs"]
+    assert runs["expected"] == 8
+    assert runs["finished"] == 5
+    assert [(f["run"], f["repeat"], f["status"]) for f in runs["failed"]] == [
+        (3, 1, outdir.RUN_WORKLOAD_FAILED)
+    ]
+    assert runs["failed"][0]["workload_exit"] == 1
+    assert runs["missing"] == [
+        {"run": 3, "repeat": 2},
+        {"run": 4, "repeat": 1},
+        {"run": 4, "repeat": 2},
+    ]
+    broken = {b["path"] for b in report["broken_files"]}
+    assert broken == {"runs/run0001-rep2/perf.csv", "runs/run0003-rep2/run.json"}
+    # the failed workload's counts are kept
+    faults = aggregated.frame[aggregated.frame["EVENT_NAME"] == "page-faults"]
+    assert faults["RUN"].eq(3).all() and faults["SAMPLE_VALUE"].sum() > 0
+
+
+def test_cli_writes_results_and_report(profile, tmp_path):
+    target = tmp_path / "r.csv"
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoprof", "aggregate", str(profile), "-o", str(target)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "sanity report" in proc.stdout
+    written = results.read_csv(target)
+    assert len(written) == json.loads((profile / outdir.REPORT).read_text())["rows"]
+    assert written["STATUS"].isin(results.STATUSES).all()
+
+
+def test_cli_refuses_a_folder_that_is_not_a_profile(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoprof", "aggregate", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"autoprof: error: {tmp_path} is not a profile folder (no manifest.json, no runs/)"
+    ]
