@@ -1,0 +1,64 @@
+"""`autoprof record`: preflight, `perf record` into an output folder, and a record of how.
+
+Layout of the folder::
+
+    OUT/perf.data      perf's samples (read by `autoprof flamegraph OUT`)
+    OUT/record.json    RecordInfo: the command, perf's argv, times, exit status, preflight
+    OUT/stderr.txt     perf's messages (and the workload's standard error)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from autoprof import __version__, preflight
+from autoprof.errors import AutoprofError
+from autoprof.outdir import write_json
+from autoprof.perf.record import RecordOptions, perf_error_line, record_argv, run_record
+
+PERF_DATA = "perf.data"
+RECORD_INFO = "record.json"
+STDERR = "stderr.txt"
+
+
+@dataclass
+class RecordInfo:
+    command: list[str]
+    perf_argv: list[str]
+    options: dict
+    autoprof_version: str = __version__
+    start: str = ""
+    end: str = ""
+    elapsed_s: float = 0.0
+    perf_exit: int | None = None
+    status: str = ""  # "ok", "workload-failed" (samples kept) or "perf-failed"
+    error: str | None = None
+    findings: list[str] = field(default_factory=list)
+
+
+def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
+    """Sample `command` (or the process / whole system of `options`) into `out`."""
+    # perf samples kernel frames whenever allowed; preflight says when they will be missing
+    findings = preflight.check(system_wide=options.system_wide, kernel=True, counters=False)
+    preflight.fail_on_fatal(findings)
+    out.mkdir(parents=True, exist_ok=True)
+    argv = record_argv(options, out / PERF_DATA, command)
+    info = RecordInfo(command, argv, asdict(options), findings=[str(f) for f in findings])
+    started = datetime.now(UTC)
+    info.start = started.isoformat()
+    write_json(out / RECORD_INFO, asdict(info))
+    result = run_record(argv, out / STDERR)
+    ended = datetime.now(UTC)
+    info.end, info.elapsed_s = ended.isoformat(), (ended - started).total_seconds()
+    info.perf_exit = result.exit_code
+    wrote = "Captured and wrote" in result.stderr
+    if wrote:
+        info.status = "ok" if result.exit_code == 0 else "workload-failed"
+    else:
+        info.status, info.error = "perf-failed", perf_error_line(result.stderr)
+    write_json(out / RECORD_INFO, asdict(info))
+    if not wrote:
+        raise AutoprofError(f"perf record failed: {info.error} (see {out / STDERR})")
+    return info

@@ -1,0 +1,31 @@
+"""Renderers turn one folded profile into one output format; always call them as
+``text = renderer.render(folded)`` and write the text to a file whose name ends in
+``renderer.extension``. One module per format: `svg.py`, `speedscope.py`, and the folded text
+itself (`FoldedRenderer`, below) (the pyinstrument `renderers/` pattern)."""
+
+from __future__ import annotations
+
+from autoprof.flame.fold import Folded, folded_lines
+
+
+def clean(text: str) -> str:
+    """Text every output format accepts: undecodable bytes (kept by the parser as surrogate
+    escapes) become U+FFFD, control characters go."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return "".join(ch for ch in text if ch >= " " or ch == "\t")
+
+
+class Renderer:
+    extension = ""
+
+    def render(self, folded: Folded) -> str:
+        raise NotImplementedError
+
+
+class FoldedRenderer(Renderer):
+    """FlameGraph's folded stacks, byte for byte what stackcollapse-perf.pl writes."""
+
+    extension = ".folded"
+
+    def render(self, folded: Folded) -> str:
+        return "".join(folded_lines(folded))

@@ -1,0 +1,159 @@
+"""Read any flame-graph input into folded stacks: a `perf.data` (or a `record` folder holding
+one), `perf script` text (plain or gzip), or folded stacks. The kind is told by content, not name.
+
+Bad input ends in one AutoprofError line; odd input (unrecognized lines, a truncated file)
+becomes notes on the result, shown to the user, and what was read is kept.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import IO
+
+from autoprof.errors import AutoprofError
+from autoprof.flame.fold import Folded, fold, read_folded, without_kernel
+from autoprof.perf.record import script_output
+from autoprof.perf.script import ParseReport, parse
+
+PERF_DATA_MAGIC = (b"PERFILE2", b"PERFFILE")
+GZIP_MAGIC = b"\x1f\x8b"
+PERF_DATA = "perf.data"
+_FOLDED = re.compile(r"^\S.* \d+$")
+_CHUNK = 1 << 20
+
+
+@dataclass
+class FoldOptions:
+    pid: bool = False
+    tid: bool = False
+    kernel: bool = True
+    event: str | None = None
+
+
+def _lines(chunks: Iterator[str]) -> Iterator[str]:
+    """Lines (without newlines) of text given in large chunks: faster than iterating a file."""
+    rest = ""
+    for chunk in chunks:
+        lines = (rest + chunk).split("\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
+
+
+def _read_chunks(stream: IO[str]) -> Iterator[str]:
+    return iter(lambda: stream.read(_CHUNK), "")
+
+
+def _gzip_chunks(path: Path, notes: list[str]) -> Iterator[str]:
+    """Text of a gzip file, decompressed as it is read; a cut-off or damaged archive yields what
+    it holds and leaves a note (Python's gzip module would lose the last buffer)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+    inflate = zlib.decompressobj(wbits=31)
+    with path.open("rb") as raw:
+        for block in iter(lambda: raw.read(_CHUNK // 8), b""):  # text is ~8x larger
+            try:
+                data = inflate.decompress(block)
+                while inflate.eof and inflate.unused_data:  # concatenated gzip members
+                    rest = inflate.unused_data
+                    inflate = zlib.decompressobj(wbits=31)
+                    data += inflate.decompress(rest)
+            except zlib.error as err:
+                notes.append(f"compressed data is damaged ({err}); kept what came before")
+                break
+            yield decoder.decode(data)
+        else:
+            if not inflate.eof:
+                notes.append("compressed data ends early (truncated file); kept what was read")
+    yield decoder.decode(b"", final=True)
+
+
+def _kind(path: Path) -> str:
+    with path.open("rb") as f:
+        head = f.read(8)
+    if head in PERF_DATA_MAGIC:
+        return "perf.data"
+    if head[:2] == GZIP_MAGIC:
+        return "gzip"
+    return "text"
+
+
+def _is_folded(first_lines: list[str]) -> bool:
+    body = [line for line in first_lines if line and not line.startswith("#")]
+    return bool(body) and all(_FOLDED.match(line) for line in body)
+
+
+def load(path: Path, options: FoldOptions | None = None) -> Folded:
+    """The folded stacks of `path` (see the module docstring for what it may be)."""
+    options = options or FoldOptions()
+    if path.is_dir() and (path / PERF_DATA).is_file():
+        path = path / PERF_DATA
+    if not path.is_file():
+        raise AutoprofError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise AutoprofError(f"{path}: empty file")
+    notes: list[str] = []
+    kind = _kind(path)
+    with contextlib.ExitStack() as stack:
+        if kind == "perf.data":
+            chunks = _read_chunks(stack.enter_context(script_output(path)))
+        elif kind == "gzip":
+            chunks = _gzip_chunks(path, notes)
+        else:
+            chunks = _read_chunks(stack.enter_context(path.open(errors="surrogateescape")))
+        lines = _lines(chunks)
+        head = [line for _, line in zip(range(20), lines, strict=False)]
+        lines = chain(head, lines)
+        if kind != "perf.data" and _is_folded(head):
+            folded, report = _load_folded(path, lines, options), None
+        else:
+            report = ParseReport()
+            folded = fold(
+                parse(lines, report),
+                pid=options.pid,
+                tid=options.tid,
+                kernel=options.kernel,
+                event=options.event,
+            )
+    # checked once perf (if it ran) has exited: its own error comes first
+    if report is not None:
+        _check_script(path, folded, report, kind == "perf.data")
+    folded.notes[:0] = notes
+    return folded
+
+
+def _load_folded(path: Path, lines: Iterator[str], options: FoldOptions) -> Folded:
+    asked = {"--pid": options.pid, "--tid": options.tid, "--event": options.event}
+    for flag, wanted in asked.items():
+        if wanted:
+            raise AutoprofError(f"{flag} needs perf input; {path} holds folded stacks")
+    folded = read_folded(lines)
+    if not folded.stacks:
+        raise AutoprofError(f"{path}: no folded stacks in it")
+    return folded if options.kernel else without_kernel(folded)
+
+
+def _check_script(path: Path, folded: Folded, report: ParseReport, data: bool) -> None:
+    if report.samples == 0:
+        if data:
+            raise AutoprofError(f"{path}: perf.data holds no samples")
+        first = f" (first line: {report.first_unrecognized!r})" if report.first_unrecognized else ""
+        raise AutoprofError(f"{path}: not perf script output nor folded stacks{first}")
+    if all(len(stack) == 1 for stack in folded.stacks):
+        raise AutoprofError(
+            f"{path}: the samples have no call stacks (record with -g or --call-graph)"
+        )
+    if report.unrecognized:
+        folded.notes.append(
+            f"{report.unrecognized} lines not understood and skipped"
+            f" (first: {report.first_unrecognized!r})"
+        )
+    if report.truncated:
+        folded.notes.append("the input ends inside a sample (truncated?); that sample was dropped")

@@ -1,0 +1,147 @@
+"""`perf record` and `perf script`: the only place that knows their command lines.
+
+`record_argv` / `script_argv` are pure; `run_record` and `script_lines` run perf and turn its
+failures into one line the user can act on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from autoprof.errors import AutoprofError
+
+CALL_GRAPHS = ("fp", "dwarf", "lbr")
+# `perf script` fields: perf's default layout plus the pid (for --pid), so the output stays what
+# stackcollapse-perf.pl reads.
+SCRIPT_FIELDS = "+pid"
+
+
+@dataclass
+class RecordOptions:
+    """What to sample. 99 Hz by default: off the round frequencies of periodic work."""
+
+    frequency: int = 99
+    call_graph: str = "fp"
+    events: list[str] = field(default_factory=list)
+    pid: int | None = None
+    system_wide: bool = False
+
+
+def record_argv(options: RecordOptions, output: Path, command: Sequence[str]) -> list[str]:
+    """The `perf record` command line for `options`, writing `output`, running `command`."""
+    if options.call_graph not in CALL_GRAPHS:
+        raise AutoprofError(
+            f"unknown call graph {options.call_graph!r} (choose {', '.join(CALL_GRAPHS)})"
+        )
+    if options.frequency <= 0:
+        raise AutoprofError(f"sampling frequency must be positive, not {options.frequency}")
+    if options.pid is not None and options.system_wide:
+        raise AutoprofError("choose one of -p PID and -a, not both")
+    if not command and options.pid is None and not options.system_wide:
+        raise AutoprofError("nothing to record: give a command after --, or -p PID, or -a")
+    argv = ["perf", "record", "-F", str(options.frequency), "--call-graph", options.call_graph]
+    for event in options.events:
+        argv += ["-e", event]
+    if options.pid is not None:
+        argv += ["-p", str(options.pid)]
+    if options.system_wide:
+        argv.append("-a")
+    argv += ["-o", str(output)]
+    if command:
+        argv += ["--", *command]
+    return argv
+
+
+def script_argv(perf_data: Path) -> list[str]:
+    """The `perf script` command line that prints the stacks of `perf_data`."""
+    return ["perf", "script", "-F", SCRIPT_FIELDS, "-i", str(perf_data)]
+
+
+@dataclass
+class RecordResult:
+    exit_code: int
+    stderr: str  # perf's messages (and the workload's standard error)
+
+
+def run_record(argv: list[str], stderr_copy: Path) -> RecordResult:
+    """Run `perf record`: standard error goes both to the terminal and to `stderr_copy`.
+
+    Ctrl-C stops the workload, as with perf itself; perf then still writes its data file, so we
+    wait for it instead of dying with it.
+    """
+    proc = _start(argv, stderr=subprocess.PIPE)
+    chunks: list[bytes] = []
+    tee = threading.Thread(target=_tee, args=(proc.stderr, chunks), daemon=True)
+    tee.start()
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # perf got the SIGINT too and is finishing its file
+    tee.join()
+    text = b"".join(chunks).decode("utf-8", "replace")
+    stderr_copy.write_text(text)
+    return RecordResult(code, text)
+
+
+def _start(argv: list[str], **popen) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(argv, **popen)
+    except FileNotFoundError as err:
+        raise AutoprofError("perf not found (Debian: sudo apt-get install linux-perf)") from err
+
+
+def _tee(stream: IO[bytes], chunks: list[bytes]) -> None:
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        chunks.append(chunk)
+        sys.stderr.buffer.write(chunk)
+        sys.stderr.flush()
+
+
+def perf_error_line(stderr: str) -> str:
+    """The line of perf's standard error that says what went wrong."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("[ perf record:")]
+    keys = ("error", "invalid", "not supported", "permission", "failed", "no such", "cannot")
+    for i, line in enumerate(lines):
+        low = line.lower()
+        if low.rstrip(":") == "error" and i + 1 < len(lines):
+            return lines[i + 1]
+        if any(k in low for k in keys):
+            return line
+    return lines[-1] if lines else "no message"
+
+
+@contextlib.contextmanager
+def script_output(perf_data: Path) -> Iterator[IO[str]]:
+    """Stream the text of `perf script` over `perf_data` (a text stream to read).
+
+    Raises AutoprofError with perf's own reason when perf cannot read the file.
+    """
+    argv = script_argv(perf_data)
+    proc = _start(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="surrogateescape"
+    )
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    try:
+        yield proc.stdout
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    proc.stdout.read()  # drain whatever the consumer left
+    code = proc.wait()
+    reader.join()
+    if code != 0:
+        reason = perf_error_line(errors[0] if errors else "")
+        raise AutoprofError(f"perf script cannot read {perf_data}: {reason}")

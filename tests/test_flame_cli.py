@@ -1,0 +1,117 @@
+"""`autoprof flamegraph` on files: outputs, options, and one clear line for bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+INLINE = DATA / "perf61-dwarf-inline.script"
+TWO_EVENTS = DATA / "perf61-dd-two-events.script"
+
+
+def autoprof(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autoprof", *args], capture_output=True, text=True)
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
+    return lines[0]
+
+
+def test_folded_output_of_gzip_input_matches_stackcollapse(samples_dir: Path):
+    proc = autoprof("flamegraph", str(samples_dir / "example-perf-stacks.txt.gz"), "--folded")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (samples_dir / "example-perf-stacks.folded").read_text()
+
+
+def test_svg_and_speedscope(tmp_path: Path):
+    svg, ss = tmp_path / "f.svg", tmp_path / "f.json"
+    proc = autoprof(
+        "flamegraph", str(INLINE), "-o", str(svg), "--speedscope", str(ss),
+        "--title", "a <title> & more", "--width", "800", "--inverted",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    text = svg.read_text()
+    assert 'width="800"' in text and "a &lt;title&gt; &amp; more" in text
+    root = re.search(r'data-n="all"[^>]*><title>[^<]*</title><rect x="[\d.]+" y="(\d+)"', text)
+    work = re.search(r'data-n="work_a"[^>]*><title>[^<]*</title><rect x="[\d.]+" y="(\d+)"', text)
+    assert int(root.group(1)) < int(work.group(1))  # icicle: the root is on top
+    document = json.loads(ss.read_text())
+    assert document["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    profiles = {p["name"]: p for p in document["profiles"]}  # one per process name
+    assert all(p["unit"] == "nanoseconds" for p in profiles.values())
+    periods = re.findall(r"^(\S+) \S+\s+[\d.]+:\s+(\d+) cpu-clock:", INLINE.read_text(), re.M)
+    for comm in {c for c, _ in periods}:
+        weight = sum(int(p) for c, p in periods if c == comm)
+        assert sum(profiles[comm]["weights"]) == profiles[comm]["endValue"] == weight
+    names = {f["name"] for f in document["shared"]["frames"]}
+    assert {"main", "work_a", "inl"} <= names
+
+
+def test_minwidth_drops_narrow_frames(tmp_path: Path):
+    counts = {}
+    for minwidth in ("0.1", "30%"):
+        out = tmp_path / f"{minwidth}.svg"
+        assert autoprof("flamegraph", str(TWO_EVENTS), "--minwidth", minwidth, "-o", str(out))
+        counts[minwidth] = out.read_text().count('<g class="f"')
+    assert 0 < counts["30%"] < counts["0.1"]
+
+
+def test_pid_tid_and_event_options():
+    proc = autoprof("flamegraph", str(TWO_EVENTS), "--folded", "--tid", "--event", "page-faults")
+    assert proc.returncode == 0, proc.stderr
+    header = next(line for line in TWO_EVENTS.read_text().splitlines() if "page-faults" in line)
+    pid, tid = re.match(r"dd (\d+)/(\d+) ", header).groups()
+    assert all(line.startswith(f"dd-{pid}/{tid};") for line in proc.stdout.splitlines())
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in proc.stdout.splitlines())
+    periods = re.findall(r":\s+(\d+) page-faults:", TWO_EVENTS.read_text())
+    assert total == sum(int(p) for p in periods)
+
+
+def test_no_kernel_on_perf_input():
+    with_kernel = autoprof("flamegraph", str(TWO_EVENTS), "--folded").stdout
+    without = autoprof("flamegraph", str(TWO_EVENTS), "--folded", "--no-kernel").stdout
+    assert "do_syscall_64" in with_kernel and "do_syscall_64" not in without
+
+
+def test_truncated_gzip_keeps_what_was_read(tmp_path: Path):
+    cut = tmp_path / "cut.script.gz"
+    whole = gzip.compress(INLINE.read_bytes())
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    proc = autoprof("flamegraph", str(cut), "--folded")
+    assert proc.returncode == 0, proc.stderr
+    assert "note:" in proc.stderr and proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty file"),
+        (b"hello world\nthis is not perf\n", "not perf script output"),
+        (b"PERFILE2" + bytes(range(256)) * 4, "perf script cannot read"),
+    ],
+    ids=["empty", "not-perf", "bad-perf.data"],
+)
+def test_bad_input_is_one_clear_line(tmp_path: Path, content: bytes, message: str):
+    path = tmp_path / "input"
+    path.write_bytes(content)
+    if content.startswith(b"PERFILE2") and not Path("/usr/bin/perf").exists():
+        pytest.skip("perf is needed to read a perf.data")
+    assert message in one_error_line(autoprof("flamegraph", str(path), "-o", str(tmp_path / "o")))
+    assert not (tmp_path / "o").exists()
+
+
+def test_wrong_number_of_inputs_and_options_for_folded(samples_dir: Path):
+    assert "two inputs" in one_error_line(autoprof("flamegraph", "--diff", str(INLINE)))
+    folded = str(samples_dir / "perf61-fib.folded")
+    assert "--pid needs perf input" in one_error_line(autoprof("flamegraph", folded, "--pid"))
