@@ -1,0 +1,251 @@
+"""`autoprof upload`, `autoprof runs list|show|export|delete`, `autoprof store migrate|info`.
+
+The store's library (SQLAlchemy, Alembic, pandas) is imported inside the commands: importing it
+here would cost every `autoprof` invocation over a second.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from autoprof.errors import AutoprofError
+from autoprof.store import url as store_url
+
+store_option = click.option(
+    "--store",
+    "store_text",
+    metavar="URL",
+    envvar=store_url.ENV_VAR,
+    show_envvar=True,
+    help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, sqlite:///PATH or a file path "
+    f"[default: {store_url.default_path()}]",
+)
+
+
+def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    pairs = {}
+    for text in values:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise AutoprofError(f"{option} {text!r}: expected KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _when(stamp) -> str:
+    return stamp.strftime("%Y-%m-%d %H:%M:%S") if stamp else "-"
+
+
+@click.command("upload")
+@click.argument("outs", metavar="OUT...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Label the run; repeatable."
+)
+@store_option
+def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: str | None) -> None:
+    """Store aggregated profiles (OUT folders with results.csv) in the results store."""
+    from autoprof.store import engine
+    from autoprof.store import upload as store_upload
+
+    labels = _pairs(tags, "--tag")
+    store = engine.open_store(store_text)
+    failures = 0
+    for out in outs:
+        try:
+            done = store_upload.upload(store, out, labels)
+        except AutoprofError as err:
+            failures += 1
+            click.echo(f"autoprof: error: {err}", err=True)
+            continue
+        part = f" part {done.part} of {done.parts}" if done.parts > 1 else ""
+        if not done.stored:
+            click.echo(f"{out}: run {done.uuid}{part} already stored in {store.shown}")
+            continue
+        rate = done.rows / done.seconds if done.seconds > 0 else 0.0
+        state = "" if done.complete else " (run incomplete: more parts to come)"
+        click.echo(
+            f"{out}: stored run {done.uuid}{part} in {store.shown}: {done.rows} rows "
+            f"in {done.seconds:.2f} s ({rate:,.0f} rows/s){state}"
+        )
+    if failures:
+        raise AutoprofError(f"{failures} of {len(outs)} upload(s) failed")
+
+
+@click.group("runs")
+def runs_group() -> None:
+    """List, show, export and delete stored runs."""
+
+
+@runs_group.command("list")
+@click.option("--machine", help="Hostname, CPU id or CPU model (substring).")
+@click.option("--command", "command_text", help="Substring of the profiled command line.")
+@click.option("--since", help="ISO date/datetime (UTC), or 30m, 12h, 7d, 2w ago.")
+@click.option(
+    "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Repeatable; all must match."
+)
+@store_option
+def list_command(machine, command_text, since, tags, store_text) -> None:
+    """List stored runs, oldest first."""
+    from autoprof.store import engine, queries
+    from autoprof.store.upload import utc_now
+
+    store = engine.open_store(store_text)
+    since_at = queries.parse_since(since, utc_now()) if since else None
+    with store.read() as conn:
+        runs = queries.list_runs(
+            conn, machine=machine, command=command_text, since=since_at, tags=_pairs(tags, "--tag")
+        )
+    if not runs:
+        click.echo(f"no runs in {store.shown} match", err=True)
+        return
+    header = f"{'ID':<36}  {'CREATED (UTC)':<19}  {'HOST':<16}  {'ROWS':>10}  {'STATUS':<10}"
+    click.echo(f"{header}  COMMAND")
+    for run in runs:
+        status = run.status
+        if run.parts_expected > 1:
+            status = f"{status} {run.parts_stored}/{run.parts_expected}"
+        tags_text = " ".join(f"{k}={v}" for k, v in run.tags.items())
+        click.echo(
+            f"{run.uuid:<36}  {_when(run.created):<19}  {','.join(run.hosts):<16}  "
+            f"{run.rows:>10}  {status:<10}  {run.command_line}"
+            + (f"  [{tags_text}]" if tags_text else "")
+        )
+
+
+@runs_group.command("show")
+@click.argument("run_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+@store_option
+def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
+    """Show one run: command, machine, parts, tags and its sanity report summary."""
+    from autoprof.store import engine, queries
+
+    store = engine.open_store(store_text)
+    with store.read() as conn:
+        info = queries.run_details(conn, run_id)
+    if as_json:
+        click.echo(json.dumps(info, indent=2, default=str))
+        return
+    click.echo(f"run        {info['id']}")
+    click.echo(f"command    {' '.join(info['command'])}")
+    click.echo(f"created    {_when(info['created'])} UTC")
+    click.echo(f"ran        {_when(info['started'])} .. {_when(info['ended'])} UTC")
+    parts = f"{len(info['parts'])} of {info['parts_expected']} parts"
+    click.echo(f"status     {info['status']} ({parts})")
+    click.echo(f"rows       {info['rows']}")
+    click.echo(f"autoprof   {info['autoprof_version']}")
+    if info["tags"]:
+        click.echo("tags       " + " ".join(f"{k}={v}" for k, v in info["tags"].items()))
+    for part in info["parts"]:
+        m = part["machine"]
+        uploaded = _when(part["uploaded"])
+        click.echo(f"part {part['part']}: {part['rows']} rows, uploaded {uploaded} UTC")
+        click.echo(f"  machine  {m['hostname']}: {m['cpu_id']} ({m['model_name']})")
+        click.echo(
+            f"           kernel {m['kernel']}, perf {m['perf_version']}, "
+            f"SMT {'on' if m['smt'] else 'off'}, "
+            f"NMI watchdog {'on' if m['nmi_watchdog'] else 'off'}"
+        )
+        report = part["report"]
+        if report is None:
+            click.echo("  report   none (aggregate wrote no report.json)")
+            continue
+        runs = report.get("runs", {})
+        events = report.get("events", {})
+        click.echo(
+            f"  report   {report.get('events_measured', '?')} events measured; runs "
+            f"{runs.get('finished', '?')}/{runs.get('expected', '?')} finished, "
+            f"{len(runs.get('failed', []))} failed, {len(runs.get('missing', []))} missing; "
+            f"{len(events.get('multiplexed', []))} multiplexed, "
+            f"{len(events.get('not_counted', []))} not counted, "
+            f"{len(events.get('not_supported', []))} not supported, "
+            f"{len(report.get('broken_files', []))} broken files"
+        )
+
+
+@runs_group.command("export")
+@click.argument("run_id", metavar="ID")
+@click.option(
+    "-o",
+    "--output",
+    default="results.csv",
+    show_default=True,
+    help="Where to write the CSV; - for standard output.",
+)
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+@click.option("--partial", is_flag=True, help="Export an incomplete split run's stored parts.")
+@store_option
+def export_command(run_id, output, force, partial, store_text) -> None:
+    """Write a run's results.csv, byte for byte as `aggregate` wrote it."""
+    from autoprof import results
+    from autoprof.store import engine, queries
+
+    target = Path(output)
+    if output != "-" and target.exists() and not force:
+        raise AutoprofError(f"{target} exists; use --force to overwrite it")
+    store = engine.open_store(store_text)
+    with store.read() as conn:
+        frame = queries.export_frame(conn, run_id, partial=partial)
+    if output == "-":
+        results.write_csv(frame, sys.stdout)
+        return
+    tmp = target.with_name(target.name + ".tmp")
+    results.write_csv(frame, tmp)
+    tmp.replace(target)
+    click.echo(f"wrote {len(frame)} rows to {target}", err=True)
+
+
+@runs_group.command("delete")
+@click.argument("run_id", metavar="ID")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@store_option
+def delete_command(run_id: str, yes: bool, store_text: str | None) -> None:
+    """Delete a run and all its measurements."""
+    from autoprof.store import engine, queries
+
+    store = engine.open_store(store_text)
+    if not yes:
+        with store.read() as conn:
+            run = queries.find_run(conn, run_id)
+        click.confirm(f"delete run {run.uuid} ({run.rows} rows) from {store.shown}?", abort=True)
+    with store.write() as conn:
+        uuid, rows = queries.delete_run(conn, run_id)
+    click.echo(f"deleted run {uuid} ({rows} rows) from {store.shown}")
+
+
+@click.group("store")
+def store_group() -> None:
+    """Manage the results store's schema."""
+
+
+@store_group.command("migrate")
+@store_option
+def migrate_command(store_text: str | None) -> None:
+    """Upgrade the store's schema to this autoprof's version (back it up first)."""
+    from autoprof.store import engine
+
+    before, after = engine.migrate(store_text)
+    shown = store_url.display(store_url.parse(store_url.resolve(store_text)))
+    if before == after:
+        click.echo(f"{shown}: schema {after} is current")
+    else:
+        click.echo(f"{shown}: schema migrated from {before or 'empty'} to {after}")
+
+
+@store_group.command("info")
+@store_option
+def info_command(store_text: str | None) -> None:
+    """Print the store's URL (password masked), schema version and size."""
+    from autoprof.store import engine, queries
+
+    store = engine.open_store(store_text)
+    with store.read() as conn:
+        revision = engine.current_revision(conn)
+        runs = len(queries.list_runs(conn))
+    click.echo(f"store    {store.shown}")
+    click.echo(f"schema   {revision} (this autoprof: {engine.head_revision()})")
+    click.echo(f"runs     {runs}")

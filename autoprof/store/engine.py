@@ -1,0 +1,194 @@
+"""Open a store: engine per backend, schema version check, migrations, and error translation.
+
+Every command opens the store through `open_store`, which connects once, and compares the
+database's schema revision (Alembic, table ``autoprof_schema``) with the newest migration shipped
+in this package. An empty database is initialised on the spot (a first upload just works); a
+store at an older revision is left alone and the user is told to run ``autoprof store migrate``;
+a store newer than this autoprof is refused. Initialisation and migration hold a lock (a
+PostgreSQL advisory lock, SQLite's write lock) so concurrent first uploads do not race.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import Connection, Engine, create_engine, event, inspect
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from autoprof.errors import AutoprofError
+from autoprof.store import url as store_url
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+VERSION_TABLE = "autoprof_schema"
+# pg_advisory_xact_lock key held while the schema is checked, created or migrated
+_MIGRATION_LOCK = 0x6175746F70726F66 & 0x7FFFFFFFFFFFFFFF  # "autoprof"
+CONNECT_TIMEOUT_S = 10
+SQLITE_BUSY_TIMEOUT_S = 300
+
+
+@dataclass
+class Store:
+    """An open store: the engine, and the URL text needed to mask it in every message."""
+
+    engine: Engine
+    url: URL
+    text: str  # what the user gave, kept only to scrub its password out of driver errors
+
+    @property
+    def shown(self) -> str:
+        return store_url.display(self.url)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn database errors into one masked line for the user."""
+        try:
+            yield
+        except (DBAPIError, psycopg.Error, sqlite3.Error) as err:
+            # the bulk paths use the driver directly, so its own errors arrive here unwrapped
+            orig = err.orig if isinstance(err, DBAPIError) else err
+            reason = str(orig or err).strip().splitlines()
+            first = reason[0] if reason else type(err).__name__
+            message = store_url.scrub(f"store {self.shown}: {first}", self.text)
+            raise AutoprofError(message) from None
+        except SQLAlchemyError as err:
+            raise AutoprofError(store_url.scrub(f"store {self.shown}: {err}", self.text)) from None
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction; on SQLite it takes the write lock up front (BEGIN IMMEDIATE), so
+        concurrent writers queue instead of failing on a lock upgrade."""
+        engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+        with self.errors(), engine.begin() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.errors(), self.engine.begin() as conn:
+            yield conn
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    Path(url.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+
+    # pysqlite's own transaction handling defers BEGIN and cannot take the write lock early;
+    # the SQLAlchemy recipe: disable it and emit BEGIN ourselves.
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn, _record):
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute("PRAGMA foreign_keys = ON")
+        dbapi_conn.execute("PRAGMA journal_mode = WAL")
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn):
+        conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
+
+    return engine
+
+
+def _engine(url: URL) -> Engine:
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    return create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+
+
+def alembic_config(conn: Connection) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(conn: Connection) -> str | None:
+    context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
+
+
+def _lock(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+
+
+def _is_known(revision: str) -> bool:
+    try:
+        return ScriptDirectory(str(MIGRATIONS)).get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
+def check_schema(store: Store, conn: Connection) -> None:
+    """Create the schema in an empty database; refuse one at another revision, saying why."""
+    _lock(conn)
+    current, head = current_revision(conn), head_revision()
+    if current == head:
+        return
+    if current is None:
+        if "run" in inspect(conn).get_table_names():
+            raise AutoprofError(
+                f"store {store.shown} has a 'run' table but no autoprof schema version: "
+                "it is not an autoprof store (or predates versioning); use another database"
+            )
+        command.upgrade(alembic_config(conn), "head")
+        return
+    if _is_known(current):
+        raise AutoprofError(
+            f"store {store.shown} has schema {current}, older than this autoprof's {head}: "
+            "back it up, then run `autoprof store migrate` with the same --store"
+        )
+    raise AutoprofError(
+        f"store {store.shown} has schema {current}, newer than this autoprof knows "
+        f"(up to {head}): upgrade autoprof to use this store"
+    )
+
+
+def connect(text: str | None) -> Store:
+    """A `Store` for `text` (or $AUTOPROF_STORE, or the default), connected, schema not checked."""
+    resolved = store_url.resolve(text)
+    parsed = store_url.parse(resolved)
+    return Store(engine=_engine(parsed), url=parsed, text=resolved)
+
+
+def open_store(text: str | None) -> Store:
+    """Connect and check (or initialise) the schema; every error is one masked line."""
+    store = connect(text)
+    with store.write() as conn:
+        check_schema(store, conn)
+    return store
+
+
+def migrate(text: str | None) -> tuple[str | None, str]:
+    """Upgrade the store's schema to this autoprof's head; returns (from, to) revisions."""
+    store = connect(text)
+    head = head_revision()
+    with store.write() as conn:
+        _lock(conn)
+        current = current_revision(conn)
+        if current is not None and not _is_known(current):
+            raise AutoprofError(
+                f"store {store.shown} has schema {current}, newer than this autoprof knows "
+                f"(up to {head}): upgrade autoprof instead"
+            )
+        if current != head:
+            command.upgrade(alembic_config(conn), "head")
+    return current, head

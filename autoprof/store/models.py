@@ -1,0 +1,173 @@
+"""The store's schema (SQLAlchemy 2 typed models); Alembic migrations in `migrations/` create it.
+
+A *run* is one logical profile, keyed by the uuid of its manifest. It arrives in one or more
+*parts* (`profile` makes one; a distributed `--split N` profile makes N, one per machine), each
+uploaded atomically with its measurements, its own manifest, sanity report and run records; the
+run is ``complete`` once every part is present. A *machine* row is shared by every part measured
+on identical hardware and software (same facts, same fingerprint).
+
+The rows of `results.csv` are stored losslessly (doubles for floats, nullable big integers for
+integers, text for strings) and split in two: `series` holds what is fixed along a run's
+intervals (event, location, plan run, repeat), `measurement` one narrow row per interval, with
+`seq` (the row's position within its part) so that `runs export` rebuilds the original order.
+Narrow rows are what makes the bulk load fast.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+RUN_COMPLETE = "complete"  # every part of the run is stored
+RUN_INCOMPLETE = "incomplete"  # some parts of a split profile have not arrived yet
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JSON,
+        list[Any]: JSON,
+        str: Text,
+        int: Integer,
+        float: Double,
+    }
+
+
+class Machine(Base):
+    __tablename__ = "machine"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 of the facts
+    cpu_id: Mapped[str] = mapped_column(index=True)
+    model_name: Mapped[str]
+    hostname: Mapped[str] = mapped_column(index=True)
+    kernel: Mapped[str]
+    perf_version: Mapped[str]
+    smt: Mapped[bool]
+    nmi_watchdog: Mapped[bool]
+    perf_event_paranoid: Mapped[int | None]
+    counters: Mapped[dict[str, Any]]  # per catalog PMU: {"generic": n, "fixed": m}
+
+
+class Run(Base):
+    __tablename__ = "run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    command: Mapped[list[Any]]  # argv, as in the manifest
+    command_line: Mapped[str]  # shlex-joined argv, for display and --command filters
+    created: Mapped[dt.datetime] = mapped_column(index=True)  # UTC, when the profile started
+    started: Mapped[dt.datetime | None]  # UTC, first perf run's start over all stored parts
+    ended: Mapped[dt.datetime | None]
+    autoprof_version: Mapped[str]
+    parts_expected: Mapped[int]
+    status: Mapped[str] = mapped_column(String(16))  # RUN_COMPLETE / RUN_INCOMPLETE
+    rows: Mapped[int] = mapped_column(BigInteger)  # measurements over all stored parts
+    uploaded: Mapped[dt.datetime]  # UTC, last part stored
+
+    parts: Mapped[list[RunPart]] = relationship(
+        back_populates="run", order_by="RunPart.part", passive_deletes=True
+    )
+    tags: Mapped[list[Tag]] = relationship(order_by="Tag.key", passive_deletes=True)
+
+
+class RunPart(Base):
+    __tablename__ = "run_part"
+    __table_args__ = (UniqueConstraint("run_id", "part"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
+    part: Mapped[int]  # 1-based
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machine.id"), index=True)
+    manifest: Mapped[dict[str, Any]]  # manifest.json of this part, verbatim
+    report: Mapped[dict[str, Any] | None]  # report.json (the sanity report), verbatim
+    records: Mapped[list[Any]]  # run.json of every (run, repeat) folder of this part
+    rows: Mapped[int] = mapped_column(BigInteger)
+    uploaded: Mapped[dt.datetime]
+
+    run: Mapped[Run] = relationship(back_populates="parts")
+    machine: Mapped[Machine] = relationship()
+
+
+class Tag(Base):
+    __tablename__ = "run_tag"
+    __table_args__ = (Index("ix_run_tag_key_value", "key", "value"),)
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(primary_key=True)
+    value: Mapped[str]
+
+
+class Series(Base):
+    """What stays fixed along a run's intervals: event, location, plan run and repeat."""
+
+    __tablename__ = "series"
+
+    part_id: Mapped[int] = mapped_column(
+        ForeignKey("run_part.id", ondelete="CASCADE"), primary_key=True
+    )
+    number: Mapped[int] = mapped_column(primary_key=True)  # 0-based within its part
+    event_name: Mapped[str | None]
+    socket: Mapped[int | None] = mapped_column(BigInteger)
+    core: Mapped[int | None] = mapped_column(BigInteger)
+    cpu: Mapped[int | None] = mapped_column(BigInteger)
+    node: Mapped[int | None] = mapped_column(BigInteger)
+    unit: Mapped[str | None]
+    plan_run: Mapped[int | None] = mapped_column(BigInteger)
+    repeat: Mapped[int | None] = mapped_column(BigInteger)
+    pmu: Mapped[str | None]
+    value_unit: Mapped[str | None]
+
+
+class Measurement(Base):
+    """One row of results.csv: a series' value in one interval.
+
+    No foreign key to `run_part`/`series` on purpose: a per-row constraint check halves the bulk
+    load rate. Integrity comes from the one writer (`upload`, one transaction per part) and the
+    one deleter (`queries.delete_run`, which removes a run's measurements with it).
+    """
+
+    __tablename__ = "measurement"
+
+    part_id: Mapped[int] = mapped_column(primary_key=True)
+    seq: Mapped[int] = mapped_column(primary_key=True)  # row position within its part
+    series: Mapped[int]  # Series.number within the same part
+    interval_index: Mapped[int | None] = mapped_column(BigInteger)
+    time: Mapped[float | None]
+    sample_value: Mapped[float | None]
+    percent_running: Mapped[float | None]
+    status: Mapped[str | None]
+
+
+# results.csv column -> column of `series` (fixed along intervals) or `measurement`
+SERIES_COLUMNS: dict[str, str] = {
+    "EVENT_NAME": "event_name",
+    "SOCKET": "socket",
+    "CORE": "core",
+    "CPU": "cpu",
+    "NODE": "node",
+    "UNIT": "unit",
+    "RUN": "plan_run",
+    "REPEAT": "repeat",
+    "PMU": "pmu",
+    "VALUE_UNIT": "value_unit",
+}
+SAMPLE_COLUMNS: dict[str, str] = {
+    "INDEX": "interval_index",
+    "TIME": "time",
+    "SAMPLE_VALUE": "sample_value",
+    "PERCENT_RUNNING": "percent_running",
+    "STATUS": "status",
+}

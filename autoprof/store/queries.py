@@ -1,0 +1,274 @@
+"""Read and delete runs: list with filters, show one, rebuild its results frame, delete it.
+
+Runs are named by their uuid or any unambiguous prefix of it (at least 4 characters), as git
+names commits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Connection, delete, func, or_, select
+from sqlalchemy.orm import Session
+
+from autoprof import results
+from autoprof.errors import AutoprofError
+from autoprof.store.models import (
+    RUN_COMPLETE,
+    SAMPLE_COLUMNS,
+    SERIES_COLUMNS,
+    Machine,
+    Measurement,
+    Run,
+    RunPart,
+    Series,
+    Tag,
+)
+
+MIN_PREFIX = 4
+_RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+@dataclass
+class RunSummary:
+    """One line of `runs list`."""
+
+    uuid: str
+    created: dt.datetime
+    command_line: str
+    hosts: list[str]
+    cpu_ids: list[str]
+    rows: int
+    status: str
+    parts_stored: int
+    parts_expected: int
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def parse_since(text: str, now: dt.datetime) -> dt.datetime:
+    """`--since`: an ISO date or datetime (UTC unless it says otherwise), or 30m / 12h / 7d / 2w
+    before `now` (naive UTC)."""
+    text = text.strip()
+    if m := _RELATIVE.match(text):
+        return now - dt.timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+    try:
+        stamp = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise AutoprofError(
+            f"--since {text!r}: expected an ISO date (2024-06-01), datetime or 30m/12h/7d/2w"
+        ) from None
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(dt.UTC).replace(tzinfo=None)
+    return stamp
+
+
+def find_run(conn: Connection, ident: str) -> Run:
+    """The run named by `ident` (uuid or unambiguous prefix)."""
+    ident = ident.strip().lower()
+    if len(ident) < MIN_PREFIX:
+        raise AutoprofError(f"run id {ident!r} is too short: give at least {MIN_PREFIX} characters")
+    escaped = ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    found = conn.execute(
+        select(Run).where(Run.uuid.like(f"{escaped}%", escape="\\")).limit(11)
+    ).all()
+    if not found:
+        raise AutoprofError(f"no run {ident} in the store (see `autoprof runs list`)")
+    if len(found) > 1:
+        names = ", ".join(r.uuid for r in found[:10])
+        raise AutoprofError(f"run id {ident} is ambiguous: {names}")
+    return found[0]
+
+
+def list_runs(
+    conn: Connection,
+    *,
+    machine: str | None = None,
+    command: str | None = None,
+    since: dt.datetime | None = None,
+    tags: dict[str, str] | None = None,
+) -> list[RunSummary]:
+    """Runs matching every filter given, oldest first. `machine` matches hostname, CPU id or
+    model name (substring, any case); `command` a substring of the command line."""
+    query = select(Run).order_by(Run.created, Run.id)
+    if machine:
+        pattern = f"%{machine.lower()}%"
+        query = query.where(
+            Run.id.in_(
+                select(RunPart.run_id)
+                .join(Machine)
+                .where(
+                    or_(
+                        func.lower(Machine.hostname).like(pattern),
+                        func.lower(Machine.cpu_id).like(pattern),
+                        func.lower(Machine.model_name).like(pattern),
+                    )
+                )
+            )
+        )
+    if command:
+        query = query.where(Run.command_line.contains(command, autoescape=True))
+    if since:
+        query = query.where(Run.created >= since)
+    for key, value in (tags or {}).items():
+        query = query.where(
+            Run.id.in_(select(Tag.run_id).where(Tag.key == key, Tag.value == value))
+        )
+    runs = conn.execute(query).all()
+    ids = [r.id for r in runs]
+    machines: dict[int, list[tuple[str, str]]] = {i: [] for i in ids}
+    parts = {i: 0 for i in ids}
+    tag_map: dict[int, dict[str, str]] = {i: {} for i in ids}
+    if ids:
+        for run_id, host, cpu in conn.execute(
+            select(RunPart.run_id, Machine.hostname, Machine.cpu_id)
+            .join(Machine)
+            .where(RunPart.run_id.in_(ids))
+            .order_by(RunPart.run_id, RunPart.part)
+        ):
+            machines[run_id].append((host, cpu))
+            parts[run_id] += 1
+        for run_id, key, value in conn.execute(
+            select(Tag.run_id, Tag.key, Tag.value).where(Tag.run_id.in_(ids)).order_by(Tag.key)
+        ):
+            tag_map[run_id][key] = value
+    return [
+        RunSummary(
+            uuid=r.uuid,
+            created=r.created,
+            command_line=r.command_line,
+            hosts=list(dict.fromkeys(h for h, _ in machines[r.id])),
+            cpu_ids=list(dict.fromkeys(c for _, c in machines[r.id])),
+            rows=r.rows,
+            status=r.status,
+            parts_stored=parts[r.id],
+            parts_expected=r.parts_expected,
+            tags=tag_map[r.id],
+        )
+        for r in runs
+    ]
+
+
+def run_details(conn: Connection, ident: str) -> dict:
+    """Everything the store knows about one run, as plain data (for `runs show`)."""
+    run = find_run(conn, ident)
+    with Session(conn) as session:
+        parts = session.execute(
+            select(RunPart, Machine)
+            .join(Machine)
+            .where(RunPart.run_id == run.id)
+            .order_by(RunPart.part)
+        ).all()
+    tags = dict(conn.execute(select(Tag.key, Tag.value).where(Tag.run_id == run.id)).all())
+    return {
+        "id": run.uuid,
+        "command": run.command,
+        "created": run.created,
+        "started": run.started,
+        "ended": run.ended,
+        "autoprof_version": run.autoprof_version,
+        "status": run.status,
+        "rows": run.rows,
+        "parts_expected": run.parts_expected,
+        "tags": tags,
+        "parts": [
+            {
+                "part": p.part,
+                "rows": p.rows,
+                "uploaded": p.uploaded,
+                "machine": {
+                    "hostname": m.hostname,
+                    "cpu_id": m.cpu_id,
+                    "model_name": m.model_name,
+                    "kernel": m.kernel,
+                    "perf_version": m.perf_version,
+                    "smt": m.smt,
+                    "nmi_watchdog": m.nmi_watchdog,
+                    "perf_event_paranoid": m.perf_event_paranoid,
+                    "counters": m.counters,
+                },
+                "options": p.manifest.get("options", {}),
+                "report": p.report,
+                "records": len(p.records),
+            }
+            for p, m in parts
+        ],
+    }
+
+
+def export_frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.DataFrame:
+    """The run's results frame, as `aggregate` wrote it (feed it to `results.write_csv`).
+
+    One part: its rows in their original order. Several parts: concatenated and stably sorted by
+    (RUN, REPEAT), which is the order a single-machine `aggregate` writes runs in.
+    """
+    run = find_run(conn, ident)
+    stored = conn.scalar(select(func.count()).select_from(RunPart).where(RunPart.run_id == run.id))
+    if run.status != RUN_COMPLETE and not partial:
+        raise AutoprofError(
+            f"run {run.uuid} is incomplete ({stored} of {run.parts_expected} parts stored); "
+            "use --partial to export the parts present"
+        )
+    part_ids = select(RunPart.id).where(RunPart.run_id == run.id)
+    series = _frame(
+        conn.execute(
+            select(
+                RunPart.part,
+                Series.number,
+                *(Series.__table__.c[c] for c in SERIES_COLUMNS.values()),
+            )
+            .join(RunPart, RunPart.id == Series.part_id)
+            .where(Series.part_id.in_(part_ids))
+        ).all(),
+        ["part", "number", *SERIES_COLUMNS],
+    )
+    samples = _frame(
+        conn.execute(
+            select(
+                RunPart.part,
+                Measurement.series,
+                *(Measurement.__table__.c[c] for c in SAMPLE_COLUMNS.values()),
+            )
+            .join(RunPart, RunPart.id == Measurement.part_id)
+            .where(Measurement.part_id.in_(part_ids))
+            .order_by(RunPart.part, Measurement.seq)
+        ).all(),
+        ["part", "number", *SAMPLE_COLUMNS],
+    )
+    if samples.empty:
+        return results.empty_frame()
+    series = series.set_index(["part", "number"])
+    where = series.index.get_indexer(pd.MultiIndex.from_frame(samples[["part", "number"]]))
+    fixed = series.iloc[where].reset_index(drop=True)
+    frame = results.normalize(pd.concat([fixed, samples.drop(columns=["part", "number"])], axis=1))
+    if stored > 1:
+        frame = frame.sort_values(["RUN", "REPEAT"], kind="stable", ignore_index=True)
+    return frame
+
+
+def _frame(rows: list, columns: list[str]) -> pd.DataFrame:
+    """Rows fetched from the store -> a frame with each column in its results dtype (object
+    columns of Python values and None, converted once, column by column)."""
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    data = {}
+    for name, column in zip(columns, values, strict=True):
+        dtype = results.DTYPES.get(name, "int64")
+        data[name] = pd.array(column, dtype=dtype) if dtype != "float64" else _floats(column)
+    return pd.DataFrame(data)
+
+
+def _floats(column: tuple) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in column], dtype="float64")
+
+
+def delete_run(conn: Connection, ident: str) -> tuple[str, int]:
+    """Delete a run with its parts, tags and measurements; returns (uuid, rows deleted)."""
+    run = find_run(conn, ident)
+    parts = select(RunPart.id).where(RunPart.run_id == run.id)
+    conn.execute(delete(Measurement).where(Measurement.part_id.in_(parts)))
+    conn.execute(delete(Run).where(Run.id == run.id))  # cascades to parts, series, tags
+    return run.uuid, run.rows

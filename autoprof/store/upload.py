@@ -1,0 +1,307 @@
+"""Upload an `out/` folder (after `aggregate`) into the store: one part, one transaction.
+
+Idempotent and atomic: the run row is inserted if absent and then locked (``FOR UPDATE`` on
+PostgreSQL, the database write lock on SQLite), so concurrent uploads of the same run queue up
+behind each other and all but the first find their part already stored. The part, its
+measurements and the run's totals are written in that one transaction: a killed uploader leaves
+nothing behind, and a retry starts afresh. Measurements go in through the fastest path each
+driver offers: binary ``COPY`` (psycopg 3) on PostgreSQL, ``executemany`` on SQLite.
+
+Parts: a profile split over N machines (``manifest.options["part"]`` of ``["parts"]``, both
+1-based and shared by the parts' manifests with the same `id`) arrives as N uploads; the run
+turns ``complete`` when the last one lands. A plain profile is part 1 of 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import shlex
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from itertools import count, repeat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from autoprof import outdir, results
+from autoprof.errors import AutoprofError
+from autoprof.store.engine import Store
+from autoprof.store.models import (
+    RUN_COMPLETE,
+    RUN_INCOMPLETE,
+    SAMPLE_COLUMNS,
+    SERIES_COLUMNS,
+    Machine,
+    Measurement,
+    Run,
+    RunPart,
+    Series,
+    Tag,
+)
+
+
+@dataclass
+class Profile:
+    """What one `out/` folder contributes to the store, results.csv aside: `load_results` reads
+    that only when the part is not already stored."""
+
+    manifest: outdir.Manifest
+    part: int
+    parts: int
+    report: dict[str, Any] | None
+    records: list[dict[str, Any]]
+
+
+@dataclass
+class Uploaded:
+    uuid: str
+    part: int
+    parts: int
+    rows: int
+    stored: bool  # False: this part was already in the store, nothing written
+    complete: bool  # every part of the run is now stored
+    seconds: float
+
+
+def _utc(text: str | None) -> dt.datetime | None:
+    """ISO 8601 text -> naive UTC datetime (the store's convention); None when absent."""
+    if not text:
+        return None
+    stamp = dt.datetime.fromisoformat(text)
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(dt.UTC).replace(tzinfo=None)
+    return stamp
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def _part_of(manifest: outdir.Manifest) -> tuple[int, int]:
+    part, parts = manifest.options.get("part", 1), manifest.options.get("parts", 1)
+    if not (isinstance(part, int) and isinstance(parts, int) and 1 <= part <= parts):
+        raise AutoprofError(
+            f"manifest {manifest.id}: options part={part!r} of parts={parts!r} is not a valid part"
+        )
+    return part, parts
+
+
+def read_profile(out: Path) -> Profile:
+    """The manifest, report and run records of `out` (results.csv is read by `load_results`)."""
+    if not (out / outdir.MANIFEST).is_file():
+        raise AutoprofError(f"{out}: no {outdir.MANIFEST}; is this a profile's output folder?")
+    if not (out / outdir.RESULTS).is_file():
+        raise AutoprofError(f"{out}: no {outdir.RESULTS}; run `autoprof aggregate {out}` first")
+    try:
+        manifest = outdir.read_manifest(out)
+        report = outdir.read_json(out / outdir.REPORT) if (out / outdir.REPORT).is_file() else None
+    except (ValueError, TypeError, KeyError) as err:
+        raise AutoprofError(f"{out}: unreadable manifest or report: {err}") from None
+    records = []
+    for folder in outdir.run_folders(out):
+        try:
+            records.append(outdir.read_run_record(folder).to_dict())
+        except (OSError, ValueError, TypeError, KeyError):
+            continue  # a broken run.json is already listed in the report's broken_files
+    part, parts = _part_of(manifest)
+    try:
+        _utc(manifest.created)
+    except ValueError:
+        raise AutoprofError(f"{out}: manifest 'created' is not an ISO 8601 time") from None
+    return Profile(manifest, part, parts, report, records)
+
+
+def load_results(out: Path) -> pd.DataFrame:
+    try:
+        return results.normalize(results.read_csv(out / outdir.RESULTS))
+    except (ValueError, TypeError) as err:
+        raise AutoprofError(f"{out / outdir.RESULTS}: not a results file: {err}") from None
+
+
+def machine_fingerprint(machine: outdir.MachineFacts) -> str:
+    return hashlib.sha256(json.dumps(asdict(machine), sort_keys=True).encode()).hexdigest()
+
+
+def _insert(conn: Connection, table: type):
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    return dialect.insert(table)
+
+
+def _known(model: type, values: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `values` that are columns of `model` (facts added to MachineFacts later
+    still reach the store: in the part's manifest, and in the machine's fingerprint)."""
+    return {k: v for k, v in values.items() if k in model.__table__.c}
+
+
+def _machine_id(store: Store, machine: outdir.MachineFacts) -> int:
+    """The machine's row, created if new, in its own short transaction: concurrent uploads from
+    one machine must not queue behind each other's long measurement transaction."""
+    fingerprint = machine_fingerprint(machine)
+    with store.write() as conn:
+        conn.execute(
+            _insert(conn, Machine)
+            .values(fingerprint=fingerprint, **_known(Machine, asdict(machine)))
+            .on_conflict_do_nothing(index_elements=["fingerprint"])
+        )
+        return conn.scalar(select(Machine.id).where(Machine.fingerprint == fingerprint))
+
+
+def _span(records: list[dict[str, Any]]) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """First start and last end over the run records (records without valid times skipped)."""
+
+    def times(key: str) -> list[dt.datetime]:
+        found = []
+        for record in records:
+            with contextlib.suppress(ValueError, TypeError):
+                if stamp := _utc(record.get(key)):
+                    found.append(stamp)
+        return found
+
+    return min(times("start"), default=None), max(times("end"), default=None)
+
+
+def _objects(frame: pd.DataFrame, names: Iterable[str]) -> list[Any]:
+    """One object array per column, NA as None, numbers as Python int/float."""
+    return [frame[name].to_numpy(dtype=object, na_value=None) for name in names]
+
+
+_COPY_TYPES = {"INTEGER": "int4", "BIGINT": "int8", "DOUBLE": "float8", "TEXT": "text"}
+_MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
+
+
+def _copy_types() -> list[str]:
+    table = Measurement.__table__
+    return [_COPY_TYPES[str(table.c[name].type)] for name in _MEASUREMENT]
+
+
+def _insert_measurements(conn: Connection, rows: Iterable[tuple]) -> None:
+    driver = conn.connection.driver_connection
+    names = ", ".join(_MEASUREMENT)
+    if conn.dialect.name == "postgresql":
+        with (
+            driver.cursor() as cursor,
+            cursor.copy(f"COPY measurement ({names}) FROM STDIN (FORMAT BINARY)") as copy,
+        ):
+            copy.set_types(_copy_types())
+            for row in rows:
+                copy.write_row(row)
+    else:
+        marks = ", ".join("?" * len(_MEASUREMENT))
+        driver.executemany(f"INSERT INTO measurement ({names}) VALUES ({marks})", rows)
+
+
+def insert_part(conn: Connection, part_id: int, frame: pd.DataFrame) -> int:
+    """Bulk-insert `frame` (a normalized results frame) as the series and measurements of
+    `part_id`; returns the number of measurements."""
+    keys = list(SERIES_COLUMNS)
+    numbers = frame.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
+    first = np.unique(numbers, return_index=True)[1]  # row where each series first appears
+    series = frame.iloc[first]
+    series_rows = zip(range(len(series)), *_objects(series, keys), strict=True)
+    names = ["number", *SERIES_COLUMNS.values()]
+    if len(series):
+        conn.execute(
+            insert(Series),
+            [{"part_id": part_id} | dict(zip(names, row, strict=True)) for row in series_rows],
+        )
+    rows = zip(
+        repeat(part_id), count(), numbers.tolist(), *_objects(frame, SAMPLE_COLUMNS), strict=False
+    )
+    _insert_measurements(conn, rows)
+    return len(frame)
+
+
+def _stored_part(conn: Connection, uuid: str, part: int) -> bool:
+    found = conn.scalar(select(RunPart.id).join(Run).where(Run.uuid == uuid, RunPart.part == part))
+    return found is not None
+
+
+def _claim_run(conn: Connection, profile: Profile) -> Run:
+    """The run's row, inserted if absent, locked for the rest of the transaction."""
+    manifest = profile.manifest
+    conn.execute(
+        _insert(conn, Run)
+        .values(
+            uuid=manifest.id,
+            command=manifest.command,
+            command_line=shlex.join(manifest.command),
+            created=_utc(manifest.created) or utc_now(),
+            started=None,
+            ended=None,
+            autoprof_version=manifest.autoprof_version,
+            parts_expected=profile.parts,
+            status=RUN_INCOMPLETE,
+            rows=0,
+            uploaded=utc_now(),
+        )
+        .on_conflict_do_nothing(index_elements=["uuid"])
+    )
+    run = conn.execute(select(Run).where(Run.uuid == manifest.id).with_for_update()).one()
+    if run.parts_expected != profile.parts:
+        raise AutoprofError(
+            f"run {manifest.id} is stored as {run.parts_expected} part(s), "
+            f"but this folder says part {profile.part} of {profile.parts}"
+        )
+    return run
+
+
+def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploaded:
+    """Store the profile in `out` (one part of a run), unless that part is already stored."""
+    profile = read_profile(out)
+    uuid, part, parts = profile.manifest.id, profile.part, profile.parts
+    with store.read() as conn:
+        if _stored_part(conn, uuid, part):
+            return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
+    frame = load_results(out)
+    machine_id = _machine_id(store, profile.manifest.machine)
+    began = time.perf_counter()
+    started, ended = _span(profile.records)
+    with store.write() as conn:
+        run = _claim_run(conn, profile)
+        if _stored_part(conn, uuid, part):  # another uploader got here first
+            return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
+        part_id = conn.scalar(
+            _insert(conn, RunPart)
+            .values(
+                run_id=run.id,
+                part=part,
+                machine_id=machine_id,
+                manifest=profile.manifest.to_dict(),
+                report=profile.report,
+                records=profile.records,
+                rows=len(frame),
+                uploaded=utc_now(),
+            )
+            .returning(RunPart.id)
+        )
+        rows = insert_part(conn, part_id, frame)
+        if tags:
+            conn.execute(
+                _insert(conn, Tag)
+                .values([{"run_id": run.id, "key": k, "value": v} for k, v in tags.items()])
+                .on_conflict_do_nothing()
+            )
+        stored_parts = conn.scalar(
+            select(func.count()).select_from(RunPart).where(RunPart.run_id == run.id)
+        )
+        complete = stored_parts == run.parts_expected
+        conn.execute(
+            update(Run)
+            .where(Run.id == run.id)
+            .values(
+                rows=Run.rows + rows,
+                status=RUN_COMPLETE if complete else RUN_INCOMPLETE,
+                started=min((d for d in (run.started, started) if d), default=None),
+                ended=max((d for d in (run.ended, ended) if d), default=None),
+                uploaded=utc_now(),
+            )
+        )
+    return Uploaded(uuid, part, parts, rows, True, complete, time.perf_counter() - began)

@@ -1,0 +1,420 @@
+"""The results store on real databases: SQLite files and PostgreSQL databases made per test.
+
+PostgreSQL tests create a randomly named database through the `postgres` maintenance database
+and drop it afterwards; they skip, saying why, when no server answers at $AUTOPROF_TEST_PG
+(default postgresql://postgres@127.0.0.1:5432/postgres).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from click.testing import CliRunner
+from psycopg import sql
+
+from autoprof import outdir, results
+from autoprof.cli import cli
+from autoprof.store import engine
+from autoprof.store.models import Base
+from tests.synthetic_out import make_out
+
+ADMIN = os.environ.get("AUTOPROF_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+SECRET = "s3cret-Pw"  # the server trusts loopback, so any password is accepted (and must hide)
+
+
+def _admin():
+    return psycopg.connect(ADMIN, autocommit=True, connect_timeout=3)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    try:
+        with _admin():
+            pass
+    except psycopg.OperationalError as err:
+        pytest.skip(f"PostgreSQL not reachable at {ADMIN}: {str(err).splitlines()[0]}")
+    return ADMIN
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh, empty PostgreSQL database (URL with a password), dropped after the test."""
+    name = f"autoprof_test_{uuid.uuid4().hex[:12]}"
+    with _admin() as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield f"postgresql://postgres:{SECRET}@127.0.0.1:5432/{name}"
+    with _admin() as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'store' / 'results.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request) -> str:
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+
+
+def autoprof(*args: str | Path, store: str | None = None):
+    argv = [str(a) for a in args] + (["--store", store] if store else [])
+    return CliRunner().invoke(cli, argv, catch_exceptions=False)
+
+
+def count(url: str, table: str) -> int:
+    store = engine.connect(url)
+    with store.read() as conn:
+        value = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one()
+    store.engine.dispose()
+    return value
+
+
+def run_ids(url: str) -> list[str]:
+    listing = autoprof("runs", "list", store=url)
+    assert listing.exit_code == 0, listing.output
+    return [line.split()[0] for line in listing.stdout.splitlines()[1:]]
+
+
+def test_migrations_create_exactly_the_models(store_url):
+    store = engine.open_store(store_url)
+    with store.read() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table": engine.VERSION_TABLE})
+        assert compare_metadata(context, Base.metadata) == []
+        assert engine.current_revision(conn) == engine.head_revision()
+
+
+def test_round_trip_export_is_byte_identical(store_url, tmp_path):
+    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=30)
+    up = autoprof("upload", out, "--tag", "kernel=6.1", store=store_url)
+    assert up.exit_code == 0, up.output
+    assert "stored run" in up.stdout
+    [run_id] = run_ids(store_url)
+    assert run_id == outdir.read_manifest(out).id
+    exported = tmp_path / "exported.csv"
+    ex = autoprof("runs", "export", run_id[:8], "-o", exported, store=store_url)
+    assert ex.exit_code == 0, ex.output
+    assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
+    shown = autoprof("runs", "show", run_id, store=store_url)
+    assert "node7" in shown.stdout and "kernel=6.1" in shown.stdout
+
+
+def test_values_survive_losslessly(store_url, tmp_path):
+    """Awkward values: NaN-free floats at full precision, huge counts, negative and empty."""
+    out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=3)
+    frame = results.read_csv(out / outdir.RESULTS)
+    frame.loc[0, "SAMPLE_VALUE"] = 0.1 + 0.2  # 0.30000000000000004
+    frame.loc[1, "SAMPLE_VALUE"] = 2.0**60 + 2.0**8  # whole, beyond 2**53: written as repr
+    frame.loc[2, "TIME"] = 1e-300
+    frame.loc[3, "SAMPLE_VALUE"] = -5.0
+    frame.loc[4, "CPU"] = 2**40
+    frame.loc[5, "UNIT"] = 'naïve, "quoted" unit'
+    results.write_csv(frame, out / outdir.RESULTS)
+    assert autoprof("upload", out, store=store_url).exit_code == 0
+    exported = tmp_path / "exported.csv"
+    assert autoprof("runs", "export", run_ids(store_url)[0], "-o", exported, store=store_url)
+    assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
+
+
+def test_reupload_is_stored_once(store_url, tmp_path):
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=10)
+    rows = len(results.read_csv(out / outdir.RESULTS))
+    first = autoprof("upload", out, store=store_url)
+    again = autoprof("upload", out, "--tag", "x=y", store=store_url)
+    assert first.exit_code == again.exit_code == 0
+    assert "already stored" in again.stdout
+    assert len(run_ids(store_url)) == 1
+    assert count(store_url, "measurement") == rows
+
+
+def test_split_run_is_complete_when_every_part_is_stored(store_url, tmp_path):
+    whole = make_out(tmp_path / "whole", runs=5, repeats=2, intervals=8, seed=3)
+    profile_id = outdir.read_manifest(whole).id
+    parts = [
+        make_out(tmp_path / f"part{k}", runs=5, repeats=2, intervals=8, seed=3,
+                 profile_id=profile_id, part=k, parts=2, hostname=f"node{k}")
+        for k in (1, 2)
+    ]  # fmt: skip
+    # the same seed gives the same values only per run list; rebuild "whole" from the parts' rows
+    frames = [results.read_csv(p / outdir.RESULTS) for p in parts]
+    merged = results.normalize(
+        results.pd.concat(frames, ignore_index=True).sort_values(
+            ["RUN", "REPEAT"], kind="stable", ignore_index=True
+        )
+    )
+    results.write_csv(merged, whole / outdir.RESULTS)
+
+    assert "run incomplete" in autoprof("upload", parts[1], store=store_url).stdout
+    exported = tmp_path / "exported.csv"
+    refused = autoprof("runs", "export", profile_id, "-o", exported, store=store_url)
+    assert refused.exit_code == 2 and "1 of 2 parts" in refused.output
+    partial = autoprof("runs", "export", profile_id, "--partial", "-o", exported, store=store_url)
+    assert partial.exit_code == 0
+    assert exported.read_bytes() == (parts[1] / outdir.RESULTS).read_bytes()
+
+    assert autoprof("upload", parts[0], store=store_url).exit_code == 0
+    assert "already stored" in autoprof("upload", parts[0], store=store_url).stdout
+    listing = autoprof("runs", "list", store=store_url).stdout
+    assert "complete 2/2" in listing and "node1,node2" in listing
+    done = autoprof("runs", "export", profile_id, "-o", exported, "--force", store=store_url)
+    assert done.exit_code == 0
+    assert exported.read_bytes() == (whole / outdir.RESULTS).read_bytes()
+
+
+def test_list_filters(sqlite_url, tmp_path):
+    a = make_out(tmp_path / "a", seed=1, hostname="alpha", command=("./stream", "-n", "5"))
+    b = make_out(tmp_path / "b", seed=2, hostname="beta", command=("./w", "1000"))
+    assert autoprof("upload", a, "--tag", "suite=spec", store=sqlite_url).exit_code == 0
+    assert autoprof("upload", b, "--tag", "suite=micro", store=sqlite_url).exit_code == 0
+    id_a, id_b = outdir.read_manifest(a).id, outdir.read_manifest(b).id
+
+    def ids(*args: str) -> set[str]:
+        listing = autoprof("runs", "list", *args, store=sqlite_url)
+        assert listing.exit_code == 0, listing.output
+        return {line.split()[0] for line in listing.stdout.splitlines()[1:]}
+
+    assert ids() == {id_a, id_b}
+    assert ids("--machine", "ALPHA") == {id_a}
+    assert ids("--machine", "GenuineIntel-6-55") == {id_a, id_b}
+    assert ids("--command", "stream -n") == {id_a}
+    assert ids("--tag", "suite=micro") == {id_b}
+    assert ids("--tag", "suite=micro", "--machine", "alpha") == set()
+    assert ids("--since", "2024-06-01") == {id_a, id_b}
+    assert ids("--since", "2024-06-02") == set()
+    assert ids("--since", "1d") == set()  # created 2024-06-01
+    bad = autoprof("runs", "list", "--since", "yesterday", store=sqlite_url)
+    assert bad.exit_code == 2 and "--since" in bad.output
+
+
+def test_delete_removes_the_run_and_only_it(store_url, tmp_path):
+    keep = make_out(tmp_path / "keep", seed=1)
+    gone = make_out(tmp_path / "gone", seed=2)
+    for out in (keep, gone):
+        assert autoprof("upload", out, store=store_url).exit_code == 0
+    kept_rows = len(results.read_csv(keep / outdir.RESULTS))
+    deleted = autoprof("runs", "delete", outdir.read_manifest(gone).id, "--yes", store=store_url)
+    assert deleted.exit_code == 0, deleted.output
+    assert run_ids(store_url) == [outdir.read_manifest(keep).id]
+    assert count(store_url, "measurement") == kept_rows
+    assert count(store_url, "run_part") == 1
+    missing = autoprof("runs", "show", outdir.read_manifest(gone).id, store=store_url)
+    assert missing.exit_code == 2 and "no run" in missing.output
+
+
+def test_bad_input_is_one_clear_line(sqlite_url, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    no_manifest = autoprof("upload", empty, store=sqlite_url)
+    assert no_manifest.exit_code == 2 and "no manifest.json" in no_manifest.output
+    out = make_out(tmp_path / "out")
+    (out / outdir.RESULTS).unlink()
+    not_aggregated = autoprof("upload", out, store=sqlite_url)
+    assert "autoprof aggregate" in not_aggregated.output
+    (out / outdir.RESULTS).write_text("EVENT_NAME,INDEX\ntask-clock,zero\n")
+    garbled = autoprof("upload", out, store=sqlite_url)
+    assert garbled.exit_code == 2 and "not a results file" in garbled.output
+    manifest = outdir.read_json(out / outdir.MANIFEST)
+    outdir.write_json(out / outdir.MANIFEST, manifest | {"created": "last tuesday"})
+    bad_time = autoprof("upload", out, store=sqlite_url)
+    assert bad_time.exit_code == 2 and "ISO 8601" in bad_time.output
+    (out / outdir.MANIFEST).write_text("{not json")
+    bad_json = autoprof("upload", out, store=sqlite_url)
+    assert bad_json.exit_code == 2 and "unreadable manifest" in bad_json.output
+    assert autoprof("runs", "show", "ab", store=sqlite_url).exit_code == 2
+    existing = tmp_path / "results.csv"
+    existing.write_text("precious\n")
+    refused = autoprof("runs", "export", "abcd", "-o", existing, store=sqlite_url)
+    assert refused.exit_code == 2 and "--force" in refused.output
+    assert existing.read_text() == "precious\n"
+
+
+def test_schema_older_or_newer_is_refused_with_advice(store_url):
+    store = engine.connect(store_url)
+    with store.write() as conn:
+        command.upgrade(engine.alembic_config(conn), "0001")
+    old = autoprof("runs", "list", store=store_url)
+    assert old.exit_code == 2
+    assert "older than this autoprof" in old.output and "autoprof store migrate" in old.output
+    migrated = autoprof("store", "migrate", store=store_url)
+    assert migrated.exit_code == 0 and "from 0001 to 0002" in migrated.output
+    assert autoprof("runs", "list", store=store_url).exit_code == 0
+
+    with store.write() as conn:
+        conn.exec_driver_sql("UPDATE autoprof_schema SET version_num = '0099'")
+    store.engine.dispose()
+    for args in (("runs", "list"), ("store", "migrate")):
+        newer = autoprof(*args, store=store_url)
+        assert newer.exit_code == 2
+        assert "newer than this autoprof" in newer.output and "upgrade autoprof" in newer.output
+
+
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        (f"postgresql://postgres:{SECRET}@127.0.0.1:notaport/db", "malformed store URL"),
+        (f"postgresql://postgres:{SECRET}@[::1/db", "malformed store URL"),
+        (f"mysql://root:{SECRET}@127.0.0.1/db", "unsupported store URL scheme"),
+        (f"postgresql://postgres:{SECRET}@127.0.0.1:5432", "names no database"),
+        # nothing listens on port 1: the server's absence is the point of this case
+        (f"postgresql://postgres:{SECRET}@127.0.0.1:1/db", "Connection refused"),
+    ],
+)
+def test_bad_or_unreachable_store_is_one_masked_line(url, says, tmp_path):
+    out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=2)
+    for args in (("upload", out), ("runs", "list"), ("store", "migrate")):
+        result = autoprof(*args, store=url)
+        assert result.exit_code == 2
+        assert result.stderr.startswith("autoprof: error: ") and says in result.stderr
+        assert SECRET not in result.output
+        assert ":***@" in result.stderr
+
+
+def test_unreachable_store_in_a_real_process():
+    """The installed entry point, not the test runner: one line on stderr, exit 2, no trace."""
+    url = f"postgresql://postgres:{SECRET}@127.0.0.1:1/db"  # nothing listens on port 1
+    result = subprocess.run(
+        [sys.executable, "-m", "autoprof", "runs", "list", "--store", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "Connection refused" in result.stderr
+    assert SECRET not in result.stdout + result.stderr
+
+
+def test_password_never_printed(pg_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOPROF_STORE", pg_url)
+    out = make_out(tmp_path / "out")
+    run_id = outdir.read_manifest(out).id
+    exported = tmp_path / "e.csv"
+    outputs = [
+        autoprof("upload", out),
+        autoprof("upload", out),
+        autoprof("upload", tmp_path / "nowhere"),
+        autoprof("runs", "list"),
+        autoprof("runs", "list", "--machine", "nothing-matches"),
+        autoprof("runs", "show", run_id),
+        autoprof("runs", "show", run_id, "--json"),
+        autoprof("runs", "export", run_id, "-o", exported),
+        autoprof("runs", "delete", run_id, "--yes"),
+        autoprof("store", "info"),
+        autoprof("store", "migrate"),
+        autoprof("runs", "list", "--help"),
+        autoprof("runs", "list", store=pg_url.replace("/autoprof_test_", "/no_such_db_")),
+    ]
+    text = "".join(o.output for o in outputs)
+    assert SECRET not in text
+    assert "postgres:***@127.0.0.1" in text
+
+
+def _upload_child(args: tuple[str, str]) -> tuple[int, str]:
+    out, url = args
+    result = CliRunner().invoke(cli, ["upload", out, "--store", url])
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("backend, n", [("postgresql", 16), ("sqlite", 6)])
+def test_concurrent_uploads(backend, n, request, tmp_path):
+    """n distinct runs and n copies of one more, uploaded by 2n processes at once (the issue's
+    16 + 16 on PostgreSQL; fewer on SQLite, whose writers queue on one file lock). The store is
+    empty at first, so the processes also race to create the schema."""
+    url = request.getfixturevalue("pg_url" if backend == "postgresql" else "sqlite_url")
+    distinct = [make_out(tmp_path / f"d{k}", seed=k, runs=2, intervals=100) for k in range(n)]
+    twin = make_out(tmp_path / "twin", seed=99, runs=2, intervals=100)
+    jobs = [(str(p), url) for p in distinct] + [(str(twin), url)] * n
+    with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
+        outcomes = pool.map(_upload_child, jobs, chunksize=1)
+    assert [code for code, _ in outcomes] == [0] * 2 * n, outcomes
+    lines = [line for _, text in outcomes for line in text.splitlines()]
+    assert sum("stored run" in line for line in lines) == n + 1
+    assert sum("already stored" in line for line in lines) == n - 1
+    assert len(lines) == 2 * n  # nothing else: no error, no warning
+    assert len(run_ids(url)) == n + 1
+    expected = sum(len(results.read_csv(p / outdir.RESULTS)) for p in [*distinct, twin])
+    assert count(url, "measurement") == expected
+    exported = tmp_path / "twin.csv"
+    assert autoprof("runs", "export", outdir.read_manifest(twin).id, "-o", exported, store=url)
+    assert exported.read_bytes() == (twin / outdir.RESULTS).read_bytes()
+
+
+def _pg_copying(url: str):
+    """True while a backend of `url`'s database runs the measurement COPY."""
+    name = url.rsplit("/", 1)[1]
+
+    def copying() -> bool:
+        with _admin() as admin:
+            return (
+                admin.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND state = 'active'"
+                    " AND query LIKE 'COPY measurement%%'",
+                    (name,),
+                ).fetchone()[0]
+                > 0
+            )
+
+    return copying
+
+
+def _sqlite_inserting(url: str):
+    """True once the uncommitted insert has spilled a megabyte of pages into the WAL file (the
+    schema alone writes far less)."""
+    wal = Path(url.removeprefix("sqlite:///") + "-wal")
+    return lambda: wal.exists() and wal.stat().st_size > 2**20
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
+def test_killed_upload_leaves_nothing_and_retry_succeeds(backend, request, tmp_path):
+    url = request.getfixturevalue("pg_url" if backend == "postgresql" else "sqlite_url")
+    engine.open_store(url).engine.dispose()
+    in_the_middle = (_pg_copying if backend == "postgresql" else _sqlite_inserting)(url)
+    out = make_out(tmp_path / "big", runs=10, repeats=1, intervals=1500)
+    upload = [sys.executable, "-m", "autoprof", "upload", str(out), "--store", url]
+    proc = subprocess.Popen(upload, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not (caught := in_the_middle()) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert caught, "the upload finished before it could be killed; make the profile bigger"
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    for table in ("run", "run_part", "series", "measurement", "run_tag"):
+        assert count(url, table) == 0, table
+
+    retry = autoprof("upload", out, store=url)
+    assert retry.exit_code == 0 and "stored run" in retry.stdout
+    exported = tmp_path / "e.csv"
+    assert autoprof("runs", "export", outdir.read_manifest(out).id, "-o", exported, store=url)
+    assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
+
+
+def test_failure_inside_the_bulk_copy_is_one_line_and_stores_nothing(store_url, tmp_path):
+    """A row the database rejects mid-way (here: a constraint added behind autoprof's back)."""
+    store = engine.open_store(store_url)
+    with store.write() as conn:
+        if store.dialect == "postgresql":
+            conn.exec_driver_sql("ALTER TABLE measurement ADD CONSTRAINT few CHECK (seq < 50)")
+        else:  # SQLite cannot add a CHECK to a table; a trigger rejects the row instead
+            conn.exec_driver_sql(
+                "CREATE TRIGGER few BEFORE INSERT ON measurement WHEN NEW.seq >= 50 "
+                "BEGIN SELECT RAISE(ABORT, 'too many rows'); END"
+            )
+    store.engine.dispose()
+    out = make_out(tmp_path / "out", runs=2, intervals=20)
+    failed = autoprof("upload", out, store=store_url)
+    assert failed.exit_code == 2
+    assert failed.stderr.count("\n") == 2  # the upload's line, then "1 of 1 upload(s) failed"
+    assert SECRET not in failed.output
+    for table in ("run", "run_part", "series", "measurement"):
+        assert count(store_url, table) == 0, table

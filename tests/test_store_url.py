@@ -1,0 +1,65 @@
+"""Store URLs: default location, parsing, and password masking (pure functions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autoprof.errors import AutoprofError
+from autoprof.store import url
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("postgresql://bob:pw@db.lab:5432/prof", "postgresql://bob:***@db.lab:5432/prof"),
+        ("postgresql://bob:p@ss:w/rd@db/prof", "postgresql://bob:***@db/prof"),  # unencoded @
+        ("postgresql://bob:p%40ss@db/prof", "postgresql://bob:***@db/prof"),
+        ("postgresql://db/prof?user=bob&password=pw", "postgresql://db/prof?user=bob&password=***"),
+        ("postgresql://bob@db/prof", "postgresql://bob@db/prof"),
+        ("sqlite:////home/bob/results.db", "sqlite:////home/bob/results.db"),
+        ("postgresql://bob:pw@db:port/prof", "postgresql://bob:***@db:port/prof"),  # malformed
+    ],
+)
+def test_mask_hides_every_password(text, shown):
+    assert url.mask(text) == shown
+
+
+def test_scrub_removes_the_password_from_driver_text():
+    message = 'password authentication failed for user "bob" (password p@ss/w)'
+    scrubbed = url.scrub(message, "postgresql://bob:p%40ss%2Fw@db/prof")
+    assert "p@ss/w" not in scrubbed and "***" in scrubbed
+
+
+def test_display_hides_the_password_and_driver():
+    parsed = url.parse("postgres://bob:pw@db/prof")
+    assert parsed.drivername == "postgresql+psycopg"
+    assert parsed.password == "pw"
+    assert url.display(parsed) == "postgresql://bob:***@db/prof"
+
+
+def test_a_plain_path_is_a_sqlite_file(tmp_path):
+    parsed = url.parse(str(tmp_path / "r.db"))
+    assert parsed.get_backend_name() == "sqlite" and parsed.database == str(tmp_path / "r.db")
+
+
+def test_resolve_prefers_option_then_environment_then_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.delenv(url.ENV_VAR, raising=False)
+    assert url.resolve(None) == f"sqlite:///{tmp_path}/autoprof/results.db"
+    monkeypatch.setenv(url.ENV_VAR, "postgresql://db/team")
+    assert url.resolve(None) == "postgresql://db/team"
+    assert url.resolve("mine.db") == "mine.db"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert url.default_path() == Path.home() / ".local/share/autoprof/results.db"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["postgresql://bob:pw@db:port/prof", "redis://db/0", "sqlite://", "postgresql://bob:pw@db"],
+)
+def test_unusable_urls_are_refused_masked(text):
+    with pytest.raises(AutoprofError) as err:
+        url.parse(text)
+    assert ":pw@" not in str(err.value)
