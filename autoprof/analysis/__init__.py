@@ -1,0 +1,1 @@
+"""Analyses of results.csv: correlation, event detail, stats and A/B comparison."""

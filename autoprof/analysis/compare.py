@@ -1,0 +1,171 @@
+"""What changed between two results (A and B, e.g. two builds of one program): per event the
+totals, the ratio B/A, and a significance test across repetitions, sorted by effect.
+
+Each (run, repeat) is one execution of the program, so an event's samples on a side are its
+totals per (run, repeat): `profile --repeat 3` gives 3 samples per event and side (more for an
+event measured in several runs). p-values are corrected for testing hundreds of events at once
+(Benjamini-Hochberg false discovery rate); `significant` means q < alpha. A count that is the
+same in every repetition on both sides yet differs between them (exact counts such as hardware
+breakpoints) has no variance to test: it is reported as an exact change.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy import stats
+
+from autoprof.analysis import data
+from autoprof.errors import AutoprofError
+
+TESTS = ("welch", "mannwhitney")
+WIDTH = 10.0  # inches
+BAR_HEIGHT = 0.35
+MARGIN = 1.5
+DPI = 100
+COLUMNS = [
+    "event",
+    "total_a",
+    "total_b",
+    "ratio",
+    "log2_ratio",
+    "n_a",
+    "n_b",
+    "p_value",
+    "q_value",
+    "significant",
+    "note",
+]
+
+
+def figure_size(bars: int) -> tuple[float, float]:
+    """Figure size in inches: a fixed width and a fixed height per bar."""
+    return (WIDTH, MARGIN + BAR_HEIGHT * bars)
+
+
+def check_same_cpu(path_a: Path, path_b: Path) -> list[str]:
+    """Refuse results measured on different CPUs (event names and meanings differ between
+    models); return warnings when a manifest is missing and the check cannot be made."""
+    manifests = {p: data.read_manifest_beside(p) for p in (path_a, path_b)}
+    missing = [str(p) for p, m in manifests.items() if m is None]
+    if missing:
+        return [
+            f"no manifest.json beside {p}: cannot check that both results come from the same CPU"
+            for p in missing
+        ]
+    cpu_a = manifests[path_a].machine.cpu_id
+    cpu_b = manifests[path_b].machine.cpu_id
+    if cpu_a != cpu_b:
+        raise AutoprofError(
+            f"refusing to compare results from different CPUs: {path_a} is from {cpu_a}, "
+            f"{path_b} from {cpu_b}"
+        )
+    return []
+
+
+def _test(a: np.ndarray, b: np.ndarray, test: str) -> tuple[float, str]:
+    """p-value of the difference between two samples, and a note when there is none to give."""
+    if len(a) < 2 or len(b) < 2:
+        return np.nan, "no test: < 2 repeats on a side"
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        if a[0] == b[0]:
+            return np.nan, "same in every repeat"
+        return np.nan, "exact change (no variance)"
+    with warnings.catch_warnings():  # nearly identical samples: scipy warns, the p is still ~1
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if test == "welch":
+            return float(stats.ttest_ind(a, b, equal_var=False).pvalue), ""
+        return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue), ""
+
+
+def compare(
+    frame_a: pd.DataFrame, frame_b: pd.DataFrame, test: str = "welch", alpha: float = 0.05
+) -> pd.DataFrame:
+    """One row per event (see COLUMNS), the largest changes first: by |log2 ratio|, events that
+    appear or vanish (ratio inf or 0) on top, events on one side only at the end."""
+    if test not in TESTS:
+        raise AutoprofError(f"unknown test {test!r} (choose {', '.join(TESTS)})")
+    samples = []
+    for frame in (frame_a, frame_b):
+        totals = data.run_totals(data.per_interval(frame)).dropna(subset=["TOTAL"])
+        totals[data.EVENT] = totals[data.EVENT].astype(str)
+        samples.append(totals.groupby(data.EVENT)["TOTAL"].apply(np.asarray).to_dict())
+    rows = []
+    for event in sorted(set(samples[0]) | set(samples[1])):
+        a, b = samples[0].get(event), samples[1].get(event)
+        if a is None or b is None:
+            side = "A" if b is None else "B"
+            rows.append({"event": event, "note": f"only in {side}", "significant": False})
+            continue
+        mean_a, mean_b = float(a.mean()), float(b.mean())
+        p, note = _test(a, b, test)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = mean_b / mean_a if mean_a != 0 else (np.inf if mean_b != 0 else np.nan)
+            log2_ratio = np.log2(ratio)
+        rows.append(
+            {
+                "event": event,
+                "total_a": mean_a,
+                "total_b": mean_b,
+                "ratio": ratio,
+                "log2_ratio": log2_ratio,
+                "n_a": len(a),
+                "n_b": len(b),
+                "p_value": p,
+                "note": note or ("zero on both sides" if ratio != ratio else ""),
+                "significant": note.startswith("exact change"),
+            }
+        )
+    table = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    tested = table["p_value"].notna()
+    if tested.any():
+        table.loc[tested, "q_value"] = stats.false_discovery_control(table.loc[tested, "p_value"])
+    table["significant"] = table["significant"].astype(bool) | (table["q_value"] < alpha)
+    table[["n_a", "n_b"]] = table[["n_a", "n_b"]].astype("Int64")
+    effect = table["log2_ratio"].abs().fillna(-1.0)
+    order = np.lexsort((table["p_value"].fillna(2.0).to_numpy(), -effect.to_numpy()))
+    return table.iloc[order].reset_index(drop=True)
+
+
+def plot(table: pd.DataFrame, top: int = 20, test: str = "welch") -> Figure:
+    """Horizontal bars of log2(B/A) for the `top` largest changes: coloured when significant,
+    grey when not; events that appear or vanish drawn at the edge and marked."""
+    shown = table[table["log2_ratio"].notna()].head(top)
+    if shown.empty:
+        raise AutoprofError("no event is in both results with a count: nothing to plot")
+    fig = Figure(figsize=figure_size(len(shown)), dpi=DPI, layout="constrained")
+    ax = fig.add_subplot()
+    finite = shown["log2_ratio"][np.isfinite(shown["log2_ratio"])]
+    edge = max(1.0, float(finite.abs().max()) if len(finite) else 1.0) * 1.15
+    values = shown["log2_ratio"].clip(-edge, edge).to_numpy()
+    colours = [
+        ("tab:red" if v > 0 else "tab:blue") if sig else "0.7"
+        for v, sig in zip(values, shown["significant"], strict=True)
+    ]
+    y = np.arange(len(shown))[::-1]
+    ax.barh(y, values, color=colours)
+    for yi, value, (_, row) in zip(y, values, shown.iterrows(), strict=True):
+        ratio = row["ratio"]
+        text = "new" if np.isinf(ratio) else ("gone" if ratio == 0 else f"×{ratio:.3g}")
+        if row["q_value"] == row["q_value"]:
+            text += f"  q={row['q_value']:.2g}"
+        elif isinstance(row["note"], str) and row["note"].startswith("exact"):
+            text += "  exact"
+        ax.text(
+            value, yi, f" {text} ", va="center", ha="left" if value >= 0 else "right", fontsize=7
+        )
+    ax.set_yticks(y, [e if len(e) <= 40 else e[:39] + "…" for e in shown["event"]], fontsize=8)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlim(-edge * 1.35, edge * 1.35)
+    ax.set_xlabel("log2(B / A) of the total count")
+    name = "Welch's t-test" if test == "welch" else "Mann-Whitney U"
+    ax.set_title(
+        f"Largest changes B vs A ({name}, Benjamini-Hochberg q; colour = significant)",
+        fontsize=10,
+    )
+    ax.grid(axis="x", alpha=0.3)
+    return fig

@@ -1,0 +1,237 @@
+"""Loading a results file for analysis, and the per-event views every analysis builds on.
+
+The contract of this package: `load()` turns a `results.csv` into a validated frame (the
+`autoprof.results` columns plus ``EVENT``, the label of an event); every analysis is a pure
+function of such frames that returns frames or figures; only the CLI reads and writes files.
+
+Two views cover all the analyses:
+
+- `per_interval`: one row per (event, run, repeat, interval) with the mean and the sum of the
+  count over the CPUs/boxes it was counted on (a per-process count has one location);
+- `interval_series`: one column per event and one row per interval INDEX, so that events
+  measured in different runs of the plan line up by interval index.
+
+Rows whose STATUS is neither ``ok`` nor ``multiplexed`` have no SAMPLE_VALUE; they are kept in
+the frame (the stats count them) and skipped by every mean and sum.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from autoprof import outdir, results
+from autoprof.errors import AutoprofError
+
+EVENT = "EVENT"  # column added by `load`: the event's label, unique per (PMU, EVENT_NAME)
+KEYS = [EVENT, "RUN", "REPEAT", "INDEX"]
+
+
+def load(path: str | Path) -> pd.DataFrame:
+    """Read and validate a results file; every problem becomes one clear line."""
+    path = Path(path)
+    if not path.is_file():
+        raise AutoprofError(f"{path}: no such results file")
+    try:
+        frame = results.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise AutoprofError(f"{path}: the file is empty, not a results.csv") from None
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise AutoprofError(f"{path}: not a readable results.csv ({first})") from None
+    missing = [c for c in results.AUTOPERF_COLUMNS if c not in frame.columns]
+    if missing:
+        raise AutoprofError(
+            f"{path}: not a results.csv: missing column(s) {', '.join(missing)} "
+            f"(expected {','.join(results.AUTOPERF_COLUMNS)},...)"
+        )
+    if frame.empty:
+        raise AutoprofError(f"{path}: the results file has no rows")
+    return prepare(frame)
+
+
+def prepare(frame: pd.DataFrame) -> pd.DataFrame:
+    """Normalize a results frame for analysis: canonical dtypes, RUN/REPEAT defaulting to 1
+    (autoperf files have neither), and the EVENT label column."""
+    frame = results.normalize(frame)
+    frame = frame[frame["EVENT_NAME"].notna() & frame["INDEX"].notna()]
+    for name in ("RUN", "REPEAT"):
+        frame[name] = frame[name].fillna(1)
+    if (frame["INDEX"] < 0).any():
+        raise AutoprofError("results file has a negative interval INDEX")
+    frame[EVENT] = event_labels(frame)
+    return frame.reset_index(drop=True)
+
+
+def event_labels(frame: pd.DataFrame) -> pd.Categorical:
+    """The label of each row's event: its name, or ``pmu/name`` when the name alone is
+    ambiguous (the same event name scheduled on two PMUs). Categorical: millions of rows share
+    a few hundred labels, and grouping by codes is what keeps the analyses fast."""
+    name_codes, names = pd.factorize(frame["EVENT_NAME"])
+    pmu_codes, pmus = pd.factorize(frame["PMU"].fillna(""))
+    pair_codes, pairs = pd.factorize(name_codes.astype(np.int64) * len(pmus) + pmu_codes)
+    pair_name = np.asarray(names, dtype=object)[pairs // len(pmus)]
+    pair_pmu = np.asarray(pmus, dtype=object)[pairs % len(pmus)]
+    ambiguous = pd.Series(pair_name).map(pd.Series(pair_name).value_counts()).gt(1).to_numpy()
+    labels = [
+        f"{p}/{n}" if a and p else n for n, p, a in zip(pair_name, pair_pmu, ambiguous, strict=True)
+    ]
+    return pd.Categorical.from_codes(pair_codes, categories=labels)
+
+
+def _group(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Group rows by several non-negative integer keys: each row's group number (groups in
+    key order) and each key's value per group. One combined key, np.unique and bincount are
+    several times faster than a pandas groupby on millions of rows."""
+    dims = tuple(int(k.max()) + 1 if len(k) else 1 for k in keys)
+    combined = np.ravel_multi_index(keys, dims)
+    uniques, group = np.unique(combined, return_inverse=True)
+    return group, list(np.unravel_index(uniques, dims))
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes 0..n-1 of a column with few distinct values, in value order (hashing, not sorting,
+    the millions of rows)."""
+    codes, uniques = pd.factorize(values)
+    order = np.argsort(uniques)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[codes], uniques[order]
+
+
+def _group_mean(group: np.ndarray, values: np.ndarray, groups: int) -> tuple:
+    """Sum, count and mean of the non-NaN `values` per group (NaN mean where count is 0)."""
+    present = ~np.isnan(values)
+    sums = np.bincount(group, weights=np.where(present, values, 0.0), minlength=groups)
+    counts = np.bincount(group, weights=present, minlength=groups).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / counts, np.nan)
+    return sums, counts, means
+
+
+def per_interval(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (EVENT, RUN, REPEAT, INDEX): TIME (the latest of the rows), MEAN and SUM of
+    the counted values over the CPUs/boxes, and VALUES, how many locations gave a number
+    (MEAN and SUM are NaN when none did)."""
+    events = frame[EVENT].array
+    runs, run_values = _codes(frame["RUN"].to_numpy(np.int64))
+    repeats, repeat_values = _codes(frame["REPEAT"].to_numpy(np.int64))
+    index = frame["INDEX"].to_numpy(np.int64)
+    group, (event_code, run_code, repeat_code, index_value) = _group(
+        [events.codes.astype(np.int64), runs, repeats, index]
+    )
+    groups = len(event_code)
+    sums, counts, means = _group_mean(group, frame["SAMPLE_VALUE"].to_numpy(np.float64), groups)
+    time = np.full(groups, -np.inf)
+    np.maximum.at(time, group, frame["TIME"].to_numpy(np.float64, na_value=-np.inf))
+    return pd.DataFrame(
+        {
+            EVENT: pd.Categorical.from_codes(event_code, dtype=events.dtype),
+            "RUN": run_values[run_code],
+            "REPEAT": repeat_values[repeat_code],
+            "INDEX": index_value,
+            "TIME": np.where(np.isinf(time), np.nan, time),
+            "MEAN": means,
+            "SUM": np.where(counts > 0, sums, np.nan),
+            "VALUES": counts,
+        }
+    )
+
+
+def normalize_by(intervals: pd.DataFrame, anchor: str) -> pd.DataFrame:
+    """Divide each event's MEAN and SUM by the anchor event's count in the same run, repeat and
+    interval, so that events of different runs compare per unit of work (e.g. per instruction)."""
+    anchor_rows = intervals[intervals[EVENT] == anchor]
+    if anchor_rows.empty:
+        raise AutoprofError(f"anchor event {anchor!r} is not in the results")
+    runs = set(intervals["RUN"].unique())
+    lacking = sorted(int(r) for r in runs - set(anchor_rows["RUN"].unique()))
+    if lacking:
+        shown = ", ".join(str(r) for r in lacking[:10]) + (" ..." if len(lacking) > 10 else "")
+        raise AutoprofError(
+            f"anchor event {anchor!r} is not measured in every run (missing in run(s) {shown}); "
+            "choose an event present in every run, such as task-clock"
+        )
+    denominator = anchor_rows.set_index(["RUN", "REPEAT", "INDEX"])["SUM"].rename("ANCHOR")
+    out = intervals.join(denominator, on=["RUN", "REPEAT", "INDEX"])
+    anchor_value = out.pop("ANCHOR").replace(0, np.nan)
+    out["MEAN"] = out["MEAN"] / anchor_value
+    out["SUM"] = out["SUM"] / anchor_value
+    return out
+
+
+def interval_series(intervals: pd.DataFrame, column: str = "MEAN") -> pd.DataFrame:
+    """Wide series: rows = interval INDEX, columns = events, values = `column` averaged over
+    runs and repeats (events of different runs align by interval index). NaN where an event has
+    no number in that interval."""
+    events = intervals[EVENT].array
+    group, (event_code, index_value) = _group(
+        [events.codes.astype(np.int64), intervals["INDEX"].to_numpy(np.int64)]
+    )
+    _, _, means = _group_mean(group, intervals[column].to_numpy(np.float64), len(event_code))
+    rows, row_of = np.unique(index_value, return_inverse=True)
+    used, col_of = np.unique(event_code, return_inverse=True)
+    wide = np.full((len(rows), len(used)), np.nan)
+    wide[row_of, col_of] = means
+    columns = pd.Index(np.asarray(events.categories)[used], name=EVENT)
+    return pd.DataFrame(wide, index=pd.Index(rows, name="INDEX"), columns=columns)
+
+
+def run_totals(intervals: pd.DataFrame) -> pd.DataFrame:
+    """Total count of each event in each (RUN, REPEAT): the sum over intervals and locations.
+
+    Each (run, repeat) is one execution of the program, so these totals are the samples a test
+    across repetitions uses. NaN when the event had no number in the whole run.
+    """
+    grouped = intervals.groupby([EVENT, "RUN", "REPEAT"], sort=True, observed=True)["SUM"]
+    totals = grouped.sum(min_count=1).rename("TOTAL")
+    return totals.reset_index()
+
+
+def filter_events(names: list[str] | pd.Index, pattern: str | None) -> list[str]:
+    """The names that match `pattern` (a regular expression searched anywhere in the name)."""
+    if not pattern:
+        return list(names)
+    try:
+        regex = re.compile(pattern)
+    except re.error as err:
+        raise AutoprofError(
+            f"--events {pattern!r} is not a valid regular expression ({err})"
+        ) from None
+    return [n for n in names if regex.search(n)]
+
+
+def variability(series: pd.DataFrame) -> pd.Series:
+    """Coefficient of variation (std / |mean|) of each event over the intervals: scale-free, so
+    a large count and a small one rank by how much they move, not by their size."""
+    mean = series.mean().abs()
+    return (series.std(ddof=0) / mean.replace(0, np.nan)).fillna(0.0)
+
+
+def read_manifest_beside(path: Path) -> outdir.Manifest | None:
+    """The manifest of the profile a results file came from, when it sits beside it."""
+    manifest = path.parent / outdir.MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        return outdir.read_manifest(path.parent)
+    except (ValueError, KeyError, TypeError) as err:
+        raise AutoprofError(f"{manifest}: unreadable manifest ({err})") from None
+
+
+def read_report_beside(path: Path) -> dict | None:
+    """The sanity report `aggregate` wrote beside a results file, if any."""
+    report = path.parent / outdir.REPORT
+    if not report.is_file():
+        return None
+    try:
+        data = json.loads(report.read_text())
+    except ValueError as err:
+        raise AutoprofError(f"{report}: unreadable sanity report ({err})") from None
+    if not isinstance(data, dict):
+        raise AutoprofError(f"{report}: unreadable sanity report (not a JSON object)")
+    return data

@@ -1,0 +1,135 @@
+"""What the program does over time: chosen events plotted against the real time of each interval.
+
+The x axis is perf's TIME column (end of the interval, seconds since the run started), never
+an assumed interval rate: the last interval of a run is short and a loaded machine stretches
+intervals. Each (run, repeat) an event was measured in is its own line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from autoprof.analysis import data
+from autoprof.errors import AutoprofError
+
+DEFAULT_EVENTS = 6  # with no choice, the most variable events
+MAX_EVENTS = 16  # one readable panel each
+WIDTH = 10.0  # inches
+PANEL_HEIGHT = 2.0
+SHARED_HEIGHT = 5.0
+MARGIN = 1.0  # title and x axis label
+DPI = 100
+
+
+def figure_size(events: int, shared: bool) -> tuple[float, float]:
+    """Figure size in inches: a fixed width, and a fixed height per panel."""
+    return (WIDTH, MARGIN + (SHARED_HEIGHT if shared else PANEL_HEIGHT * events))
+
+
+def choose(intervals: pd.DataFrame, names: list[str], pattern: str | None) -> list[str]:
+    """The events to plot: the named ones and those matching `pattern`; with neither, the
+    most variable events (coefficient of variation of the interval series)."""
+    known = set(intervals[data.EVENT].cat.categories)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise AutoprofError(f"event(s) not in the results: {', '.join(unknown)}")
+    chosen = list(names)
+    if pattern:
+        matched = data.filter_events(sorted(known), pattern)
+        if not matched:
+            raise AutoprofError(f"no event matches --events {pattern!r}")
+        chosen += [m for m in matched if m not in chosen]
+    if not chosen:
+        series = data.interval_series(intervals)
+        chosen = list(data.variability(series).nlargest(DEFAULT_EVENTS).index)
+    if len(chosen) > MAX_EVENTS:
+        raise AutoprofError(
+            f"{len(chosen)} events chosen; plot at most {MAX_EVENTS} at once (narrow --events)"
+        )
+    return chosen
+
+
+def timelines(intervals: pd.DataFrame, events: list[str], rate: bool = False) -> pd.DataFrame:
+    """The points to plot: EVENT, RUN, REPEAT, TIME, VALUE (mean over CPUs/boxes per interval;
+    with `rate`, divided by the interval's real length in seconds)."""
+    rows = intervals[intervals[data.EVENT].isin(events)].sort_values(
+        [data.EVENT, "RUN", "REPEAT", "INDEX"]
+    )
+    out = rows[[data.EVENT, "RUN", "REPEAT", "TIME"]].copy()
+    out["VALUE"] = rows["MEAN"]
+    if rate:
+        previous = rows.groupby([data.EVENT, "RUN", "REPEAT"], observed=True)["TIME"].shift()
+        length = rows["TIME"] - previous.fillna(0.0)
+        out["VALUE"] = rows["MEAN"] / length.where(length > 0)
+    out[data.EVENT] = out[data.EVENT].astype(str)
+    return out.reset_index(drop=True)
+
+
+def value_units(frame: pd.DataFrame) -> dict[str, str]:
+    """perf's unit of each event's values (``msec`` for task-clock), when it gave one."""
+    units = frame.dropna(subset=["VALUE_UNIT"])
+    units = units[units["VALUE_UNIT"] != ""]
+    return units.groupby(data.EVENT, observed=True)["VALUE_UNIT"].first().astype(str).to_dict()
+
+
+def plot(
+    lines: pd.DataFrame,
+    events: list[str],
+    units: dict[str, str] | None = None,
+    shared: bool = False,
+    rate: bool = False,
+    log: bool = False,
+) -> Figure:
+    """One panel per event (or all on shared axes); one line per (run, repeat)."""
+    units = units or {}
+    fig = Figure(figsize=figure_size(len(events), shared), dpi=DPI, layout="constrained")
+    axes = (
+        [fig.add_subplot()]
+        if shared
+        else fig.subplots(len(events), 1, sharex=True, squeeze=False)[:, 0]
+    )
+    colours = [f"C{i % 10}" for i in range(len(events))]
+    for i, event in enumerate(events):
+        ax = axes[0] if shared else axes[i]
+        runs = lines[lines[data.EVENT] == event].groupby(["RUN", "REPEAT"], sort=True)
+        for j, ((run, repeat), points) in enumerate(runs):
+            several = runs.ngroups > 1
+            label = event if shared and j == 0 else None
+            if not shared and several:
+                label = f"run {run}, repeat {repeat}"
+            colour = colours[i] if shared or not several else f"C{j % 10}"
+            ax.plot(points["TIME"], points["VALUE"], color=colour, lw=1.2, label=label)
+        if not shared:
+            ax.set_ylabel(_axis_label(event, units.get(event), rate), fontsize=8)
+            if runs.ngroups > 1:
+                ax.legend(fontsize=7, loc="upper right")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        if log:
+            ax.set_yscale("log")
+    if shared:
+        axes[0].set_ylabel("per second" if rate else "count per interval")
+        axes[0].legend(fontsize=8)
+    axes[-1].set_xlabel("time since the run started (s)")
+    what = "rate" if rate else "count per interval, mean over CPUs/boxes"
+    fig.suptitle(f"{len(events)} event(s) over time ({what})", fontsize=10)
+    return fig
+
+
+def _axis_label(event: str, unit: str | None, rate: bool) -> str:
+    if rate:
+        unit = f"{unit}/s" if unit else "per s"
+    short = event if len(event) <= 28 else event[:27] + "…"
+    return f"{short}\n({unit})" if unit else short
+
+
+def check_plottable(lines: pd.DataFrame, events: list[str]) -> None:
+    """Refuse events with no number in any interval: an empty panel looks like a zero count."""
+    counted = lines.dropna(subset=["VALUE"])[data.EVENT].unique()
+    empty = [e for e in events if e not in set(counted)]
+    if empty:
+        raise AutoprofError(f"no counted value to plot for: {', '.join(empty)}")
+    if not np.isfinite(lines["TIME"]).any():
+        raise AutoprofError("the results have no TIME values to plot against")

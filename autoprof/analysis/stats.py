@@ -1,0 +1,158 @@
+"""What a results file holds, and what in it not to trust: a per-event table and a summary.
+
+The per-event table has one row per event: where it was counted, how many samples gave a
+number, its total, and how much it varies over the intervals. The summary adds the events the
+sanity report (`report.json`, written by `aggregate` beside results.csv) flags as multiplexed,
+not counted, idle in some intervals or not supported; without a report, the same lists are
+derived from the STATUS column and the summary says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from autoprof import results
+from autoprof.analysis import data
+
+SANITY_KINDS = ("multiplexed", "not_counted", "idle_intervals", "not_supported")
+
+
+@dataclass
+class Summary:
+    """`metrics`: (name, value) pairs; `sanity`: rows of kind, event, detail; `source`: where
+    the sanity lists came from."""
+
+    metrics: list[tuple[str, object]]
+    sanity: pd.DataFrame
+    source: str
+    warnings: list[str] = field(default_factory=list)
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.metrics, columns=["metric", "value"])
+
+
+def event_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per event, by label: pmu, runs, repeats, rows, samples (rows with a number),
+    no_value (rows without), intervals, total (mean over executions of the run total), mean and
+    cv over the interval series, all_zero, min_percent_running."""
+    by_event = frame.groupby(data.EVENT, observed=True)
+    table = pd.DataFrame(
+        {
+            "pmu": by_event["PMU"].first(),
+            "runs": by_event["RUN"].nunique(),
+            "repeats": by_event["REPEAT"].nunique(),
+            "rows": by_event.size(),
+            "samples": by_event["SAMPLE_VALUE"].count(),
+            "intervals": by_event["INDEX"].nunique(),
+            "min_percent_running": by_event["PERCENT_RUNNING"].min(),
+        }
+    )
+    table["no_value"] = table["rows"] - table["samples"]
+    intervals = data.per_interval(frame)
+    totals = data.run_totals(intervals).groupby(data.EVENT, observed=True)["TOTAL"].mean()
+    series = data.interval_series(intervals)
+    table["total"] = totals
+    table["mean"] = series.mean()
+    table["cv"] = data.variability(series)
+    absmax = frame["SAMPLE_VALUE"].abs().groupby(frame[data.EVENT], observed=True).max()
+    table["all_zero"] = (absmax == 0).reindex(table.index, fill_value=False)
+    table.index = table.index.astype(str)
+    table.index.name = "event"
+    columns = ["pmu", "runs", "repeats", "rows", "samples", "no_value", "intervals", "total"]
+    return table[[*columns, "mean", "cv", "all_zero", "min_percent_running"]]
+
+
+def sanity_from_status(frame: pd.DataFrame) -> pd.DataFrame:
+    """The sanity lists derived from results.csv alone (when no report.json sits beside it):
+    the same four kinds as the report, by event, with a short detail."""
+    rows: list[dict[str, str]] = []
+    if frame["STATUS"].isna().all():  # an autoperf file: no status to judge by
+        return pd.DataFrame(rows, columns=["kind", "event", "detail"])
+    status = frame["STATUS"].fillna(results.STATUS_OK)
+    for event, group in frame[status == results.STATUS_MULTIPLEXED].groupby(
+        data.EVENT, observed=True
+    ):
+        low = group["PERCENT_RUNNING"].min()
+        rows.append({"kind": "multiplexed", "event": event, "detail": f"min {low:.1f}% running"})
+    for event, group in frame[status == results.STATUS_NOT_SUPPORTED].groupby(
+        data.EVENT, observed=True
+    ):
+        rows.append({"kind": "not_supported", "event": event, "detail": f"{len(group)} rows"})
+    supported = frame[status != results.STATUS_NOT_SUPPORTED]
+    per_run = (
+        supported.assign(counted=supported["SAMPLE_VALUE"].notna())
+        .groupby([data.EVENT, "RUN", "REPEAT"], observed=True)["counted"]
+        .agg(["sum", "size"])
+    )
+    for (event, run, repeat), (counted, size) in per_run.iterrows():
+        if counted == size:
+            continue
+        kind = "not_counted" if counted == 0 else "idle_intervals"
+        rows.append(
+            {
+                "kind": kind,
+                "event": event,
+                "detail": f"run {run} repeat {repeat}: {size - counted} of {size} rows no value",
+            }
+        )
+    return pd.DataFrame(rows, columns=["kind", "event", "detail"])
+
+
+def sanity_from_report(report: dict) -> pd.DataFrame:
+    """The sanity lists of a `report.json`, flattened to kind, event, detail rows."""
+    rows: list[dict[str, str]] = []
+    events = report.get("events") or {}
+    for kind in SANITY_KINDS:
+        for item in events.get(kind) or []:
+            detail = {k: v for k, v in item.items() if k not in ("event",)}
+            rows.append(
+                {
+                    "kind": kind,
+                    "event": str(item.get("event", "?")),
+                    "detail": ", ".join(f"{k}={v}" for k, v in detail.items()),
+                }
+            )
+    return pd.DataFrame(rows, columns=["kind", "event", "detail"])
+
+
+def summarize(frame: pd.DataFrame, table: pd.DataFrame, report: dict | None) -> Summary:
+    """Key numbers of a results file and its sanity lists (from `report` when given)."""
+    if report is not None:
+        sanity, source = sanity_from_report(report), "report.json"
+    else:
+        sanity, source = sanity_from_status(frame), "STATUS column of results.csv (no report.json)"
+    measured = int((table["samples"] > 0).sum())
+    metrics: list[tuple[str, object]] = [
+        ("rows", len(frame)),
+        ("events", len(table)),
+        ("events measured (at least one value)", measured),
+        ("events with no value", int((table["samples"] == 0).sum())),
+        ("all-zero events", int(table["all_zero"].sum())),
+        ("runs", int(frame["RUN"].nunique())),
+        ("repeats", int(frame["REPEAT"].nunique())),
+        ("intervals (max per run)", int(frame["INDEX"].max()) + 1),
+        ("samples per event (median)", float(table["samples"].median())),
+        ("samples per event (min)", int(table["samples"].min())),
+    ]
+    for kind in SANITY_KINDS:
+        count = sanity.loc[sanity["kind"] == kind, "event"].nunique()
+        metrics.append((f"{kind.replace('_', ' ')} events", int(count)))
+    warnings = []
+    if report is not None:
+        runs = report.get("runs") or {}
+        for key in ("failed", "missing"):
+            if runs.get(key):
+                metrics.append((f"runs {key}", len(runs[key])))
+                warnings.append(f"{len(runs[key])} run(s) {key}: see report.json")
+        if report.get("broken_files"):
+            metrics.append(("broken files", len(report["broken_files"])))
+            warnings.append(f"{len(report['broken_files'])} broken perf output file(s)")
+    return Summary(metrics, sanity, source, warnings)
+
+
+def top(table: pd.DataFrame, column: str, k: int) -> pd.DataFrame:
+    """The k events with the largest `column` (total or cv), ignoring events with no value."""
+    ranked = table[table["samples"] > 0].sort_values(column, ascending=False, kind="stable")
+    return ranked.head(k)[["pmu", "total", "mean", "cv", "samples"]]
