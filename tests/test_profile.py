@@ -16,7 +16,7 @@ import pytest
 from autoprof import outdir, results
 from autoprof.catalog.host import breakpoint_event
 from autoprof.catalog.model import Event
-from autoprof.examples import build_writes, expected_writes, slot_addresses
+from autoprof.examples import expected_writes, slot_addresses
 from autoprof.runner import ProfileOptions, Runner, Task
 
 pytestmark = pytest.mark.skipif(
@@ -24,19 +24,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 SOFTWARE = ["task-clock", "page-faults", "context-switches"]
-
-
-@pytest.fixture(scope="module")
-def writes(tmp_path_factory) -> Path:
-    binary = build_writes(tmp_path_factory.mktemp("bin"))
-    probe = subprocess.run(
-        ["perf", "stat", "-x,", "-e", f"mem:{slot_addresses(binary)[0]}:w", str(binary), "1"],
-        capture_output=True,
-        text=True,
-    )
-    if "<not supported>" in probe.stderr or probe.returncode != 0:
-        pytest.skip(f"hardware breakpoints unavailable here: {probe.stderr.strip()[:200]}")
-    return binary
 
 
 def autoprof(*args: str, **kw) -> subprocess.CompletedProcess:
