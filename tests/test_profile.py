@@ -4,6 +4,7 @@ breakpoints, so every number below is known before the run."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -184,3 +185,13 @@ def test_dry_run_prints_perf_commands(writes, tmp_path):
     assert proc.returncode == 0 and len(lines) == 3
     assert all(line.startswith("LC_ALL=C ") and " stat -x , " in line for line in lines)
     assert not (tmp_path / "o").exists()
+
+
+def test_demo_checks_every_breakpoint_count_and_can_run_again(writes, tmp_path):
+    out = tmp_path / "demo"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(2):  # the second demo replaces the first one's output
+        proc = autoprof("demo", "-o", str(out), "--writes", "300", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "12 of 12 breakpoint counts exact" in proc.stdout
+    assert len(outdir.run_folders(out)) == 3
