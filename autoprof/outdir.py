@@ -20,6 +20,7 @@ the records, so the runner, the aggregator and the results store agree on one la
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,8 @@ class Manifest:
     machine: MachineFacts
     plan: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
+    # the queue job that ran this profile, when one did: job id, worker, load average seen
+    job: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,6 +136,17 @@ def run_folder_name(run: int, repeat: int, part: int = 1) -> str:
     return f"run{run:04d}-rep{repeat}" + (f"-part{part}" if part > 1 else "")
 
 
+def planned(runs: int, repeat: int, part: int = 1, parts: int = 1) -> list[tuple[int, int]]:
+    """The (run, repeat) pairs that part `part` of `parts` (1-based) of a profile runs.
+
+    Round robin over the plan's (run, repeat) pairs, so with repeats the parts get equal work
+    even when the runs differ in length; the pairs keep the plan's global numbers, so the parts'
+    results put together are those of one machine. A plain profile is part 1 of 1: every pair.
+    """
+    pairs = [(r, k) for r in range(1, runs + 1) for k in range(1, repeat + 1)]
+    return pairs[part - 1 :: parts]
+
+
 def run_dir(out: Path, run: int, repeat: int, part: int = 1) -> Path:
     return out / RUNS / run_folder_name(run, repeat, part)
 
@@ -164,9 +178,18 @@ def read_run_record(folder: Path) -> RunRecord:
     return RunRecord.from_dict(read_json(folder / RUN_RECORD))
 
 
+_FOLDER = re.compile(r"^run(\d+)-rep(\d+)(?:-part(\d+))?$")
+
+
 def run_folders(out: Path) -> list[Path]:
-    """The run folders of `out`, in run then repeat order."""
+    """The run folders of `out`, in run, repeat, then part order (numeric: rep10 after rep9,
+    the order the store's export of a split profile also uses)."""
     root = out / RUNS
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("run"))
+
+    def key(path: Path) -> tuple[int, int, int, str]:
+        m = _FOLDER.match(path.name)
+        return (int(m[1]), int(m[2]), int(m[3] or 1), "") if m else (1 << 62, 0, 0, path.name)
+
+    return sorted((p for p in root.iterdir() if p.is_dir() and p.name.startswith("run")), key=key)

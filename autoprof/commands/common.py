@@ -7,8 +7,9 @@ from collections.abc import Callable
 import click
 
 from autoprof.catalog import host
-from autoprof.catalog.intel import IntelOptions
-from autoprof.catalog.model import Catalog
+from autoprof.catalog.host import build_catalog
+
+__all__ = ["build_catalog", "catalog_options"]
 
 
 def catalog_options(func: Callable) -> Callable:
@@ -49,24 +50,3 @@ def catalog_options(func: Callable) -> Callable:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def build_catalog(
-    events_dir: str | None,
-    cpu: str | None,
-    smt: str | None,
-    reserve: int,
-    experimental: bool,
-    deprecated: bool,
-    offcore_matrix: bool,
-    tracepoints: bool,
-) -> Catalog:
-    smt_on = host.smt_active() if smt is None and cpu is None else smt != "off"
-    options = IntelOptions(
-        smt=smt_on,
-        reserve=reserve,
-        experimental=experimental,
-        deprecated=deprecated,
-        offcore_matrix=offcore_matrix,
-    )
-    return host.host_catalog(host.events_dir(events_dir), cpu, options, tracepoints)

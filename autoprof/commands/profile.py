@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -18,13 +17,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from autoprof import outdir, preflight
-from autoprof.catalog import host
+from autoprof import outdir
+from autoprof import profile as library
 from autoprof.commands.common import build_catalog, catalog_options
 from autoprof.errors import AutoprofError
-from autoprof.perf.command import stat_argv
-from autoprof.runner import Interrupted, ProfileOptions, Runner, open_profile, tasks
-from autoprof.schedule import schedule
+from autoprof.runner import Interrupted, ProfileOptions
 
 
 def _read_event_file(path: str) -> list[str]:
@@ -102,13 +99,8 @@ def profile(
 ) -> None:
     """Measure every event (or the chosen ones) for COMMAND, without multiplexing."""
     command = list(command)
-    catalog = build_catalog(**catalog_opts)
     names = list(event_names) + (_read_event_file(events_file) if events_file else [])
-    if names:
-        catalog = host.resolve_events(catalog, names)
-    if not catalog.events:
-        raise AutoprofError("no events to measure")
-    plan = schedule(catalog)
+    catalog, plan = library.plan_for(build_catalog(**catalog_opts), names)
     options = ProfileOptions(
         interval_ms=interval_ms,
         repeat=repeat,
@@ -119,34 +111,13 @@ def profile(
         force=force,
     )
     out = Path(output)
-    todo = tasks(plan, repeat)
     if dry_run:
-        for task in todo:
-            folder = outdir.run_dir(out, task.run, task.repeat)
-            argv = stat_argv(
-                [e.spec for e in task.events],
-                command,
-                str(folder / outdir.PERF_OUTPUT),
-                interval_ms=interval_ms,
-                system_wide=system_wide,
-                cpu_list=cpu_list,
-            )
+        for argv in library.dry_run(out, command, plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return
     console = Console(stderr=True)
-    findings = preflight.check(
-        system_wide=system_wide or bool(cpu_list),
-        kernel=False,
-        counters=any(not p.unconstrained for p in catalog.pmus.values()),
-    )
-    for finding in findings:
-        if finding.severity != preflight.FATAL:
-            fix = f" (fix: {finding.fix})" if finding.fix else ""
-            console.print(f"[yellow]warning:[/] {finding.message}{fix}")
-    preflight.fail_on_fatal(findings)
-    if shutil.which(command[0]) is None:
-        raise AutoprofError(f"command not found: {command[0]}")
-    manifest = open_profile(out, command, plan, options, host.read_facts(catalog))
+    for warning in library.check_machine(catalog, options, command):
+        console.print(f"[yellow]warning:[/] {warning}")
     console.print(
         f"profiling [bold]{shlex.join(command)}[/]: {len(catalog.events)} events in "
         f"{len(plan)} runs (lower bound {plan.lower_bound}) x {repeat} -> {out}/"
@@ -160,7 +131,7 @@ def profile(
         console=console,
         transient=not sys.stderr.isatty(),
     ) as progress:
-        bar = progress.add_task("runs", total=len(todo))
+        bar = progress.add_task("runs", total=len(plan) * repeat)
 
         def on_event(kind, task, record):
             if kind == "start":
@@ -174,16 +145,15 @@ def profile(
                         f"run {task.run} rep {task.repeat}: {record.status}: {record.error}"
                     )
 
-        runner = Runner(out, command, options, on_event)
         try:
-            records = runner.run_all(todo)
+            outcome = library.profile(out, command, catalog, plan, options, on_event=on_event)
         except Interrupted:
             raise AutoprofError(
                 f"interrupted; finished runs are kept in {out}/: run the same "
                 "command again to resume"
             ) from None
-    failed = sorted({(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK})
-    console.print(f"profile {manifest.id} in {out}/; next: autoprof aggregate {out}")
+    failed = outcome.failed
+    console.print(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}")
     if failed:
         listed = ", ".join(f"{run}.{rep}" for run, rep in failed[:10])
         raise AutoprofError(
