@@ -18,7 +18,7 @@ from typing import Any
 import redis
 from rq import Queue, Retry
 from rq.command import send_stop_job_command
-from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.exceptions import DeserializationError, InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.results import Result
@@ -104,7 +104,7 @@ def _spec_fields(job: Job) -> tuple[str, str | None, int, int]:
     """(command line, profile id, part, parts) of a job, whatever its arguments hold."""
     try:
         spec = JobSpec.from_json(job.args[0])
-    except (AutoprofError, IndexError, TypeError, ValueError):
+    except (AutoprofError, DeserializationError, IndexError, TypeError, ValueError):
         return (job.description or "?", None, 1, 1)
     return spec.command_line, spec.profile_id, spec.part, spec.parts
 
@@ -117,8 +117,9 @@ def _error(job: Job, status: str, latest: Result | None) -> str | None:
     if status == JobStatus.CANCELED:
         return "canceled before it ran"
     if latest is not None and latest.type == Result.Type.FAILED and latest.exc_string:
-        lines = [line for line in latest.exc_string.strip().splitlines() if line.strip()]
-        return lines[-1].strip() if lines else None
+        lines = [line.strip() for line in latest.exc_string.strip().splitlines() if line.strip()]
+        last = lines[-1] if lines else ""
+        return last[last.index("refused: ") :] if "refused: " in last else last or None
     return None
 
 

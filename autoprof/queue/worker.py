@@ -180,18 +180,28 @@ def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
     return result
 
 
+class NotJSON(DeserializationError):
+    """Job data the JSON serializer cannot read (a pickled job, say): refused, never loaded.
+    A DeserializationError still, which RQ's failure handling expects for such jobs."""
+
+    def __str__(self) -> str:
+        return "refused: job data is not JSON (autoprof workers take JSON jobs only)"
+
+
 class ProfileJob(Job):
     """An RQ job that runs only autoprof's job function; `settings` is set per worker."""
 
     settings: Settings | None = None
 
-    def _execute(self) -> Any:
+    def _deserialize_data(self) -> None:
         try:
-            name = self.func_name
+            super()._deserialize_data()
         except DeserializationError:
-            raise Refused("job data is not JSON (autoprof workers take JSON jobs only)") from None
-        if name != JOB_FUNCTION:
-            raise Refused(f"{name} is not autoprof's job function {JOB_FUNCTION}")
+            raise NotJSON() from None
+
+    def _execute(self) -> Any:
+        if self.func_name != JOB_FUNCTION:
+            raise Refused(f"{self.func_name} is not autoprof's job function {JOB_FUNCTION}")
         return super()._execute()
 
 
