@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import pandas as pd
 import pytest
 import redis
 from click.testing import CliRunner
-from rq import Queue, Worker
+from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
@@ -35,13 +34,10 @@ from autoprof.queue import connection, jobs
 from autoprof.queue.spec import JobSpec, Refused, allowed, compile_allow
 from autoprof.queue.worker import wait_until_quiet
 from tests.conftest import SECRET
+from tests.queue_helpers import WorkerProcess, claim, wait_ready
 from tests.synthetic_out import make_out
 
 REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
-_CLAIM = (
-    "if redis.call('DBSIZE') == 0 then "
-    "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', 3600) else return false end"
-)
 TERMINAL = {"finished", "failed", "stopped", "canceled"}
 
 
@@ -161,17 +157,13 @@ def test_store_refuses_a_part_with_another_plan(tmp_path):
 def redis_url():
     """An empty Redis database index of our own, flushed afterwards."""
     try:
-        redis.Redis.from_url(REDIS, socket_connect_timeout=2).ping()
+        claimed = claim(REDIS)
     except (redis.RedisError, ValueError) as err:
         pytest.skip(f"Redis not reachable at {REDIS}: {err}")
-    token = uuid.uuid4().hex
-    for db in range(15, 0, -1):
-        client = redis.Redis.from_url(f"{REDIS}/{db}")
-        if client.eval(_CLAIM, 1, "autoprof-test-claim", token):
-            break
-    else:
+    if claimed is None:
         pytest.skip(f"no empty Redis database index at {REDIS}")
-    yield f"{REDIS}/{db}"
+    url, client = claimed
+    yield url
     client.flushdb()
 
 
@@ -187,42 +179,6 @@ def acl_url(redis_url):
     admin.acl_deluser(user)
 
 
-class WorkerProcess:
-    """`autoprof worker` as a real process, with test-speed heartbeats and maintenance."""
-
-    def __init__(self, tmp: Path, redis_text: str, store: str, hostname: str, allow: str):
-        self.hostname, self.workdir = hostname, tmp / f"work-{hostname}"
-        self.log = tmp / f"worker-{hostname}.log"
-        argv = [sys.executable, "-m", "autoprof", "worker", "--redis", redis_text]
-        argv += ["--store", store, "--hostname", hostname, "--allow", allow, "--keep"]
-        argv += ["--max-load", "1000", "--load-poll", "0.1", "--heartbeat", "1"]
-        argv += ["--maintenance", "1", "--workdir", str(self.workdir)]
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-
-    def horse(self) -> int | None:
-        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
-        pids = children.read_text().split() if children.exists() else []
-        return int(pids[0]) if pids else None
-
-    def kill(self) -> None:
-        """SIGKILL the worker and its work horse (the job's process), as a crash would."""
-        horse = self.horse()
-        assert horse is not None, "the worker has no work horse: no job running"
-        os.kill(horse, signal.SIGKILL)
-        self.proc.kill()
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 @pytest.fixture
 def workers(tmp_path):
     started: list[WorkerProcess] = []
@@ -234,16 +190,6 @@ def workers(tmp_path):
     yield start
     for worker in started:
         worker.stop()
-
-
-def wait_ready(conn: redis.Redis, names: list[str], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        hosts = {w.name.rsplit(".", 1)[0] for w in Worker.all(connection=conn)}
-        if set(names) <= hosts:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"workers {names} did not start")
 
 
 def wait_jobs(conn: redis.Redis, ids: list[str], until=TERMINAL, timeout: float = 120):
