@@ -270,6 +270,10 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
     assert not marker.exists()
     assert wa.proc.poll() is None and wb.proc.poll() is None
 
+    seen = outdir.read_manifest(wa.workdir / only_a[0]).job  # the load check is recorded
+    assert seen["id"] == only_a[0]
+    assert seen["load1"] == pytest.approx(done[only_a[0]].load, abs=0.01)
+
     for job_id in only_a:  # routed jobs count exactly
         run_id = done[job_id].result["run"]
         frame = export(pg_url, run_id, tmp_path / f"{job_id}.csv")
@@ -335,3 +339,23 @@ def test_killed_worker_fails_its_job_and_stores_nothing(writes, redis_url, pg_ur
     listing = cli_run("runs", "list", "--store", pg_url).output
     assert done[survivor].result["run"] in listing
     assert failed.profile_id not in listing  # no partial run
+
+
+def test_submit_checks_and_cancel(redis_url):
+    nobody = f"nobody-{uuid.uuid4().hex[:6]}"
+    for args, says in [
+        ([], "exactly one of --host NAME, --cpu ID, --queue NAME"),
+        (["--host", "x", "--queue", "y"], "exactly one of"),
+        (["--host", "x", "--split", "2"], "--split needs several machines"),
+    ]:
+        done = cli_run("submit", "--redis", redis_url, *args, "--", "true")
+        assert done.exit_code == 2 and says in done.output
+    [queued] = submit(redis_url, "--host", nobody, "-e", "task-clock", "--", "true")
+    listed = cli_run("jobs", "list", "--redis", redis_url, "--status", "queued").output
+    assert queued in listed and f"host:{nobody}" in listed
+    assert cli_run("jobs", "cancel", queued[:6], "--redis", redis_url).output.endswith("canceled\n")
+    again = cli_run("jobs", "cancel", queued, "--redis", redis_url)
+    assert again.exit_code == 2 and "already ended (canceled)" in again.output
+    assert "canceled before it ran" in cli_run("jobs", "show", queued, "--redis", redis_url).output
+    missing = cli_run("jobs", "show", "ffffffff", "--redis", redis_url)
+    assert missing.exit_code == 2 and "no job ffffffff" in missing.output
