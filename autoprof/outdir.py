@@ -74,6 +74,8 @@ class Manifest:
     machine: MachineFacts
     plan: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
+    # the queue job that ran this profile, when one did: job id, worker, load average seen
+    job: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +134,17 @@ class RunRecord:
 
 def run_folder_name(run: int, repeat: int, part: int = 1) -> str:
     return f"run{run:04d}-rep{repeat}" + (f"-part{part}" if part > 1 else "")
+
+
+def planned(runs: int, repeat: int, part: int = 1, parts: int = 1) -> list[tuple[int, int]]:
+    """The (run, repeat) pairs that part `part` of `parts` (1-based) of a profile runs.
+
+    Round robin over the plan's (run, repeat) pairs, so with repeats the parts get equal work
+    even when the runs differ in length; the pairs keep the plan's global numbers, so the parts'
+    results put together are those of one machine. A plain profile is part 1 of 1: every pair.
+    """
+    pairs = [(r, k) for r in range(1, runs + 1) for k in range(1, repeat + 1)]
+    return pairs[part - 1 :: parts]
 
 
 def run_dir(out: Path, run: int, repeat: int, part: int = 1) -> Path:

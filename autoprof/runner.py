@@ -50,6 +50,9 @@ class ProfileOptions:
     timeout: float | None = None
     fail_fast: bool = False
     force: bool = False
+    # a profile split over `parts` machines: this one runs its share (outdir.planned)
+    part: int = 1
+    parts: int = 1
 
 
 @dataclass(frozen=True)
@@ -69,20 +72,53 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def tasks(plan: Plan, repeat: int) -> list[Task]:
+def tasks(plan: Plan, repeat: int, part: int = 1, parts: int = 1) -> list[Task]:
+    """The (run, repeat) tasks of part `part` of `parts` (all of them for a plain profile)."""
     return [
-        Task(i, r, tuple(run.events))
-        for i, run in enumerate(plan.runs, 1)
-        for r in range(1, repeat + 1)
+        Task(run, rep, tuple(plan.runs[run - 1].events))
+        for run, rep in outdir.planned(len(plan.runs), repeat, part, parts)
     ]
 
 
+def perf_argv(
+    folder: Path, events: list[Event], command: list[str], options: ProfileOptions, perf: str
+) -> list[str]:
+    """The exact argv a run executes (run with LC_ALL=C): `perf stat` over the workload wrapped
+    in the shell that records its exit status in `folder`. `--dry-run` prints this very argv."""
+    wrapped = [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *command]
+    return perf_command.stat_argv(
+        [e.spec for e in events],
+        wrapped,
+        str(folder / outdir.PERF_OUTPUT),
+        interval_ms=options.interval_ms,
+        system_wide=options.system_wide,
+        cpu_list=options.cpu_list,
+        no_merge=any(e.pmu.startswith("uncore_") for e in events),
+        perf=perf,
+    )
+
+
+def manifest_options(options: ProfileOptions) -> dict:
+    """The options a manifest records: what the numbers mean and which part this is (a plain
+    profile's manifest has no part/parts)."""
+    skip = {"force", "fail_fast"} | ({"part", "parts"} if options.parts == 1 else set())
+    return {k: v for k, v in asdict(options).items() if k not in skip}
+
+
 def open_profile(
-    out: Path, command: list[str], plan: Plan, options: ProfileOptions, facts: MachineFacts
+    out: Path,
+    command: list[str],
+    plan: Plan,
+    options: ProfileOptions,
+    facts: MachineFacts,
+    profile_id: str | None = None,
 ) -> Manifest:
     """The manifest of `out`: created for a new profile, or the existing one when `out`
-    holds this very profile (same command, plan and measurement options) to resume."""
-    wanted = {k: v for k, v in asdict(options).items() if k not in ("force", "fail_fast")}
+    holds this very profile (same command, plan, measurement options and part) to resume.
+
+    `profile_id` names the profile (the parts of a split profile share one); default a new uuid.
+    """
+    wanted = manifest_options(options)
     path = out / outdir.MANIFEST
     if path.exists():
         try:
@@ -96,6 +132,14 @@ def open_profile(
             )
         if manifest.plan != plan.to_json():
             raise AutoprofError(f"{out} holds a profile with another event plan; use another -o")
+        if profile_id is not None and manifest.id != profile_id:
+            raise AutoprofError(f"{out} holds another profile ({manifest.id}); use another -o")
+        here = (manifest.options.get("part", 1), manifest.options.get("parts", 1))
+        if here != (options.part, options.parts):
+            raise AutoprofError(
+                f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
+                f"{options.part} of {options.parts}; use another -o"
+            )
         changed = [k for k in MEASUREMENT_OPTIONS if manifest.options.get(k) != wanted[k]]
         if changed:
             raise AutoprofError(
@@ -108,7 +152,7 @@ def open_profile(
         return manifest
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(
-        id=str(uuid.uuid4()),
+        id=profile_id or str(uuid.uuid4()),
         autoprof_version=__version__,
         created=_now(),
         command=list(command),
@@ -180,6 +224,8 @@ class Runner:
             previous = signal.signal(signal.SIGINT, signal.default_int_handler)
             try:
                 return self._run_all(todo)
+            except KeyboardInterrupt:  # between two runs: nothing is running, nothing to stop
+                raise Interrupted from None
             finally:
                 signal.signal(signal.SIGINT, previous)
 
@@ -242,17 +288,7 @@ class Runner:
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
-        wrapped = [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *self.command]
-        argv = perf_command.stat_argv(
-            [e.spec for e in events],
-            wrapped,
-            str(folder / outdir.PERF_OUTPUT),
-            interval_ms=self.options.interval_ms,
-            system_wide=self.options.system_wide,
-            cpu_list=self.options.cpu_list,
-            no_merge=any(e.pmu.startswith("uncore_") for e in events),
-            perf=self.perf,
-        )
+        argv = perf_argv(folder, events, self.command, self.options, self.perf)
         record = RunRecord(
             run=task.run,
             repeat=task.repeat,

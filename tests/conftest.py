@@ -1,12 +1,22 @@
-"""Shared test helpers: where the shared perfmon data lives, and skips when it is absent."""
+"""Shared test helpers: where the shared perfmon data lives, PostgreSQL databases made per test,
+and skips (saying why) when either is absent.
+
+PostgreSQL tests create a randomly named database through the `postgres` maintenance database
+and drop it afterwards; they skip when no server answers at $AUTOPROF_TEST_PG
+(default postgresql://postgres@127.0.0.1:5432/postgres).
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from autoprof.examples import build_writes, slot_addresses
 
@@ -32,12 +42,40 @@ def samples_dir() -> Path:
     return SAMPLES
 
 
+ADMIN = os.environ.get("AUTOPROF_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+SECRET = "s3cret-Pw"  # the server trusts loopback, so any password is accepted (and must hide)
+
+
+def admin_connection():
+    return psycopg.connect(ADMIN, autocommit=True, connect_timeout=3)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    try:
+        with admin_connection():
+            pass
+    except psycopg.OperationalError as err:
+        pytest.skip(f"PostgreSQL not reachable at {ADMIN}: {str(err).splitlines()[0]}")
+    return ADMIN
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh, empty PostgreSQL database (URL with a password), dropped after the test."""
+    name = f"autoprof_test_{uuid.uuid4().hex[:12]}"
+    with admin_connection() as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield f"postgresql://postgres:{SECRET}@127.0.0.1:5432/{name}"
+    with admin_connection() as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 @pytest.fixture(scope="session")
 def writes(tmp_path_factory) -> Path:
-    """The example workload, built once; skips where perf, cc or hardware breakpoints are
-    missing (its slots' writes are then counted exactly by `mem:ADDR:w` events)."""
+    """The example workload, built; skips when this machine has no hardware breakpoints."""
     if shutil.which("perf") is None or shutil.which("cc") is None:
-        pytest.skip("needs perf and cc (make system-deps installs them)")
+        pytest.skip("needs perf and cc")
     binary = build_writes(tmp_path_factory.mktemp("bin"))
     probe = subprocess.run(
         ["perf", "stat", "-x,", "-e", f"mem:{slot_addresses(binary)[0]}:w", str(binary), "1"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -177,14 +178,21 @@ def test_crash_timeout_and_refusals(writes, tmp_path):
     assert missing.returncode == 2 and "command not found" in missing.stderr
 
 
-def test_dry_run_prints_perf_commands(writes, tmp_path):
-    proc = autoprof(
-        "profile", "--dry-run", *watch_args(writes), "-o", str(tmp_path / "o"), "--", str(writes)
-    )
+def test_dry_run_prints_exactly_the_argv_that_runs(writes, tmp_path):
+    """Software events, two repeats: breakpoints could be split off at run time (ENOSPC when
+    another process holds the debug registers), which would change the argv legitimately."""
+    out = tmp_path / "o"
+    events = [arg for name in SOFTWARE for arg in ("-e", name)]
+    args = [*events, "--repeat", "2", "-o", str(out), "--", str(writes), "50"]
+    proc = autoprof("profile", "--dry-run", *args)
     lines = proc.stdout.splitlines()
-    assert proc.returncode == 0 and len(lines) == 3
+    assert proc.returncode == 0 and len(lines) == 2
     assert all(line.startswith("LC_ALL=C ") and " stat -x , " in line for line in lines)
-    assert not (tmp_path / "o").exists()
+    assert not out.exists()
+    assert autoprof("profile", *args).returncode == 0
+    executed = [outdir.read_run_record(f).perf_argv for f in outdir.run_folders(out)]
+    assert [shlex.split(line)[1:] for line in lines] == executed
+    assert all("/bin/sh" in argv for argv in executed)
 
 
 def test_demo_checks_every_breakpoint_count_and_can_run_again(writes, tmp_path):

@@ -8,56 +8,25 @@ and drop it afterwards; they skip, saying why, when no server answers at $AUTOPR
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
-from psycopg import sql
 
 from autoprof import outdir, results
 from autoprof.cli import cli
 from autoprof.examples import expected_writes, slot_addresses
 from autoprof.store import engine
 from autoprof.store.models import Base
+from tests.conftest import SECRET, admin_connection
 from tests.synthetic_out import make_out
-
-ADMIN = os.environ.get("AUTOPROF_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-SECRET = "s3cret-Pw"  # the server trusts loopback, so any password is accepted (and must hide)
-
-
-def _admin():
-    return psycopg.connect(ADMIN, autocommit=True, connect_timeout=3)
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> str:
-    try:
-        with _admin():
-            pass
-    except psycopg.OperationalError as err:
-        pytest.skip(f"PostgreSQL not reachable at {ADMIN}: {str(err).splitlines()[0]}")
-    return ADMIN
-
-
-@pytest.fixture
-def pg_url(pg_server):
-    """A fresh, empty PostgreSQL database (URL with a password), dropped after the test."""
-    name = f"autoprof_test_{uuid.uuid4().hex[:12]}"
-    with _admin() as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield f"postgresql://postgres:{SECRET}@127.0.0.1:5432/{name}"
-    with _admin() as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture
@@ -391,7 +360,7 @@ def _pg_copying(url: str):
     name = url.rsplit("/", 1)[1]
 
     def copying() -> bool:
-        with _admin() as admin:
+        with admin_connection() as admin:
             return (
                 admin.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND state = 'active'"

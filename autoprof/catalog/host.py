@@ -143,6 +143,9 @@ def events_dir(explicit: str | Path | None = None) -> Path | None:
     return path if (path / "mapfile.csv").is_file() else None
 
 
+_find_events_dir = events_dir  # build_catalog's parameter has the same name
+
+
 def breakpoint_pmu() -> Pmu:
     slots = BREAKPOINT_SLOTS.get(platform.machine(), 4)
     return Pmu("breakpoint", generic=slots, description="hardware breakpoints (debug registers)")
@@ -234,3 +237,26 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
         chosen = chosen.merge(extra)
     chosen.excluded = []
     return chosen
+
+
+def build_catalog(
+    events_dir: str | None = None,
+    cpu: str | None = None,
+    smt: str | None = None,
+    reserve: int = 0,
+    experimental: bool = False,
+    deprecated: bool = False,
+    offcore_matrix: bool = False,
+    tracepoints: bool = False,
+) -> Catalog:
+    """The catalog the command-line options describe (shared by the CLI and the queue worker)."""
+    smt_on = smt_active() if smt is None and cpu is None else smt != "off"
+    options = intel.IntelOptions(
+        smt=smt_on,
+        reserve=reserve,
+        experimental=experimental,
+        deprecated=deprecated,
+        offcore_matrix=offcore_matrix,
+    )
+    directory = _find_events_dir(events_dir)
+    return host_catalog(directory, cpu, options, tracepoints)

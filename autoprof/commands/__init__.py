@@ -6,8 +6,11 @@ from autoprof.commands.analyze import analyze
 from autoprof.commands.demo import demo
 from autoprof.commands.events import events
 from autoprof.commands.flame import flamegraph_command, record_command
+from autoprof.commands.jobs import jobs_group
 from autoprof.commands.profile import profile
 from autoprof.commands.schedule import schedule
+from autoprof.commands.submit import submit
+from autoprof.commands.worker import worker
 
 COMMANDS: list = [
     events,
@@ -17,6 +20,9 @@ COMMANDS: list = [
     store.upload_command,
     store.runs_group,
     store.store_group,
+    worker,
+    submit,
+    jobs_group,
     record_command,
     flamegraph_command,
     demo,

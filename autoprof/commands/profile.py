@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -18,39 +17,24 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from autoprof import outdir, preflight
-from autoprof.catalog import host
-from autoprof.commands.common import build_catalog, catalog_options
+from autoprof import outdir
+from autoprof import profile as library
+from autoprof.commands import common
+from autoprof.commands.common import (
+    build_catalog,
+    catalog_options,
+    measure_options,
+    profile_options,
+)
 from autoprof.errors import AutoprofError
-from autoprof.perf.command import stat_argv
-from autoprof.runner import Interrupted, ProfileOptions, Runner, open_profile, tasks
-from autoprof.schedule import schedule
+from autoprof.runner import Interrupted
 
-
-def _read_event_file(path: str) -> list[str]:
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as err:
-        raise AutoprofError(f"cannot read --events file {path}: {err.strerror}") from None
-    return [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+MEASURE_KEYS = ("interval_ms", "repeat", "system_wide", "cpu_list", "timeout", "fail_fast")
 
 
 @click.command("profile", context_settings={"ignore_unknown_options": False})
 @catalog_options
-@click.option(
-    "-e",
-    "--event",
-    "event_names",
-    multiple=True,
-    help="Measure only these events (repeatable): catalog names, tracepoints, "
-    "mem:ADDR:w breakpoints.",
-)
-@click.option(
-    "--events",
-    "events_file",
-    type=click.Path(dir_okay=False),
-    help="File with one event per line (# comments).",
-)
+@measure_options
 @click.option(
     "-o",
     "--output",
@@ -59,97 +43,27 @@ def _read_event_file(path: str) -> list[str]:
     type=click.Path(),
     help="Folder for the raw outputs (resumes a profile already there).",
 )
-@click.option(
-    "--interval",
-    "interval_ms",
-    default=100,
-    show_default=True,
-    type=click.IntRange(10),
-    help="perf stat -I interval in ms.",
-)
-@click.option(
-    "--repeat",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Run every group this many times.",
-)
-@click.option("-a", "--system-wide", is_flag=True, help="Count on all CPUs (perf -a -A).")
-@click.option("--cpu-list", help="Count on these CPUs only (perf -C LIST -A).")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(0, min_open=True),
-    help="Seconds after which a run is stopped.",
-)
-@click.option("--fail-fast", is_flag=True, help="Stop at the first run whose workload fails.")
 @click.option("--force", is_flag=True, help="Run again the runs already finished.")
 @click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile(
-    event_names,
-    events_file,
-    output,
-    interval_ms,
-    repeat,
-    system_wide,
-    cpu_list,
-    timeout,
-    fail_fast,
-    force,
-    dry_run,
-    command,
-    **catalog_opts,
-) -> None:
+def profile(event_names, events_file, output, force, dry_run, command, **opts) -> None:
     """Measure every event (or the chosen ones) for COMMAND, without multiplexing."""
     command = list(command)
-    catalog = build_catalog(**catalog_opts)
-    names = list(event_names) + (_read_event_file(events_file) if events_file else [])
-    if names:
-        catalog = host.resolve_events(catalog, names)
-    if not catalog.events:
-        raise AutoprofError("no events to measure")
-    plan = schedule(catalog)
-    options = ProfileOptions(
-        interval_ms=interval_ms,
-        repeat=repeat,
-        system_wide=system_wide,
-        cpu_list=cpu_list,
-        timeout=timeout,
-        fail_fast=fail_fast,
-        force=force,
-    )
+    measure = {k: opts.pop(k) for k in MEASURE_KEYS}
+    options = profile_options(**measure, force=force)
+    names = common.event_names(event_names, events_file)
+    catalog, plan = library.plan_for(build_catalog(**opts), names)
     out = Path(output)
-    todo = tasks(plan, repeat)
     if dry_run:
-        for task in todo:
-            folder = outdir.run_dir(out, task.run, task.repeat)
-            argv = stat_argv(
-                [e.spec for e in task.events],
-                command,
-                str(folder / outdir.PERF_OUTPUT),
-                interval_ms=interval_ms,
-                system_wide=system_wide,
-                cpu_list=cpu_list,
-            )
+        for argv in library.dry_run(out, command, plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return
     console = Console(stderr=True)
-    findings = preflight.check(
-        system_wide=system_wide or bool(cpu_list),
-        kernel=False,
-        counters=any(not p.unconstrained for p in catalog.pmus.values()),
-    )
-    for finding in findings:
-        if finding.severity != preflight.FATAL:
-            fix = f" (fix: {finding.fix})" if finding.fix else ""
-            console.print(f"[yellow]warning:[/] {finding.message}{fix}")
-    preflight.fail_on_fatal(findings)
-    if shutil.which(command[0]) is None:
-        raise AutoprofError(f"command not found: {command[0]}")
-    manifest = open_profile(out, command, plan, options, host.read_facts(catalog))
+    for warning in library.check_machine(catalog, options, command):
+        console.print(f"[yellow]warning:[/] {warning}")
     console.print(
         f"profiling [bold]{shlex.join(command)}[/]: {len(catalog.events)} events in "
-        f"{len(plan)} runs (lower bound {plan.lower_bound}) x {repeat} -> {out}/"
+        f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
     )
     with Progress(
         TextColumn("{task.description}"),
@@ -160,7 +74,7 @@ def profile(
         console=console,
         transient=not sys.stderr.isatty(),
     ) as progress:
-        bar = progress.add_task("runs", total=len(todo))
+        bar = progress.add_task("runs", total=len(plan) * options.repeat)
 
         def on_event(kind, task, record):
             if kind == "start":
@@ -174,16 +88,15 @@ def profile(
                         f"run {task.run} rep {task.repeat}: {record.status}: {record.error}"
                     )
 
-        runner = Runner(out, command, options, on_event)
         try:
-            records = runner.run_all(todo)
+            outcome = library.profile(out, command, catalog, plan, options, on_event=on_event)
         except Interrupted:
             raise AutoprofError(
                 f"interrupted; finished runs are kept in {out}/: run the same "
                 "command again to resume"
             ) from None
-    failed = sorted({(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK})
-    console.print(f"profile {manifest.id} in {out}/; next: autoprof aggregate {out}")
+    failed = outcome.failed
+    console.print(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}")
     if failed:
         listed = ", ".join(f"{run}.{rep}" for run, rep in failed[:10])
         raise AutoprofError(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from autoprof.commands.common import key_values
 from autoprof.errors import AutoprofError
 from autoprof.store import url as store_url
 
@@ -24,16 +25,6 @@ store_option = click.option(
     help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, sqlite:///PATH or a file path "
     f"[default: {store_url.default_path()}]",
 )
-
-
-def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
-    pairs = {}
-    for text in values:
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            raise AutoprofError(f"{option} {text!r}: expected KEY=VALUE")
-        pairs[key.strip()] = value.strip()
-    return pairs
 
 
 def _when(stamp) -> str:
@@ -51,7 +42,7 @@ def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: st
     from autoprof.store import engine
     from autoprof.store import upload as store_upload
 
-    labels = _pairs(tags, "--tag")
+    labels = key_values(tags, "--tag")
     store = engine.open_store(store_text)
     failures = 0
     for out in outs:
@@ -95,9 +86,10 @@ def list_command(machine, command_text, since, tags, store_text) -> None:
 
     store = engine.open_store(store_text)
     since_at = queries.parse_since(since, utc_now()) if since else None
+    labels = key_values(tags, "--tag")
     with store.read() as conn:
         runs = queries.list_runs(
-            conn, machine=machine, command=command_text, since=since_at, tags=_pairs(tags, "--tag")
+            conn, machine=machine, command=command_text, since=since_at, tags=labels
         )
     if not runs:
         click.echo(f"no runs in {store.shown} match", err=True)

@@ -253,6 +253,28 @@ def _claim_run(conn: Connection, profile: Profile) -> Run:
     return run
 
 
+def _differences(stored: dict[str, Any], manifest: outdir.Manifest) -> list[str]:
+    """What makes `manifest` another profile than the stored part's manifest `stored`: its
+    command, its event plan, or the options that change what the numbers mean."""
+    found = [k for k in ("command", "plan") if stored.get(k) != getattr(manifest, k)]
+    theirs, ours = stored.get("options", {}), manifest.options
+    keys = (set(theirs) | set(ours)) - {"part"}
+    return found + sorted(f"options.{k}" for k in keys if theirs.get(k) != ours.get(k))
+
+
+def _check_same_profile(conn: Connection, run_id: int, profile: Profile) -> None:
+    """Refuse a part whose plan (or command, or options) differs from the parts already stored:
+    its rows would not add up with theirs to one machine's profile."""
+    stored = conn.scalar(select(RunPart.manifest).where(RunPart.run_id == run_id).limit(1))
+    differ = _differences(stored, profile.manifest) if stored is not None else []
+    if differ:
+        raise AutoprofError(
+            f"run {profile.manifest.id}: part {profile.part} of {profile.parts} differs from the "
+            f"parts already stored in {', '.join(differ)}; split a profile only over identical "
+            "machines"
+        )
+
+
 def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploaded:
     """Store the profile in `out` (one part of a run), unless that part is already stored."""
     profile = read_profile(out)
@@ -268,6 +290,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
         run = _claim_run(conn, profile)
         if _stored_part(conn, uuid, part):  # another uploader got here first
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
+        _check_same_profile(conn, run.id, profile)
         part_id = conn.scalar(
             _insert(conn, RunPart)
             .values(

@@ -1,0 +1,105 @@
+"""`autoprof jobs list|show|cancel`: queued, running and finished profile jobs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import click
+
+from autoprof.commands.common import redis_option
+
+
+def _connect(redis_text):
+    from autoprof.queue import connection
+
+    text = connection.resolve(redis_text)
+    return text, connection.connect(text)
+
+
+def _when(stamp) -> str:
+    return stamp.strftime("%Y-%m-%d %H:%M:%S") if stamp else "-"
+
+
+def _took(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.1f}s"
+
+
+@click.group("jobs")
+def jobs_group() -> None:
+    """List, show and cancel profile jobs."""
+
+
+@jobs_group.command("list")
+@redis_option
+@click.option("--status", help="Only jobs in this status (queued, started, finished, failed...).")
+def list_command(redis_text, status) -> None:
+    """List autoprof's jobs, oldest first."""
+    from autoprof.queue import connection, jobs
+
+    text, conn = _connect(redis_text)
+    with connection.errors(text):
+        found = [j for j in jobs.list_jobs(conn) if status is None or j.status == status]
+    if not found:
+        click.echo("no jobs", err=True)
+        return
+    click.echo(
+        f"{'JOB':<36}  {'STATUS':<9}  {'QUEUE':<16}  {'HOST':<10}  {'ENQUEUED (UTC)':<19}  "
+        f"{'TOOK':>7}  {'RUN':<13}  COMMAND / ERROR"
+    )
+    for j in found:
+        run = (j.profile_id or "-")[:8] + (f" {j.part}/{j.parts}" if j.parts > 1 else "")
+        click.echo(
+            f"{j.id:<36}  {j.status:<9}  {j.queue:<16}  {j.host or '-':<10}  "
+            f"{_when(j.enqueued):<19}  {_took(j.seconds):>7}  {run:<13}  "
+            f"{j.error or j.command_line}"
+        )
+
+
+@jobs_group.command("show")
+@click.argument("job_id", metavar="ID")
+@redis_option
+@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+def show_command(job_id, redis_text, as_json) -> None:
+    """Show one job: command, status, worker, load seen, timings, result or error."""
+    from autoprof.queue import connection, jobs
+
+    text, conn = _connect(redis_text)
+    with connection.errors(text):
+        j = jobs.info(jobs.find_job(conn, job_id))
+    if as_json:
+        click.echo(json.dumps(asdict(j) | {"seconds": j.seconds}, indent=2, default=str))
+        return
+    click.echo(f"job        {j.id}")
+    click.echo(f"status     {j.status}" + (f" ({j.phase})" if j.phase else ""))
+    click.echo(f"command    {j.command_line}")
+    part = f" part {j.part} of {j.parts}" if j.parts > 1 else ""
+    click.echo(f"run        {j.profile_id or '-'}{part}")
+    click.echo(f"queue      {j.queue}")
+    click.echo(f"worker     {j.worker or '-'}" + (f" (host {j.host})" if j.host else ""))
+    click.echo(f"enqueued   {_when(j.enqueued)} UTC")
+    click.echo(f"started    {_when(j.started)} UTC")
+    click.echo(f"ended      {_when(j.ended)} UTC ({_took(j.seconds)})")
+    if j.load is not None:
+        click.echo(f"load       {j.load:.2f} (1-minute average before the profile)")
+    if j.retries_left is not None:
+        click.echo(f"retries    {j.retries_left} left")
+    if j.result:
+        done = "complete" if j.result.get("complete") else "waiting for other parts"
+        click.echo(f"stored     run {j.result.get('run')}: {j.result.get('rows')} rows ({done})")
+    if j.error:
+        click.echo(f"error      {j.error}")
+
+
+@jobs_group.command("cancel")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+@redis_option
+def cancel_command(job_ids, redis_text) -> None:
+    """Cancel queued jobs; stop started ones (their partial results are never stored)."""
+    from autoprof.queue import connection, jobs
+
+    text, conn = _connect(redis_text)
+    with connection.errors(text):
+        for ident in job_ids:
+            job_id, done = jobs.cancel(conn, ident)
+            click.echo(f"job {job_id}: {done}")

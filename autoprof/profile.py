@@ -1,0 +1,101 @@
+"""Profile a command: the body of `autoprof profile` as library calls, so the CLI and the queue
+worker run one and the same code.
+
+    catalog, plan = plan_for(host.build_catalog(...), event_names)
+    warnings = check_machine(catalog, options, command)     # raises on what cannot work
+    outcome = profile(out, command, catalog, plan, options, on_event=...)
+
+A split profile is the same call with `options.part`/`options.parts` and the `profile_id` its
+parts share: each part runs its share of the plan (`outdir.planned`) under the plan's global
+run numbers, so the parts' results put together are one machine's.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autoprof import outdir, preflight
+from autoprof.catalog import host
+from autoprof.catalog.model import Catalog
+from autoprof.errors import AutoprofError
+from autoprof.outdir import MachineFacts, Manifest, RunRecord
+from autoprof.runner import ProfileOptions, Runner, Task, open_profile, perf_argv, tasks
+from autoprof.schedule import schedule
+from autoprof.schedule.plan import Plan
+
+
+@dataclass
+class Outcome:
+    manifest: Manifest
+    records: list[RunRecord]  # the runs done by this call (resumed ones are not repeated)
+    failed: list[tuple[int, int]]  # (run, repeat) whose workload or perf failed
+
+
+def plan_for(catalog: Catalog, names: list[str]) -> tuple[Catalog, Plan]:
+    """The catalog restricted to `names` (all of it when empty) and its schedule."""
+    if names:
+        catalog = host.resolve_events(catalog, names)
+    if not catalog.events:
+        raise AutoprofError("no events to measure")
+    return catalog, schedule(catalog)
+
+
+def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) -> list[list[str]]:
+    """The argv of every run this profile would execute, exactly as `Runner` executes them."""
+    perf = shutil.which("perf") or "perf"
+    return [
+        perf_argv(outdir.run_dir(out, t.run, t.repeat), list(t.events), command, options, perf)
+        for t in tasks(plan, options.repeat, options.part, options.parts)
+    ]
+
+
+def check_machine(catalog: Catalog, options: ProfileOptions, command: list[str]) -> list[str]:
+    """Warnings about this machine for this profile; raises AutoprofError for what cannot work
+    (perf unusable, the command not found)."""
+    findings = preflight.check(
+        system_wide=options.system_wide or bool(options.cpu_list),
+        kernel=False,
+        counters=any(not p.unconstrained for p in catalog.pmus.values()),
+    )
+    preflight.fail_on_fatal(findings)
+    if shutil.which(command[0]) is None:
+        raise AutoprofError(f"command not found: {command[0]}")
+    warnings = []
+    for finding in findings:
+        if finding.severity != preflight.FATAL:
+            fix = f" (fix: {finding.fix})" if finding.fix else ""
+            warnings.append(f"{finding.message}{fix}")
+    return warnings
+
+
+def profile(
+    out: Path,
+    command: list[str],
+    catalog: Catalog,
+    plan: Plan,
+    options: ProfileOptions,
+    *,
+    facts: MachineFacts | None = None,
+    profile_id: str | None = None,
+    job: dict[str, Any] | None = None,
+    on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
+) -> Outcome:
+    """Run (or resume) the profile in `out`; raises runner.Interrupted on Ctrl-C.
+
+    `facts` default to this machine's; `job` is recorded in the manifest (the queue job that
+    asked for this profile).
+    """
+    manifest = open_profile(
+        out, command, plan, options, facts or host.read_facts(catalog), profile_id
+    )
+    if job is not None and manifest.job != job:
+        manifest.job = dict(job)
+        outdir.write_manifest(out, manifest)
+    todo = tasks(plan, options.repeat, options.part, options.parts)
+    records = Runner(out, command, options, on_event).run_all(todo)
+    failed = sorted({(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK})
+    return Outcome(manifest, records, failed)

@@ -1,0 +1,210 @@
+"""The client side: submit profiles, list and show jobs, cancel them.
+
+Every job autoprof submits is also indexed in the sorted set `INDEX` (score: submit time), so
+`jobs list` finds them whatever queue they went to, without reading other applications' jobs.
+Reading goes through RQ's own registries: listing first runs the started-job registries'
+cleanup, which fails (or retries, with --retry) a job whose worker died, even when no worker
+listens on its queue any more.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import redis
+from rq import Queue, Retry
+from rq.command import send_stop_job_command
+from rq.exceptions import DeserializationError, InvalidJobOperation, NoSuchJobError
+from rq.job import Job, JobStatus
+from rq.registry import StartedJobRegistry
+from rq.results import Result
+from rq.serializers import JSONSerializer
+
+from autoprof.errors import AutoprofError
+from autoprof.queue.spec import JOB_FUNCTION, JobSpec
+
+INDEX = "autoprof:jobs"
+MIN_PREFIX = 4
+DEFAULT_JOB_TIMEOUT_S = 24 * 3600  # RQ's default (180 s) is far too short for a profile
+RESULT_TTL_S = 7 * 86400  # how long finished jobs stay listed
+FAILURE_TTL_S = 30 * 86400
+ACTIVE = {JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED, JobStatus.STARTED}
+
+
+@dataclass
+class JobInfo:
+    """One line of `jobs list`; everything `jobs show` prints."""
+
+    id: str
+    status: str
+    queue: str
+    command_line: str
+    profile_id: str | None
+    part: int
+    parts: int
+    worker: str | None = None
+    host: str | None = None  # the worker's --hostname
+    enqueued: dt.datetime | None = None
+    started: dt.datetime | None = None
+    ended: dt.datetime | None = None
+    phase: str | None = None  # waiting for a quiet machine, profiling, uploading, ...
+    load: float | None = None  # 1-minute load average seen before the profile started
+    error: str | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+    retries_left: int | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started is None:
+            return None
+        end = self.ended or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return (end - self.started).total_seconds()
+
+
+def split_specs(spec: JobSpec, split: int) -> list[JobSpec]:
+    """`spec` as `split` parts sharing one new profile id (the store's run id)."""
+    profile_id = str(uuid.uuid4())
+    return [replace(spec, profile_id=profile_id, part=k, parts=split) for k in range(1, split + 1)]
+
+
+def submit(
+    conn: redis.Redis,
+    queue_name: str,
+    specs: list[JobSpec],
+    *,
+    job_timeout: int = DEFAULT_JOB_TIMEOUT_S,
+    retry: int = 0,
+) -> list[Job]:
+    """Enqueue one job per spec on `queue_name`, atomically, and index them."""
+    queue = Queue(queue_name, connection=conn, serializer=JSONSerializer)
+    datas = [
+        Queue.prepare_data(
+            JOB_FUNCTION,
+            args=(spec.to_json(),),
+            timeout=job_timeout,
+            result_ttl=RESULT_TTL_S,
+            failure_ttl=FAILURE_TTL_S,
+            description=f"autoprof profile -- {spec.command_line}",
+            retry=Retry(max=retry) if retry else None,
+        )
+        for spec in specs
+    ]
+    with conn.pipeline() as pipe:
+        jobs = queue.enqueue_many(datas, pipeline=pipe)
+        pipe.zadd(INDEX, {job.id: time.time() for job in jobs})
+        pipe.execute()
+    return jobs
+
+
+def _spec_fields(job: Job) -> tuple[str, str | None, int, int]:
+    """(command line, profile id, part, parts) of a job, whatever its arguments hold."""
+    try:
+        spec = JobSpec.from_json(job.args[0])
+    except (AutoprofError, DeserializationError, IndexError, TypeError, ValueError):
+        return (job.description or "?", None, 1, 1)
+    return spec.command_line, spec.profile_id, spec.part, spec.parts
+
+
+def _error(job: Job, status: str, latest: Result | None) -> str | None:
+    if job.meta.get("error"):
+        return job.meta["error"]
+    if status == JobStatus.STOPPED:
+        return "stopped (jobs cancel)"
+    if status == JobStatus.CANCELED:
+        return "canceled before it ran"
+    if latest is not None and latest.type == Result.Type.FAILED and latest.exc_string:
+        lines = [line.strip() for line in latest.exc_string.strip().splitlines() if line.strip()]
+        last = lines[-1] if lines else ""
+        return last[last.index("refused: ") :] if "refused: " in last else last or None
+    return None
+
+
+def info(job: Job) -> JobInfo:
+    status = job.get_status(refresh=False)
+    latest = job.latest_result()
+    command_line, profile_id, part, parts = _spec_fields(job)
+    result = latest.return_value if latest and latest.type == Result.Type.SUCCESSFUL else None
+    return JobInfo(
+        id=job.id,
+        status=str(status.value if status else "?"),
+        queue=job.origin,
+        command_line=command_line,
+        profile_id=profile_id,
+        part=part,
+        parts=parts,
+        worker=job.worker_name,
+        host=job.meta.get("host"),
+        enqueued=job.enqueued_at,
+        started=job.started_at,
+        ended=job.ended_at,
+        phase=job.meta.get("phase"),
+        load=job.meta.get("load1"),
+        error=_error(job, status, latest),
+        result=result if isinstance(result, dict) else {},
+        retries_left=job.retries_left,
+    )
+
+
+def _indexed(conn: redis.Redis) -> list[Job]:
+    """The indexed jobs that still exist, oldest first; expired ones leave the index."""
+    ids = [i.decode() for i in conn.zrange(INDEX, 0, -1)]
+    found = Job.fetch_many(ids, connection=conn, serializer=JSONSerializer) if ids else []
+    gone = [i for i, job in zip(ids, found, strict=True) if job is None]
+    if gone:
+        conn.zrem(INDEX, *gone)
+    return [job for job in found if job is not None]
+
+
+def _clean_started(conn: redis.Redis, jobs: list[Job]) -> None:
+    """RQ's abandoned-job handling for the queues of unfinished jobs: a job whose worker stopped
+    sending heartbeats is moved to failed, or requeued when it has retries left."""
+    for name in sorted({job.origin for job in jobs if job.get_status(refresh=False) in ACTIVE}):
+        StartedJobRegistry(name, connection=conn, serializer=JSONSerializer).cleanup()
+
+
+def list_jobs(conn: redis.Redis) -> list[JobInfo]:
+    jobs = _indexed(conn)
+    _clean_started(conn, jobs)
+    for job in jobs:
+        job.refresh()
+    return [info(job) for job in jobs]
+
+
+def find_job(conn: redis.Redis, ident: str) -> Job:
+    """The indexed job named by `ident`: its id or an unambiguous prefix (>= 4 characters)."""
+    ident = ident.strip()
+    if len(ident) < MIN_PREFIX:
+        raise AutoprofError(f"job id {ident!r} is too short: give at least {MIN_PREFIX} characters")
+    ids = [i.decode() for i in conn.zrange(INDEX, 0, -1)]
+    matches = [i for i in ids if i.startswith(ident)]
+    if len(matches) > 1:
+        raise AutoprofError(f"job id {ident} is ambiguous: {', '.join(matches[:10])}")
+    try:
+        if not matches:
+            raise NoSuchJobError
+        job = Job.fetch(matches[0], connection=conn, serializer=JSONSerializer)
+    except NoSuchJobError:
+        raise AutoprofError(f"no job {ident} (see `autoprof jobs list`)") from None
+    _clean_started(conn, [job])
+    job.refresh()
+    return job
+
+
+def cancel(conn: redis.Redis, ident: str) -> tuple[str, str]:
+    """Cancel a queued job, or stop a started one; returns (job id, what was done)."""
+    job = find_job(conn, ident)
+    status = job.get_status()
+    if status == JobStatus.STARTED:
+        try:
+            send_stop_job_command(conn, job.id, serializer=JSONSerializer)
+        except InvalidJobOperation as err:
+            raise AutoprofError(f"job {job.id}: cannot stop it: {err}") from None
+        return job.id, "stop sent to its worker"
+    if status not in ACTIVE:
+        raise AutoprofError(f"job {job.id} has already ended ({status.value})")
+    job.cancel()
+    return job.id, "canceled"

@@ -1,0 +1,156 @@
+"""What a queue job asks for: `JobSpec`, carried as plain JSON (RQ's JSON serializer).
+
+A worker runs commands that others submit, so a spec is parsed as untrusted input: every field
+is checked for its type and range, unknown fields are refused, and the command must match one of
+the worker's --allow patterns (`allowed`). A job that fails these checks is refused, not run.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from autoprof.errors import AutoprofError
+from autoprof.runner import ProfileOptions
+
+# the only function a worker runs; jobs naming anything else are refused
+JOB_FUNCTION = "autoprof.queue.worker.run_job"
+
+# ProfileOptions a submitter may set (force/part/parts are the worker's and the spec's own)
+_OPTIONS: dict[str, tuple[type, ...]] = {
+    "interval_ms": (int, type(None)),
+    "repeat": (int,),
+    "system_wide": (bool,),
+    "cpu_list": (str, type(None)),
+    "timeout": (int, float, type(None)),
+    "fail_fast": (bool,),
+}
+# build_catalog arguments that pick events whatever the machine (not --cpu/--smt/--events-dir:
+# the worker profiles its own machine)
+_SELECTION: dict[str, tuple[type, ...]] = {
+    "reserve": (int,),
+    "experimental": (bool,),
+    "deprecated": (bool,),
+    "offcore_matrix": (bool,),
+    "tracepoints": (bool,),
+}
+
+
+class Refused(AutoprofError):
+    """A job the worker will not run: its message starts with "refused: "."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"refused: {reason}")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One profile (or one part of a split profile) to run on a target machine."""
+
+    command: list[str]
+    events: list[str] = field(default_factory=list)  # empty: every event of the machine
+    options: dict[str, Any] = field(default_factory=dict)  # see _OPTIONS
+    selection: dict[str, Any] = field(default_factory=dict)  # see _SELECTION
+    profile_id: str = ""  # shared by the parts of a split profile; the store's run id
+    part: int = 1
+    parts: int = 1
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.command)
+
+    def profile_options(self) -> ProfileOptions:
+        return ProfileOptions(**self.options, part=self.part, parts=self.parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> JobSpec:
+        """Parse an untrusted spec; raises Refused naming the first problem."""
+        if not isinstance(data, dict):
+            raise Refused(f"job argument is {type(data).__name__}, not a profile spec")
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise Refused(f"unknown spec fields: {', '.join(sorted(unknown))}")
+        command = data.get("command")
+        if not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
+            raise Refused("spec command must be a non-empty list of strings")
+        events = data.get("events", [])
+        if not (isinstance(events, list) and all(isinstance(e, str) for e in events)):
+            raise Refused("spec events must be a list of strings")
+        tags = data.get("tags", {})
+        if not (isinstance(tags, dict) and all(isinstance(v, str) for v in tags.values())):
+            raise Refused("spec tags must map strings to strings")
+        part, parts = data.get("part", 1), data.get("parts", 1)
+        if not (_is(part, (int,)) and _is(parts, (int,)) and 1 <= part <= parts):
+            raise Refused(f"spec part {part!r} of {parts!r} is not a valid part")
+        try:
+            profile_id = str(uuid.UUID(str(data.get("profile_id"))))
+        except ValueError:
+            raise Refused("spec profile_id is not a uuid") from None
+        spec = cls(
+            command=list(command),
+            events=list(events),
+            options=_checked(data.get("options", {}), _OPTIONS, "options"),
+            selection=_checked(data.get("selection", {}), _SELECTION, "selection"),
+            profile_id=profile_id,
+            part=part,
+            parts=parts,
+            tags=dict(tags),
+        )
+        problem = _range_problem(spec.options, spec.selection)
+        if problem:
+            raise Refused(problem)
+        return spec
+
+
+def _is(value: Any, types: tuple[type, ...]) -> bool:
+    """isinstance, except that a bool is not an int here (JSON true is not a count)."""
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
+
+
+def _checked(values: Any, types: dict[str, tuple[type, ...]], what: str) -> dict[str, Any]:
+    if not isinstance(values, dict):
+        raise Refused(f"spec {what} must be an object")
+    for key, value in values.items():
+        if key not in types:
+            raise Refused(f"unknown spec {what} field {key!r}")
+        if not _is(value, types[key]):
+            raise Refused(f"spec {what}.{key} has the wrong type ({type(value).__name__})")
+    return dict(values)
+
+
+def _range_problem(options: dict[str, Any], selection: dict[str, Any]) -> str | None:
+    if options.get("interval_ms") is not None and options["interval_ms"] < 10:
+        return "spec options.interval_ms must be at least 10"
+    if options.get("repeat", 1) < 1:
+        return "spec options.repeat must be at least 1"
+    if options.get("timeout") is not None and options["timeout"] <= 0:
+        return "spec options.timeout must be positive"
+    if not 0 <= selection.get("reserve", 0) <= 8:
+        return "spec selection.reserve must be within 0..8"
+    return None
+
+
+def compile_allow(patterns: list[str]) -> list[re.Pattern]:
+    """The worker's --allow patterns; a bad one is an error before the worker starts."""
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as err:
+            raise AutoprofError(f"--allow {pattern!r} is not a regular expression: {err}") from None
+    return compiled
+
+
+def allowed(command: list[str], patterns: list[re.Pattern]) -> bool:
+    """True when the shell-joined command fully matches one of `patterns`."""
+    line = shlex.join(command)
+    return any(p.fullmatch(line) for p in patterns)

@@ -1,0 +1,361 @@
+"""Distributed profiling on real Redis and PostgreSQL, with workers as real processes.
+
+Each module run claims an empty Redis database index (atomically: a claim key set only while the
+database is empty) and flushes it at the end; it skips when no Redis answers at
+$AUTOPROF_TEST_REDIS (default redis://127.0.0.1:6379). Workers are `python -m autoprof worker`
+subprocesses with short heartbeats, so a killed worker's job is handled in seconds. Workloads
+are the example program under hardware breakpoints: every count is known in advance.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import redis
+from click.testing import CliRunner
+from rq import Queue
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+from autoprof import aggregate, outdir, results
+from autoprof.catalog import host
+from autoprof.cli import cli
+from autoprof.errors import AutoprofError
+from autoprof.examples import expected_writes, slot_addresses
+from autoprof.queue import connection, jobs
+from autoprof.queue.spec import JobSpec, Refused, allowed, compile_allow
+from autoprof.queue.worker import wait_until_quiet
+from tests.conftest import SECRET
+from tests.queue_helpers import WorkerProcess, claim, wait_ready
+from tests.synthetic_out import make_out
+
+REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
+TERMINAL = {"finished", "failed", "stopped", "canceled"}
+
+
+def cli_run(*args) -> object:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+# --- pure parts: no server needed ------------------------------------------------------------
+
+
+def test_parts_partition_the_plan():
+    for runs in range(1, 6):
+        for repeat in range(1, 4):
+            everything = outdir.planned(runs, repeat)
+            assert everything == [(r, k) for r in range(1, runs + 1) for k in range(1, repeat + 1)]
+            for parts in range(1, 5):
+                shares = [outdir.planned(runs, repeat, p, parts) for p in range(1, parts + 1)]
+                merged = sorted(pair for share in shares for pair in share)
+                assert merged == sorted(everything)  # every pair once, in exactly one part
+                sizes = [len(s) for s in shares]
+                assert max(sizes) - min(sizes) <= 1
+
+
+def test_run_folders_sort_numerically(tmp_path):
+    for name in ["run0001-rep10", "run0001-rep2", "run0001-rep1-part2", "run0001-rep1"]:
+        (tmp_path / outdir.RUNS / name).mkdir(parents=True)
+    names = [p.name for p in outdir.run_folders(tmp_path)]
+    assert names == ["run0001-rep1", "run0001-rep1-part2", "run0001-rep2", "run0001-rep10"]
+
+
+def test_wait_until_quiet_polls_then_gives_up():
+    loads, slept = iter([5.0, 3.0, 0.5]), []
+    load, waited = wait_until_quiet(lambda: next(loads), 1.0, 60, 2, slept.append)
+    assert (load, waited, slept) == (0.5, 4.0, [2, 2])
+    with pytest.raises(
+        AutoprofError, match=r"busy: load average 9.00 > --max-load 1 after waiting 5 s"
+    ):
+        wait_until_quiet(lambda: 9.0, 1.0, 5, 2, lambda s: None)
+
+
+GOOD = {"command": ["./w", "1"], "profile_id": str(uuid.uuid4())}
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (["./w"], "not a profile spec"),
+        (GOOD | {"evil": 1}, "unknown spec fields: evil"),
+        (GOOD | {"command": []}, "non-empty list of strings"),
+        (GOOD | {"command": "rm -rf /"}, "non-empty list of strings"),
+        (GOOD | {"options": {"repeat": True}}, "options.repeat has the wrong type"),
+        (GOOD | {"options": {"repeat": 0}}, "repeat must be at least 1"),
+        (GOOD | {"options": {"force": True}}, "unknown spec options field 'force'"),
+        (GOOD | {"selection": {"cpu": "SKX"}}, "unknown spec selection field 'cpu'"),
+        (GOOD | {"part": 3, "parts": 2}, "not a valid part"),
+        (GOOD | {"profile_id": "x"}, "not a uuid"),
+        (GOOD | {"tags": {"a": 1}}, "tags must map strings to strings"),
+    ],
+)
+def test_untrusted_specs_are_refused(data, says):
+    with pytest.raises(Refused, match=says) as caught:
+        JobSpec.from_json(data)
+    assert str(caught.value).startswith("refused: ")
+
+
+def test_allow_list_matches_the_whole_shell_joined_command():
+    patterns = compile_allow([r"/opt/bench/\S+ [0-9]+"])
+    assert allowed(["/opt/bench/writes", "200"], patterns)
+    assert not allowed(["/opt/bench/writes", "200", ";", "rm"], patterns)
+    assert not allowed(["/opt/bench/writes", "200; rm -rf /"], patterns)  # quoted by shlex.join
+    assert not allowed(["/bin/sh", "-c", "/opt/bench/writes 1"], patterns)
+    with pytest.raises(AutoprofError, match="not a regular expression"):
+        compile_allow(["("])
+
+
+def test_redis_urls(monkeypatch):
+    monkeypatch.delenv(connection.ENV_VAR, raising=False)
+    with pytest.raises(AutoprofError, match="give --redis URL or set"):
+        connection.resolve(None)
+    monkeypatch.setenv(connection.ENV_VAR, "redis://q:6379/2")
+    assert connection.resolve(None) == "redis://q:6379/2"
+    client = redis.Redis.from_url(f"rediss://bob:{SECRET}@q:6380/0")  # what connect() builds
+    assert client.connection_pool.connection_class is redis.SSLConnection
+    assert client.connection_pool.connection_kwargs["username"] == "bob"
+    with pytest.raises(AutoprofError) as caught:
+        connection.connect(f"redis://bob:{SECRET}@127.0.0.1:1/0")  # nothing listens on port 1
+    assert SECRET not in str(caught.value) and "bob:***@" in str(caught.value)
+
+
+def test_part_report_expects_only_its_share(tmp_path):
+    out = make_out(tmp_path / "p2", runs=5, repeats=2, part=2, parts=2)
+    manifest = outdir.read_manifest(out)
+    finished = set(outdir.planned(5, 2, 2, 2))
+    report = aggregate.build_report(results.empty_frame(), manifest, finished, [], {}, [])
+    assert report["runs"]["expected"] == 5 and report["runs"]["missing"] == []
+
+
+def test_store_refuses_a_part_with_another_plan(tmp_path):
+    store = f"sqlite:///{tmp_path / 'r.db'}"
+    first = make_out(tmp_path / "p1", runs=4, part=1, parts=2, hostname="n1")
+    run_id = outdir.read_manifest(first).id
+    second = make_out(tmp_path / "p2", runs=4, part=2, parts=2, profile_id=run_id)
+    manifest = outdir.read_manifest(second)
+    manifest.plan["runs"] = manifest.plan["runs"][:3]  # another machine packed the events apart
+    outdir.write_manifest(second, manifest)
+    assert cli_run("upload", first, "--store", store).exit_code == 0
+    refused = cli_run("upload", second, "--store", store)
+    assert refused.exit_code == 2
+    assert "differs from the parts already stored in plan" in refused.output
+    assert "1/2" in cli_run("runs", "list", "--store", store).output
+
+
+# --- real Redis, PostgreSQL, perf --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_url():
+    """An empty Redis database index of our own, flushed afterwards."""
+    try:
+        claimed = claim(REDIS)
+    except (redis.RedisError, ValueError) as err:
+        pytest.skip(f"Redis not reachable at {REDIS}: {err}")
+    if claimed is None:
+        pytest.skip(f"no empty Redis database index at {REDIS}")
+    url, client = claimed
+    yield url
+    client.flushdb()
+
+
+@pytest.fixture
+def acl_url(redis_url):
+    """The same database through an ACL user with a password (removed afterwards)."""
+    admin = redis.Redis.from_url(redis_url)
+    user = f"autoprof-test-{uuid.uuid4().hex[:8]}"
+    admin.acl_setuser(
+        user, enabled=True, passwords=[f"+{SECRET}"], keys=["*"], channels=["*"], commands=["+@all"]
+    )
+    yield redis_url.replace("redis://", f"redis://{user}:{SECRET}@")
+    admin.acl_deluser(user)
+
+
+@pytest.fixture
+def workers(tmp_path):
+    started: list[WorkerProcess] = []
+
+    def start(redis_text: str, store: str, hostname: str, allow: str) -> WorkerProcess:
+        started.append(WorkerProcess(tmp_path, redis_text, store, hostname, allow))
+        return started[-1]
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def wait_jobs(conn: redis.Redis, ids: list[str], until=TERMINAL, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = {j.id: j for j in jobs.list_jobs(conn) if j.id in ids}
+        if len(found) == len(ids) and all(j.status in until for j in found.values()):
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"jobs not {until} in {timeout} s: {found}")
+
+
+def submit(redis_text: str, *args) -> list[str]:
+    done = cli_run("submit", "--redis", redis_text, *args)
+    assert done.exit_code == 0, done.output
+    return [line.split()[1] for line in done.output.splitlines() if line.startswith("  job ")]
+
+
+def watch(binary: Path) -> list[str]:
+    return [arg for a in slot_addresses(binary) for arg in ("-e", f"mem:{a}:w")]
+
+
+def export(store: str, run_id: str, path: Path) -> pd.DataFrame:
+    done = cli_run("runs", "export", run_id, "--store", store, "-o", path, "--force")
+    assert done.exit_code == 0, done.output
+    return results.read_csv(path)
+
+
+def counts(frame: pd.DataFrame) -> dict[tuple[str, int, int], float]:
+    """Per (event, run, repeat) totals of the breakpoint events (exact, whatever the timing)."""
+    bp = frame[frame["PMU"] == "breakpoint"]
+    return bp.groupby(["EVENT_NAME", "RUN", "REPEAT"])["SAMPLE_VALUE"].sum().to_dict()
+
+
+def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tmp_path):
+    conn = connection.connect(acl_url)
+    tag = uuid.uuid4().hex[:6]
+    a, b = f"a-{tag}", f"b-{tag}"
+    allow = f"{shutil.which(str(writes)) or writes} [0-9]+"
+    wa, wb = (workers(acl_url, pg_url, name, allow) for name in (a, b))
+    wait_ready(conn, [a, b])
+    cpu = host.cpu_id()
+    # both workers idle: the two parts go one to each
+    parts = submit(acl_url, "--cpu", cpu, "--split", "2", "--repeat", "2", *watch(writes), "--",
+                   writes, "300")  # fmt: skip
+    only_a = submit(acl_url, "--host", a, *watch(writes), "--", writes, "100")
+    only_b = submit(acl_url, "--host", b, *watch(writes), "--", writes, "100")
+    refused = submit(acl_url, "--host", a, "-e", "task-clock", "--", "/bin/touch", tmp_path / "x")
+    marker = tmp_path / "pwned"
+    foreign = Queue(f"host:{a}", connection=conn, serializer=JSONSerializer)
+    json_job = foreign.enqueue("os.system", f"touch {marker}")
+    pickle_job = Queue(f"host:{a}", connection=conn).enqueue(os.system, f"touch {marker}")
+
+    single = tmp_path / "single"  # the same plan on one machine, meanwhile
+    local = subprocess.run(
+        [sys.executable, "-m", "autoprof", "profile", "--repeat", "2", *watch(writes), "-o",
+         single, "--", writes, "300"], capture_output=True, text=True,
+    )  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    aggregate.write(single, aggregate.aggregate(single))
+
+    done = wait_jobs(conn, parts + only_a + only_b + refused)
+    for job_id in parts + only_a + only_b:
+        assert done[job_id].status == "finished", done[job_id]
+    assert done[only_a[0]].host == a and done[only_b[0]].host == b  # routed by host
+    assert {done[p].host for p in parts} == {a, b}  # the split ran on both machines
+    assert done[refused[0]].error.startswith("refused: command '/bin/touch ")
+    assert not (tmp_path / "x").exists()
+    shown = cli_run("jobs", "show", refused[0][:8], "--redis", acl_url)
+    assert "refused: command" in shown.output
+
+    for job in (json_job, pickle_job):  # not autoprof's function, or not JSON: never run
+        deadline = time.monotonic() + 30
+        while job.get_status() not in ("failed", "finished") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        fetched = Job.fetch(job.id, connection=conn, serializer=JSONSerializer)
+        assert job.get_status() == "failed" and jobs.info(fetched).error.startswith("refused: ")
+    assert not marker.exists()
+    assert wa.proc.poll() is None and wb.proc.poll() is None
+
+    seen = outdir.read_manifest(wa.workdir / only_a[0]).job  # the load check is recorded
+    assert seen["id"] == only_a[0]
+    assert seen["load1"] == pytest.approx(done[only_a[0]].load, abs=0.01)
+
+    for job_id in only_a:  # routed jobs count exactly
+        run_id = done[job_id].result["run"]
+        frame = export(pg_url, run_id, tmp_path / f"{job_id}.csv")
+        want = dict(zip(slot_addresses(writes), expected_writes(100), strict=True))
+        got = {k[0]: v for k, v in counts(frame).items()}
+        assert got == {f"mem:{addr}:w": n for addr, n in want.items()}
+
+    run_id = done[parts[0]].result["run"]
+    assert done[parts[1]].result["run"] == run_id
+    assert "complete 2/2" in cli_run("runs", "list", "--store", pg_url).output
+    exported_path = tmp_path / "split.csv"
+    split = export(pg_url, run_id, exported_path)
+    whole = results.read_csv(single / outdir.RESULTS)
+    assert counts(split) == counts(whole) and len(counts(whole)) == 12 * 2
+    key = ["EVENT_NAME", "RUN", "REPEAT"]
+    assert sorted(map(tuple, split[key].drop_duplicates().values)) == sorted(
+        map(tuple, whole[key].drop_duplicates().values)
+    )
+    # byte for byte: what one machine's aggregate writes for the parts' very data
+    merged = tmp_path / "merged"
+    for job_id in parts:
+        folder = next(w for w in (wa, wb) if w.hostname == done[job_id].host).workdir / job_id
+        shutil.copytree(folder / outdir.RUNS, merged / outdir.RUNS, dirs_exist_ok=True)
+    manifest = outdir.read_manifest(folder)
+    manifest.options = {k: v for k, v in manifest.options.items() if k not in ("part", "parts")}
+    outdir.write_manifest(merged, manifest)
+    aggregate.write(merged, aggregate.aggregate(merged))
+    assert exported_path.read_bytes() == (merged / outdir.RESULTS).read_bytes()
+
+    listed = cli_run("jobs", "list", "--redis", acl_url)
+    assert listed.exit_code == 0 and a in listed.output and "refused:" in listed.output
+    outputs = [listed.output, shown.output, wa.log.read_text(), wb.log.read_text()]
+    assert all(SECRET not in text for text in outputs)
+    wrong = acl_url.replace(SECRET, "wr0ng-pw")
+    denied = cli_run("jobs", "list", "--redis", wrong)
+    assert denied.exit_code == 2 and "wr0ng-pw" not in denied.output
+    assert denied.output.count("\n") == 1 and "***@" in denied.output
+
+
+def test_killed_worker_fails_its_job_and_stores_nothing(writes, redis_url, pg_url, workers):
+    conn = connection.connect(redis_url)
+    tag = uuid.uuid4().hex[:6]
+    c, d = f"c-{tag}", f"d-{tag}"
+    allow = f"{writes} [0-9]+"
+    wc, _ = (workers(redis_url, pg_url, name, allow) for name in (c, d))
+    wait_ready(conn, [c, d])
+    [doomed] = submit(redis_url, "--host", c, *watch(writes), "--", writes, "2000")
+    [survivor] = submit(redis_url, "--host", d, *watch(writes), "--", writes, "2000")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # kill it while perf runs, after a run has finished
+        journal = wc.workdir / doomed / outdir.JOURNAL
+        if journal.exists() and journal.read_text().strip():
+            break
+        time.sleep(0.05)
+    wc.kill()
+    killed_at = time.monotonic()
+
+    done = wait_jobs(conn, [survivor])  # the other worker keeps going
+    assert done[survivor].status == "finished" and done[survivor].host == d
+    failed = wait_jobs(conn, [doomed], timeout=30)[doomed]
+    assert failed.status == "failed" and "AbandonedJobError" in failed.error
+    print(f"abandoned job failed {time.monotonic() - killed_at:.1f} s after the kill")
+    listing = cli_run("runs", "list", "--store", pg_url).output
+    assert done[survivor].result["run"] in listing
+    assert failed.profile_id not in listing  # no partial run
+
+
+def test_submit_checks_and_cancel(redis_url):
+    nobody = f"nobody-{uuid.uuid4().hex[:6]}"
+    for args, says in [
+        ([], "exactly one of --host NAME, --cpu ID, --queue NAME"),
+        (["--host", "x", "--queue", "y"], "exactly one of"),
+        (["--host", "x", "--split", "2"], "--split needs several machines"),
+    ]:
+        done = cli_run("submit", "--redis", redis_url, *args, "--", "true")
+        assert done.exit_code == 2 and says in done.output
+    [queued] = submit(redis_url, "--host", nobody, "-e", "task-clock", "--", "true")
+    listed = cli_run("jobs", "list", "--redis", redis_url, "--status", "queued").output
+    assert queued in listed and f"host:{nobody}" in listed
+    assert cli_run("jobs", "cancel", queued[:6], "--redis", redis_url).output.endswith("canceled\n")
+    again = cli_run("jobs", "cancel", queued, "--redis", redis_url)
+    assert again.exit_code == 2 and "already ended (canceled)" in again.output
+    assert "canceled before it ran" in cli_run("jobs", "show", queued, "--redis", redis_url).output
+    missing = cli_run("jobs", "show", "ffffffff", "--redis", redis_url)
+    assert missing.exit_code == 2 and "no job ffffffff" in missing.output
