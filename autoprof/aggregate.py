@@ -45,7 +45,7 @@ def aggregate(out: Path, results_name: str = outdir.RESULTS) -> Aggregation:
     broken: list[dict[str, str]] = []
     manifest = _read_manifest(out, broken)
 
-    frames, failed, finished, unsupported_reasons = [], [], set(), {}
+    frames, failed, retried, finished, unsupported_reasons = [], [], [], set(), {}
     lines = 0
     for folder in outdir.run_folders(out):
         rel = folder.relative_to(out)
@@ -59,6 +59,8 @@ def aggregate(out: Path, results_name: str = outdir.RESULTS) -> Aggregation:
         if record.status not in FINAL_STATUSES:
             continue  # interrupted: the next `profile` runs it again
         finished.add((record.run, record.repeat))
+        if record.attempt > 1 and record.part == 1:
+            retried.append({"run": record.run, "repeat": record.repeat, "attempt": record.attempt})
         if record.status != outdir.RUN_OK:
             failed.append(
                 {
@@ -78,7 +80,7 @@ def aggregate(out: Path, results_name: str = outdir.RESULTS) -> Aggregation:
 
     frame = pd.concat(frames, ignore_index=True) if frames else results.empty_frame()
     frame = results.normalize(frame)
-    report = build_report(frame, manifest, finished, failed, unsupported_reasons, broken)
+    report = build_report(frame, manifest, finished, failed, unsupported_reasons, broken, retried)
     report["results"] = results_name
     return Aggregation(frame, report, lines)
 
@@ -255,6 +257,7 @@ def build_report(
     failed: list[dict[str, Any]],
     unsupported_reasons: dict[tuple[str, str], str],
     broken: list[dict[str, str]],
+    retried: list[dict[str, int]] | None = None,
 ) -> dict[str, Any]:
     """The sanity report (report.json contract) of an aggregated results frame."""
     expected, missing = None, []
@@ -282,6 +285,8 @@ def build_report(
             "finished": len(finished),
             "failed": sorted(failed, key=lambda f: (f["run"], f["repeat"])),
             "missing": missing,
+            # finished on a later attempt (`profile --retries`); earlier ones are in attempts/
+            "retried": retried or [],
         },
         "events": {
             "multiplexed": _multiplexed(frame[status == results.STATUS_MULTIPLEXED]),
@@ -347,6 +352,9 @@ def _counted_in(frame: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+WARNINGS = ("events with idle intervals", "runs retried")  # worth a look, not wrong numbers
+
+
 def render_report(report: dict[str, Any], console: Any) -> None:
     """Print the sanity report for a human: one summary table, then every list that is not empty."""
     from rich.table import Table
@@ -360,17 +368,19 @@ def render_report(report: dict[str, Any], console: Any) -> None:
     for name, items in (
         ("runs failed", runs["failed"]),
         ("runs missing", runs["missing"]),
+        ("runs retried", runs.get("retried", [])),
         ("events multiplexed", events["multiplexed"]),
         ("events not counted", events["not_counted"]),
         ("events with idle intervals", events["idle_intervals"]),
         ("events not supported", events["not_supported"]),
         ("broken files", report["broken_files"]),
     ):
-        style = "green" if not items else ("yellow" if "idle" in name else "red")
+        style = "green" if not items else ("yellow" if name in WARNINGS else "red")
         summary.add_row(name, f"[{style}]{len(items)}[/{style}]")
     console.print(summary)
     _detail(console, "failed runs", runs["failed"], ["run", "repeat", "status", "error"])
     _detail(console, "missing runs", runs["missing"], ["run", "repeat"])
+    _detail(console, "retried runs", runs.get("retried", []), ["run", "repeat", "attempt"])
     _detail(console, "multiplexed", events["multiplexed"], ["event", "pmu", "min_percent_running"])
     _detail(console, "not counted", events["not_counted"], ["event", "pmu", "intervals", "of"])
     _detail(console, "not supported", events["not_supported"], ["event", "pmu", "reason"])

@@ -10,6 +10,7 @@ Layout::
         perf.csv              perf stat -x output, exactly as perf wrote it
         stdout.txt            the workload's standard output
         stderr.txt            the workload's standard error (and perf's own messages)
+      attempts/run0002-rep1-attempt1/   a failed attempt that `--retries` ran again
       results.csv             written by `aggregate` (see autoprof.results)
       report.json             the sanity report written by `aggregate`
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
 RUNS = "runs"
+ATTEMPTS = "attempts"  # failed attempts of runs that `--retries` ran again, kept for the record
 RUN_RECORD = "run.json"
 PERF_OUTPUT = "perf.csv"
 STDOUT = "stdout.txt"
@@ -117,6 +120,8 @@ class RunRecord:
     unsupported: list[dict[str, str]] = field(default_factory=list)
     # > 1 when perf had no room for an event and the run was split: the event ran apart
     part: int = 1
+    # > 1 when earlier attempts failed and `--retries` ran the run again (the journal keeps them)
+    attempt: int = 1
 
     @property
     def folder_name(self) -> str:
@@ -198,6 +203,15 @@ def run_folders(out: Path) -> list[Path]:
         return []
     folders = [p for p in root.iterdir() if p.is_dir() and p.name.startswith("run")]
     return sorted(folders, key=_folder_order)
+
+
+def set_aside(out: Path, folder: Path, attempt: int) -> Path:
+    """Move a failed attempt's run folder to out/attempts/, out of aggregate's way."""
+    dest = out / ATTEMPTS / f"{folder.name}-attempt{attempt}"
+    dest.parent.mkdir(exist_ok=True)
+    if dest.exists():
+        shutil.rmtree(dest)
+    return folder.rename(dest)
 
 
 def part_folders(out: Path, run: int, repeat: int) -> list[Path]:

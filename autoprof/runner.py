@@ -50,6 +50,7 @@ class ProfileOptions:
     timeout: float | None = None
     fail_fast: bool = False
     force: bool = False
+    retries: int = 0  # run a failed (run, repeat) again, up to this many more times
     # a profile split over `parts` machines: this one runs its share (outdir.planned)
     part: int = 1
     parts: int = 1
@@ -101,7 +102,7 @@ def perf_argv(
 def manifest_options(options: ProfileOptions) -> dict:
     """The options a manifest records: what the numbers mean and which part this is (a plain
     profile's manifest has no part/parts)."""
-    skip = {"force", "fail_fast"} | ({"part", "parts"} if options.parts == 1 else set())
+    skip = {"force", "fail_fast", "retries"} | ({"part", "parts"} if options.parts == 1 else set())
     return {k: v for k, v in asdict(options).items() if k not in skip}
 
 
@@ -238,8 +239,14 @@ class Runner:
                 continue
             self.on_event("start", task, None)
             parts = self.run_task(task)
-            records += parts
             _journal(self.out, parts)
+            for attempt in range(2, self.options.retries + 2):
+                if all(p.status == outdir.RUN_OK for p in parts):
+                    break
+                self.on_event("retry", task, parts[-1])
+                parts = self.run_task(task, attempt)
+                _journal(self.out, parts)
+            records += parts
             self.on_event("end", task, parts[-1])
             if self.options.fail_fast and any(
                 p.status == outdir.RUN_WORKLOAD_FAILED for p in parts
@@ -247,10 +254,15 @@ class Runner:
                 break
         return records
 
-    def run_task(self, task: Task) -> list[RunRecord]:
-        """Run one (run, repeat), splitting off or dropping events perf cannot open."""
+    def run_task(self, task: Task, attempt: int = 1) -> list[RunRecord]:
+        """Run one (run, repeat), splitting off or dropping events perf cannot open. A retry
+        (`attempt` > 1) first sets the failed attempt's folders aside; a resumed run's
+        unfinished ones are replaced."""
         for old in outdir.part_folders(self.out, task.run, task.repeat):
-            shutil.rmtree(old)
+            if attempt > 1:
+                outdir.set_aside(self.out, old, attempt - 1)
+            else:
+                shutil.rmtree(old)
         pending = [list(task.events)]
         unsupported: list[dict[str, str]] = []
         records: list[RunRecord] = []
@@ -271,6 +283,7 @@ class Runner:
                     pending.insert(0, rest)
                     continue
             record.unsupported = unsupported
+            record.attempt = attempt
             unsupported = []
             outdir.write_run_record(self._folder(record), record)
             records.append(record)
@@ -365,6 +378,11 @@ class Runner:
             record.status = outdir.RUN_WORKLOAD_FAILED
             record.workload_exit = -(status - 128)
             record.error = f"workload killed by {signal.Signals(status - 128).name}"
+            if status - 128 == signal.SIGTRAP and any(e.pmu == "breakpoint" for e in record.events):
+                record.error += (
+                    " (a breakpoint trap perf did not claim: is another debugger or profile "
+                    "using the debug registers? --retries N runs it again)"
+                )
         else:
             record.status = outdir.RUN_WORKLOAD_FAILED
             record.error = f"workload exited with status {status}"

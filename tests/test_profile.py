@@ -134,6 +134,35 @@ def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
             assert counted[f"mem:{address}:w"] == want
 
 
+def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_path):
+    """The 2nd invocation fails on purpose; with --retries 1 run 2 runs again (invocation 3)."""
+    out, state = tmp_path / "out", tmp_path / "state"
+    proc = autoprof(
+        "profile", *watch_args(writes), "--retries", "1", "-o", str(out),
+        "--", str(writes), "500", str(state), "2",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "run 2 rep 1: workload-failed" in proc.stderr and "attempt 2 of 2" in proc.stderr
+    records = [outdir.read_run_record(f) for f in outdir.run_folders(out)]
+    assert [(r.run, r.status, r.attempt) for r in records] == [
+        (1, outdir.RUN_OK, 1),
+        (2, outdir.RUN_OK, 2),
+        (3, outdir.RUN_OK, 1),
+    ]
+    kept = outdir.read_run_record(out / outdir.ATTEMPTS / "run0002-rep1-attempt1")
+    assert kept.status == outdir.RUN_WORKLOAD_FAILED and kept.attempt == 1
+    journal = [json.loads(line) for line in (out / outdir.JOURNAL).read_text().splitlines()]
+    assert [(e["run"], e["status"]) for e in journal if e["run"] == 2] == [
+        (2, outdir.RUN_WORKLOAD_FAILED),
+        (2, outdir.RUN_OK),
+    ]
+    assert autoprof("aggregate", str(out)).returncode == 0
+    report = json.loads((out / outdir.REPORT).read_text())
+    assert report["runs"]["failed"] == []
+    assert report["runs"]["retried"] == [{"run": 2, "repeat": 1, "attempt": 2}]
+    check_exact(out, writes, 500)
+
+
 def test_no_room_splits_the_run_and_bad_events_are_unsupported(writes, tmp_path):
     """Five breakpoints in one run: perf gets ENOSPC for the fifth, which runs apart."""
     addresses = slot_addresses(writes)

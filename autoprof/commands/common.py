@@ -129,6 +129,14 @@ def measure_options(func: Callable) -> Callable:
             click.option(
                 "--fail-fast", is_flag=True, help="Stop at the first run whose workload fails."
             ),
+            click.option(
+                "--retries",
+                default=0,
+                show_default=True,
+                type=click.IntRange(0, 10),
+                help="Run a failed run again up to N times (failed attempts are kept in "
+                "OUT/attempts/).",
+            ),
         ],
     )
 
@@ -165,6 +173,7 @@ def profile_options(
     cpu_list: str | None,
     timeout: float | None,
     fail_fast: bool,
+    retries: int = 0,
     **more,
 ) -> ProfileOptions:
     """ProfileOptions from the measure_options values (plus force, part, parts if given)."""
@@ -175,6 +184,7 @@ def profile_options(
         cpu_list=cpu_list,
         timeout=timeout,
         fail_fast=fail_fast,
+        retries=retries,
         **more,
     )
 

@@ -29,7 +29,15 @@ from autoprof.commands.common import (
 from autoprof.errors import AutoprofError
 from autoprof.runner import Interrupted
 
-MEASURE_KEYS = ("interval_ms", "repeat", "system_wide", "cpu_list", "timeout", "fail_fast")
+MEASURE_KEYS = (
+    "interval_ms",
+    "repeat",
+    "system_wide",
+    "cpu_list",
+    "timeout",
+    "fail_fast",
+    "retries",
+)
 
 
 @click.command("profile", context_settings={"ignore_unknown_options": False})
@@ -81,6 +89,11 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
                 names = ", ".join(e.name for e in task.events[:3])
                 more = f" +{len(task.events) - 3}" if len(task.events) > 3 else ""
                 progress.update(bar, description=f"run {task.run} rep {task.repeat}: {names}{more}")
+            elif kind == "retry":
+                progress.console.print(
+                    f"run {task.run} rep {task.repeat}: {record.status}: {record.error}; "
+                    f"running it again (attempt {record.attempt + 1} of {options.retries + 1})"
+                )
             else:
                 progress.advance(bar)
                 if record is not None and record.status != outdir.RUN_OK:

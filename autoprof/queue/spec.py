@@ -27,6 +27,7 @@ _OPTIONS: dict[str, tuple[type, ...]] = {
     "cpu_list": (str, type(None)),
     "timeout": (int, float, type(None)),
     "fail_fast": (bool,),
+    "retries": (int,),
 }
 # build_catalog arguments that pick events whatever the machine (not --cpu/--smt/--events-dir:
 # the worker profiles its own machine)
@@ -132,6 +133,8 @@ def _range_problem(options: dict[str, Any], selection: dict[str, Any]) -> str | 
         return "spec options.interval_ms must be at least 10"
     if options.get("repeat", 1) < 1:
         return "spec options.repeat must be at least 1"
+    if not 0 <= options.get("retries", 0) <= 10:
+        return "spec options.retries must be within 0..10"
     if options.get("timeout") is not None and options["timeout"] <= 0:
         return "spec options.timeout must be positive"
     if not 0 <= selection.get("reserve", 0) <= 8:
