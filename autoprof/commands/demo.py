@@ -32,7 +32,7 @@ def demo(output: str, writes: int) -> None:
     base = [sys.executable, "-m", "autoprof"]
     args = [arg for e in events for arg in ("-e", e)]
     steps = [
-        [*base, "profile", *args, "-o", str(out), "--", str(binary), str(writes)],
+        [*base, "profile", *args, "--retries", "2", "-o", str(out), "--", str(binary), str(writes)],
         [*base, "aggregate", str(out)],
     ]
     for step in steps:
