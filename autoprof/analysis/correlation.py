@@ -65,21 +65,35 @@ def exclusions(series: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"event": reason.index.astype(str), "reason": reason.to_numpy()})
 
 
+def _patterns(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of a boolean (rows, columns) mask, as a (rows, patterns) mask, and
+    each column's pattern number. Hashing each column's bytes: np.unique(axis=0) sorts them."""
+    number: dict[bytes, int] = {}
+    pattern_of = np.array(
+        [number.setdefault(column.tobytes(), len(number)) for column in present.T], dtype=np.int64
+    )
+    firsts = np.unique(pattern_of, return_index=True)[1]
+    return present[:, firsts], pattern_of
+
+
 def _pearson(values: np.ndarray) -> np.ndarray:
-    """Pairwise-complete Pearson correlation of the columns of `values` (NaN = no value) as five
-    matrix products over the mask of present values: sums, sums of squares and cross products
-    over the rows each pair shares. Columns are first centred and scaled over their own values,
-    which keeps the sums small and the subtraction below exact enough for |r| = 1 to show."""
+    """Pairwise-complete Pearson correlation of the columns of `values` (NaN = no value) from
+    sums, sums of squares and cross products over the rows each pair shares. Columns are first
+    centred and scaled over their own values, which keeps the sums small and the subtraction
+    below exact enough for |r| = 1 to show. Columns fall into few patterns of present rows (one
+    per run, in practice), so every sum but the cross products is a product with those
+    patterns, not with the whole mask."""
     present = ~np.isnan(values)
-    mask = present.astype(np.float64)
+    patterns, pattern_of = _patterns(present)
+    patterns = patterns.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.nanmean(values, axis=0)
         scale = np.nanstd(values, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     x = np.where(present, (values - mean) / scale, 0.0)
-    n = mask.T @ mask
-    sums = x.T @ mask  # [i, j]: sum of column i over the rows where i and j both have a value
-    squares = (x * x).T @ mask
+    n = (patterns.T @ patterns)[np.ix_(pattern_of, pattern_of)]
+    sums = (x.T @ patterns)[:, pattern_of]  # [i, j]: sum of column i over the rows i, j share
+    squares = ((x * x).T @ patterns)[:, pattern_of]
     products = x.T @ x
     with np.errstate(invalid="ignore", divide="ignore"):
         var_i = squares - sums * sums / n
@@ -94,31 +108,28 @@ class _SubsetRanks:
     """Average ranks (ties share their mean rank) of each column over any subset of its rows.
 
     Pairwise-complete Spearman ranks a column once per set of rows it shares with another
-    column; re-sorting for each set is what makes it slow. Sorting each column once and
-    counting, in sorted order, how many of the chosen rows precede each tie group gives the
-    ranks of any subset in linear time.
+    column; re-sorting for each set is what makes it slow. Sorting each column once gives every
+    row its tie group (rows of equal value, numbered in value order); over any subset, a row's
+    rank is then the count of chosen rows in the groups up to its own, less half the ties: a
+    bincount and a cumulative sum, in linear time.
     """
 
     def __init__(self, values: np.ndarray):
         columns = np.ascontiguousarray(values.T)  # one row per column: contiguous sorts
-        self.order = np.argsort(columns, axis=1, kind="stable")  # NaN sorts last
-        ordered = np.take_along_axis(columns, self.order, axis=1)
+        order = np.argsort(columns, axis=1, kind="stable")  # NaN sorts last
+        ordered = np.take_along_axis(columns, order, axis=1)
         new_value = np.ones(ordered.shape, dtype=bool)
         new_value[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-        self.tie_group = np.cumsum(new_value, axis=1) - 1
+        self.tie_group = np.empty(columns.shape, dtype=np.int64)
+        np.put_along_axis(self.tie_group, order, np.cumsum(new_value, axis=1) - 1, axis=1)
 
     def ranks(self, columns: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Ranks (1-based) of `columns` over the rows where `rows` is true: (rows, columns)."""
-        k, n = len(columns), len(rows)
-        order = self.order[columns]
-        flat_group = (self.tie_group[columns] + (np.arange(k) * n)[:, None]).ravel()
-        counts = np.bincount(flat_group, weights=rows[order].ravel(), minlength=k * n)
-        counts = counts.reshape(k, n)
-        before = np.cumsum(counts, axis=1) - counts
-        mean_rank = (before + (counts + 1) / 2).ravel()[flat_group].reshape(k, n)
-        ranks = np.empty((k, n))
-        ranks[np.arange(k)[:, None], order] = mean_rank
-        return ranks[:, rows].T
+        k, n = len(columns), self.tie_group.shape[1]
+        group = self.tie_group[columns][:, rows] + (np.arange(k) * n)[:, None]
+        counts = np.bincount(group.ravel(), minlength=k * n)
+        mean_rank = np.cumsum(counts.reshape(k, n), axis=1).ravel() - (counts - 1) / 2
+        return mean_rank[group].T
 
 
 def _unit_columns(block: np.ndarray) -> np.ndarray:
@@ -134,17 +145,18 @@ def _spearman(values: np.ndarray) -> np.ndarray:
     """Pairwise-complete Spearman correlation: ranks depend on which rows a pair shares, so
     columns are grouped by their pattern of missing rows (in practice: by run) and each pair of
     groups is ranked over the rows both have and correlated as one matrix product."""
-    present = ~np.isnan(values)
-    patterns, group_of = np.unique(present.T, axis=0, return_inverse=True)
+    patterns, group_of = _patterns(~np.isnan(values))
+    patterns = patterns.T
     groups = [np.flatnonzero(group_of == g) for g in range(len(patterns))]
     ranker = _SubsetRanks(values)
-    cache: dict[tuple[int, bytes], np.ndarray] = {}
+    own: dict[int, np.ndarray] = {}  # ranks over all of a group's rows, needed once per group
 
     def ranked(group: int, rows: np.ndarray) -> np.ndarray:
-        key = (group, rows.tobytes())
-        if key not in cache:
-            cache[key] = _unit_columns(ranker.ranks(groups[group], rows))
-        return cache[key]
+        if not np.array_equal(rows, patterns[group]):  # ranks for one pair only: not kept
+            return _unit_columns(ranker.ranks(groups[group], rows))
+        if group not in own:
+            own[group] = _unit_columns(ranker.ranks(groups[group], rows))
+        return own[group]
 
     k = values.shape[1]
     out = np.full((k, k), np.nan)

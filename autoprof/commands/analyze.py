@@ -109,7 +109,7 @@ def analyze() -> None:
 )
 def correlation(results, out, method, anchor, top, events, repeat) -> None:
     """Correlation matrix and clustered heatmap of the events' interval series."""
-    frame = data.load(results)
+    frame = data.load(results, data.SERIES_COLUMNS)
     result = correlation_.analyse(frame, method, anchor, events, top, repeat)
     folder = _out_dir(out, results)
     matrix_path = folder / "correlation_matrix.csv"
@@ -151,7 +151,7 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
 
     With no -e/--events, plots the most variable events.
     """
-    frame = data.load(results)
+    frame = data.load(results, [*data.SERIES_COLUMNS, "VALUE_UNIT"])
     intervals = data.per_interval(frame)
     chosen = event_detail_.choose(intervals, list(names), events)
     lines = event_detail_.timelines(intervals, chosen, rate)
@@ -216,7 +216,7 @@ def stats(results, out, k) -> None:
 @_top_option(20, "Changes to show and plot.")
 def compare(a, b, out, test, alpha, k) -> None:
     """What changed from results A to results B: ratios, p-values, the largest changes."""
-    frame_a, frame_b = data.load(a), data.load(b)
+    frame_a, frame_b = data.load(a, data.SERIES_COLUMNS), data.load(b, data.SERIES_COLUMNS)
     for warning in compare_.check_same_cpu(a, b):
         click.echo(f"warning: {warning}", err=True)
     table = compare_.compare(frame_a, frame_b, test, alpha)
