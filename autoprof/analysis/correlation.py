@@ -9,7 +9,7 @@ matrix so that events that move together (or exactly against each other) sit sid
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -23,9 +23,14 @@ from autoprof.errors import AutoprofError
 
 METHODS = ("pearson", "spearman")
 LABEL_LIMIT = 60  # more events than this and the heatmap is unreadable: number them instead
+LABEL_CHARS = 32  # longer names are cut in the middle, or they squeeze the heatmap
+ANNOTATE_LIMIT = 12  # up to this many events, each cell shows its coefficient
 HEATMAP_SIZE = (10.0, 8.5)  # inches
 DPI = 100
-MIN_OVERLAP = 3  # fewer common intervals than this and a correlation means nothing
+# default fewest common intervals for a correlation: over 4 or 5 points, unrelated series
+# often reach |r| > 0.5, which a heatmap shows as a strong relation
+MIN_OVERLAP = 10
+SHORT_COLUMNS = ["event_a", "event_b", "common_intervals"]
 
 
 @dataclass
@@ -38,6 +43,9 @@ class Correlation:
     method: str
     intervals: int
     anchor: str | None = None
+    # pairs of events (of different runs) with too few common intervals: no correlation
+    short_pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SHORT_COLUMNS))
+    min_overlap: int = MIN_OVERLAP
 
     @property
     def labelled(self) -> bool:
@@ -50,15 +58,17 @@ class Correlation:
         )
 
 
-def exclusions(series: pd.DataFrame) -> pd.DataFrame:
-    """Events with nothing to correlate: no value at all, only zeros, or one value (to within
-    rounding: a count divided by an anchor it is proportional to is constant)."""
+def exclusions(series: pd.DataFrame, min_overlap: int = MIN_OVERLAP) -> pd.DataFrame:
+    """Events with nothing to correlate: no value at all, only zeros, one value (to within
+    rounding: a count divided by an anchor it is proportional to is constant), or values in
+    fewer intervals than a correlation needs."""
     counted = series.notna().sum()
     low = series.min()
     high = series.max()
     reason = pd.Series("", index=series.columns, dtype=object)
     spread = (high - low) <= 1e-12 * np.maximum(high.abs(), low.abs())  # ratios: rounding
     reason[spread & (counted > 0)] = "constant"
+    reason[(counted > 0) & (counted < min_overlap)] = f"fewer than {min_overlap} intervals"
     reason[(low == 0) & (high == 0)] = "all zero"
     reason[counted == 0] = "no value"
     reason = reason[reason != ""]
@@ -76,7 +86,26 @@ def _patterns(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return present[:, firsts], pattern_of
 
 
-def _pearson(values: np.ndarray) -> np.ndarray:
+def common_intervals(series: pd.DataFrame) -> np.ndarray:
+    """How many intervals each pair of events both have a number in (events of runs of
+    different lengths share only the shorter run's intervals)."""
+    patterns, pattern_of = _patterns(series.notna().to_numpy())
+    patterns = patterns.astype(np.float64)
+    return (patterns.T @ patterns)[np.ix_(pattern_of, pattern_of)].astype(np.int64)
+
+
+def short_pairs(series: pd.DataFrame, min_overlap: int = MIN_OVERLAP) -> pd.DataFrame:
+    """The pairs of events that share fewer than `min_overlap` intervals (see SHORT_COLUMNS)."""
+    common = common_intervals(series)
+    i, j = np.nonzero(np.triu(common < min_overlap, k=1))
+    names = np.asarray(series.columns, dtype=object)
+    return pd.DataFrame(
+        {"event_a": names[i], "event_b": names[j], "common_intervals": common[i, j]},
+        columns=SHORT_COLUMNS,
+    )
+
+
+def _pearson(values: np.ndarray, min_overlap: int) -> np.ndarray:
     """Pairwise-complete Pearson correlation of the columns of `values` (NaN = no value) from
     sums, sums of squares and cross products over the rows each pair shares. Columns are first
     centred and scaled over their own values, which keeps the sums small and the subtraction
@@ -100,7 +129,7 @@ def _pearson(values: np.ndarray) -> np.ndarray:
         var_j = var_i.T
         r = (products - sums * sums.T / n) / np.sqrt(var_i * var_j)
     flat = (var_i <= 1e-12 * n) | (var_j <= 1e-12 * n)  # constant over the shared rows
-    r[(n < MIN_OVERLAP) | flat] = np.nan
+    r[(n < min_overlap) | flat] = np.nan
     return r
 
 
@@ -141,7 +170,7 @@ def _unit_columns(block: np.ndarray) -> np.ndarray:
         return centred / np.where(norm > 1e-12 * np.sqrt(len(block)), norm, np.nan)
 
 
-def _spearman(values: np.ndarray) -> np.ndarray:
+def _spearman(values: np.ndarray, min_overlap: int) -> np.ndarray:
     """Pairwise-complete Spearman correlation: ranks depend on which rows a pair shares, so
     columns are grouped by their pattern of missing rows (in practice: by run) and each pair of
     groups is ranked over the rows both have and correlated as one matrix product."""
@@ -163,7 +192,7 @@ def _spearman(values: np.ndarray) -> np.ndarray:
     for a in range(len(groups)):
         for b in range(a, len(groups)):
             rows = patterns[a] & patterns[b]
-            if rows.sum() < MIN_OVERLAP:
+            if rows.sum() < min_overlap:
                 continue
             block = ranked(a, rows).T @ ranked(b, rows)
             out[np.ix_(groups[a], groups[b])] = block
@@ -171,15 +200,18 @@ def _spearman(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def correlate(series: pd.DataFrame, method: str = "pearson") -> pd.DataFrame:
+def correlate(
+    series: pd.DataFrame, method: str = "pearson", min_overlap: int = MIN_OVERLAP
+) -> pd.DataFrame:
     """Pairwise-complete correlation of the columns of `series` (NaN = no value): the same
     numbers as pandas' `DataFrame.corr`, computed with matrix products so that 500 events take
-    about a second instead of minutes. NaN where two events share fewer than 3 intervals or one
-    of them is constant over the intervals they share."""
+    about a second instead of minutes. NaN where two events share fewer than `min_overlap`
+    intervals or one of them is constant over the intervals they share."""
     if method not in METHODS:
         raise AutoprofError(f"unknown correlation method {method!r} (choose {', '.join(METHODS)})")
     values = series.to_numpy(dtype=np.float64)
-    out = _pearson(values) if method == "pearson" else _spearman(values)
+    compute = _pearson if method == "pearson" else _spearman
+    out = compute(values, max(min_overlap, 2))
     np.clip(out, -1.0, 1.0, out=out)
     return pd.DataFrame(out, index=series.columns.copy(), columns=series.columns.copy())
 
@@ -205,26 +237,29 @@ def analyse(
     events: str | None = None,
     top: int | None = None,
     repeat: int | None = None,
+    min_overlap: int = MIN_OVERLAP,
 ) -> Correlation:
     """Series, exclusions, correlation and clustering of a loaded results frame.
 
     `events` is a regular expression on event labels, `top` keeps the K events whose series vary
-    most (coefficient of variation), `repeat` uses one repetition instead of their mean, and
-    `anchor` divides every count by the anchor event's count in the same run and interval.
+    most (coefficient of variation), `repeat` uses one repetition instead of their mean,
+    `anchor` divides every count by the anchor event's count in the same run and interval, and
+    `min_overlap` is the fewest common intervals a pair needs for a correlation.
     """
     if repeat is not None:
         frame = frame[frame["REPEAT"] == repeat]
         if frame.empty:
             raise AutoprofError(f"no results for repeat {repeat}")
     intervals = data.per_interval(frame)
-    if anchor is not None:
-        intervals = data.normalize_by(intervals, anchor)
-    series = data.interval_series(intervals)
-    chosen = data.filter_events(series.columns, events)
+    chosen = data.filter_events([str(c) for c in intervals[data.EVENT].cat.categories], events)
     if not chosen:
         raise AutoprofError(f"no event matches --events {events!r}")
-    series = series[chosen]
-    excluded = exclusions(series)
+    if anchor is not None:  # only the runs of the chosen events need the anchor
+        intervals = intervals[intervals[data.EVENT].isin([*chosen, anchor])]
+        intervals = data.normalize_by(intervals, anchor)
+    series = data.interval_series(intervals)
+    series = series[[c for c in series.columns if c in set(chosen)]]
+    excluded = exclusions(series, min_overlap)
     usable = series.drop(columns=excluded["event"])
     if top is not None:
         usable = usable[data.variability(usable).nlargest(top).index]
@@ -232,12 +267,21 @@ def analyse(
         left = ", ".join(usable.columns) or "none"
         raise AutoprofError(
             f"correlation needs at least 2 events that vary; {usable.shape[1]} left ({left}) "
-            f"after leaving out {len(excluded)} with no value, all zero or constant"
+            f"after leaving out {len(excluded)} with no value, all zero, constant or "
+            f"in fewer than {min_overlap} intervals"
         )
-    matrix = correlate(usable, method)
+    matrix = correlate(usable, method, min_overlap)
     order = cluster_order(matrix)
     matrix = matrix.iloc[order, order]
-    return Correlation(matrix, excluded, method, intervals=len(series), anchor=anchor)
+    return Correlation(
+        matrix,
+        excluded,
+        method,
+        intervals=len(series),
+        anchor=anchor,
+        short_pairs=short_pairs(usable, min_overlap),
+        min_overlap=min_overlap,
+    )
 
 
 def heatmap(result: Correlation) -> Figure:
@@ -250,19 +294,27 @@ def heatmap(result: Correlation) -> Figure:
     n = len(result.matrix)
     if result.labelled:
         size = max(4.0, min(9.0, 480 / max(n, 1) / 1.6))
-        ax.set_xticks(range(n), result.matrix.columns, rotation=90, fontsize=size)
-        ax.set_yticks(range(n), result.matrix.index, fontsize=size)
+        labels = [data.short_label(str(e), LABEL_CHARS) for e in result.matrix.index]
+        ax.set_xticks(range(n), labels, rotation=90, fontsize=size)
+        ax.set_yticks(range(n), labels, fontsize=size)
+        if n <= ANNOTATE_LIMIT:
+            for (i, j), r in np.ndenumerate(result.matrix.to_numpy()):
+                text, dark = ("–", False) if np.isnan(r) else (f"{r:.2f}", abs(r) > 0.6)
+                colour = "white" if dark else "black"
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
     else:
         step = max(1, int(np.ceil(n / 25)))
         ticks = list(range(0, n, step))
         ax.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
         ax.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
         ax.set_xlabel("event position (see correlation_index.csv)")
+        ax.set_ylabel("event position")
     fig.colorbar(image, ax=ax, shrink=0.8, label=f"{result.method.capitalize()} correlation")
     per = f", per {result.anchor}" if result.anchor else ""
+    grey = f"; grey: < {result.min_overlap} common intervals" if len(result.short_pairs) else ""
     ax.set_title(
         f"{n} events over {result.intervals} intervals{per}, clustered"
-        f" ({len(result.excluded)} left out)",
+        f" ({len(result.excluded)} left out{grey})",
         fontsize=10,
     )
     return fig

@@ -176,12 +176,13 @@ def normalize_by(intervals: pd.DataFrame, anchor: str) -> pd.DataFrame:
     if anchor_rows.empty:
         raise AutoprofError(f"anchor event {anchor!r} is not in the results")
     runs = set(intervals["RUN"].unique())
-    lacking = sorted(int(r) for r in runs - set(anchor_rows["RUN"].unique()))
+    anchor_runs = set(anchor_rows["RUN"].unique())
+    lacking = sorted(int(r) for r in runs - anchor_runs)
     if lacking:
-        shown = ", ".join(str(r) for r in lacking[:10]) + (" ..." if len(lacking) > 10 else "")
         raise AutoprofError(
-            f"anchor event {anchor!r} is not measured in every run (missing in run(s) {shown}); "
-            "choose an event present in every run, such as task-clock"
+            f"anchor event {anchor!r} is not measured in every run of the chosen events "
+            f"(missing in run(s) {_few(lacking)}); choose an event measured in every run, or "
+            f"narrow --events to events of run(s) {_few(sorted(int(r) for r in anchor_runs))}"
         )
     denominator = anchor_rows.set_index(["RUN", "REPEAT", "INDEX"])["SUM"].rename("ANCHOR")
     out = intervals.join(denominator, on=["RUN", "REPEAT", "INDEX"])
@@ -189,6 +190,10 @@ def normalize_by(intervals: pd.DataFrame, anchor: str) -> pd.DataFrame:
     out["MEAN"] = out["MEAN"] / anchor_value
     out["SUM"] = out["SUM"] / anchor_value
     return out
+
+
+def _few(numbers: list[int], limit: int = 10) -> str:
+    return ", ".join(str(n) for n in numbers[:limit]) + (" ..." if len(numbers) > limit else "")
 
 
 def interval_series(intervals: pd.DataFrame, column: str = "MEAN") -> pd.DataFrame:
@@ -238,6 +243,15 @@ def variability(series: pd.DataFrame) -> pd.Series:
     a large count and a small one rank by how much they move, not by their size."""
     mean = series.mean().abs()
     return (series.std(ddof=0) / mean.replace(0, np.nan)).fillna(0.0)
+
+
+def short_label(name: str, limit: int) -> str:
+    """`name` cut to `limit` characters for a plot, in the middle: event names differ at both
+    ends (``OFFCORE_RESPONSE.DEMAND_DATA_RD.L3_MISS.REMOTE_HITM``); the CSVs keep full names."""
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) // 2
+    return name[:head] + "…" + name[len(name) - (limit - 1 - head) :]
 
 
 def read_manifest_beside(path: Path) -> outdir.Manifest | None:

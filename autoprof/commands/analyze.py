@@ -107,10 +107,22 @@ def analyze() -> None:
 @click.option(
     "--repeat", type=click.IntRange(min=1), help="Use this repetition only [default: mean of all]."
 )
-def correlation(results, out, method, anchor, top, events, repeat) -> None:
-    """Correlation matrix and clustered heatmap of the events' interval series."""
+@click.option(
+    "--min-overlap",
+    type=click.IntRange(min=2),
+    default=correlation_.MIN_OVERLAP,
+    show_default=True,
+    metavar="N",
+    help="Fewest intervals two events must share to be correlated.",
+)
+def correlation(results, out, method, anchor, top, events, repeat, min_overlap) -> None:
+    """Correlation matrix and clustered heatmap of the events' interval series.
+
+    Events of different runs are aligned by interval index, so two events share only the
+    intervals of the shorter run; pairs that share fewer than --min-overlap get no correlation.
+    """
     frame = data.load(results, data.SERIES_COLUMNS)
-    result = correlation_.analyse(frame, method, anchor, events, top, repeat)
+    result = correlation_.analyse(frame, method, anchor, events, top, repeat, min_overlap)
     folder = _out_dir(out, results)
     matrix_path = folder / "correlation_matrix.csv"
     result.matrix.to_csv(matrix_path, index_label="event", float_format="%.6g")
@@ -128,6 +140,14 @@ def correlation(results, out, method, anchor, top, events, repeat) -> None:
         shown = ", ".join(f"{e} ({r})" for e, r in result.excluded.head(10).to_numpy())
         more = f" and {len(result.excluded) - 10} more" if len(result.excluded) > 10 else ""
         click.echo(f"left out {len(result.excluded)} event(s): {shown}{more}")
+    if len(result.short_pairs):
+        short_path = folder / "correlation_short_pairs.csv"
+        result.short_pairs.to_csv(short_path, index=False)
+        written.append(short_path)
+        click.echo(
+            f"{len(result.short_pairs)} pair(s) of events share fewer than {min_overlap} "
+            "intervals (runs of different lengths): no correlation, grey on the heatmap"
+        )
     click.echo(
         f"{len(result.matrix)} events over {result.intervals} intervals, {method} correlation"
     )
