@@ -168,6 +168,15 @@ def test_pairwise_correlation_matches_pandas_with_gaps_and_ties(method):
     np.testing.assert_allclose(got, expected, atol=1e-12)
 
 
+def test_spearman_ties_values_that_differ_only_by_rounding():
+    a = np.array([0.1 + 0.2, 0.3, *np.arange(0.5, 2.5, 0.2)])  # 0.30000000000000004 vs 0.3
+    b = np.array([1.0, 0.0, *np.arange(2.0, 12.0)])
+    got = correlation.correlate(pd.DataFrame({"a": a, "b": b}), "spearman").loc["a", "b"]
+    untied = pd.DataFrame({"a": a, "b": b}).corr("spearman").loc["a", "b"]
+    tied = pd.DataFrame({"a": np.round(a, 12), "b": b}).corr("spearman").loc["a", "b"]
+    assert untied == 1.0 and got == pytest.approx(tied) and got < 0.999
+
+
 def test_series_mean_over_cpus_and_align_runs_by_interval_index():
     frame = data.prepare(
         results_frame({"x": np.array([1.0, 2.0, 3.0]), "y": np.array([10.0, 20.0])}, {"y": 2}, 4)
@@ -415,6 +424,21 @@ def test_bad_input_is_one_clear_line_and_a_non_zero_exit(tmp_path, command):
         lines = run.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), (name, lines)
         assert message in lines[0], (name, lines[0])
+
+
+def test_results_with_no_counted_value_are_a_clear_error_and_write_nothing(tmp_path):
+    frame = results_frame({"a": np.full(12, np.nan), "b": np.full(12, np.nan)})
+    path = write(frame, tmp_path)
+    expected = {
+        "correlation": "correlation needs at least 2 events that vary; 0 left (none)",
+        "event-detail": "no counted value to plot for: a, b",
+        "compare": "no event is in both results with a count: nothing to plot",
+    }
+    for command, message in expected.items():
+        args = [str(path)] * (2 if command == "compare" else 1)
+        run = invoke(command, *args, "-o", str(tmp_path / command))
+        assert run.exit_code == 2 and message in run.stderr, (command, run.stderr)
+        assert not (tmp_path / command).exists() or not any((tmp_path / command).iterdir())
 
 
 def test_correlation_of_a_single_event_is_a_clear_error(tmp_path):

@@ -207,10 +207,11 @@ def test_event_detail_plots_against_real_seconds(real, tmp_path):
         last = a.frame.loc[
             (a.frame["RUN"] == record.run) & (a.frame["REPEAT"] == record.repeat), "TIME"
         ].max()
-        assert 0.5 * record.elapsed_s < last <= record.elapsed_s  # seconds of this very run
-    # msec of CPU per second of the interval's real length: one single-threaded process
+        assert 0.3 * record.elapsed_s < last <= record.elapsed_s  # seconds of this very run
+    # msec of CPU per second of each interval's real length: one single-threaded process runs
+    # at most ~1000 msec/s (perf reads the counters a little after each timestamp: margin)
     rate = lines["VALUE"].dropna()
-    assert rate.max() <= 1100 and rate.median() > 100, rate.describe()
+    assert rate.max() <= 1500 and 300 < rate.median() <= 1100, rate.describe()
 
 
 def test_compare_two_builds_finds_the_doubled_breakpoint(real, tmp_path):
@@ -242,6 +243,7 @@ def test_the_scripts_run_on_real_results(real, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     matrix = pd.read_csv(tmp_path / "correlation_matrix.csv", index_col="event")
-    series = pandas_series(real[0].frame)[matrix.index]
+    # means over repeats summed in another order differ in the last bits; equal means must tie
+    series = pandas_series(real[0].frame)[matrix.index].map(lambda v: float(f"{v:.12g}"))
     expected = series.corr(method="spearman", min_periods=MIN_OVERLAP)
     np.testing.assert_allclose(matrix.to_numpy(), expected.to_numpy(), atol=1e-5)  # %.6g

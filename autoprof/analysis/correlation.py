@@ -31,6 +31,7 @@ DPI = 100
 # often reach |r| > 0.5, which a heatmap shows as a strong relation
 MIN_OVERLAP = 10
 SHORT_COLUMNS = ["event_a", "event_b", "common_intervals"]
+TIE_DIGITS = 12  # Spearman: values equal to this many significant digits are ties
 
 
 @dataclass
@@ -170,14 +171,24 @@ def _unit_columns(block: np.ndarray) -> np.ndarray:
         return centred / np.where(norm > 1e-12 * np.sqrt(len(block)), norm, np.nan)
 
 
+def _significant(values: np.ndarray, digits: int) -> np.ndarray:
+    """`values` rounded to `digits` significant digits (NaN stays NaN)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.floor(np.log10(np.abs(values)))
+    scale = 10.0 ** (digits - 1 - np.nan_to_num(magnitude, nan=0.0, posinf=0.0, neginf=0.0))
+    return np.round(values * scale) / scale
+
+
 def _spearman(values: np.ndarray, min_overlap: int) -> np.ndarray:
     """Pairwise-complete Spearman correlation: ranks depend on which rows a pair shares, so
     columns are grouped by their pattern of missing rows (in practice: by run) and each pair of
-    groups is ranked over the rows both have and correlated as one matrix product."""
+    groups is ranked over the rows both have and correlated as one matrix product. Values
+    that agree to TIE_DIGITS significant digits tie: the same mean summed in another order
+    differs in the last bits, and ranks must not depend on that."""
     patterns, group_of = _patterns(~np.isnan(values))
     patterns = patterns.T
     groups = [np.flatnonzero(group_of == g) for g in range(len(patterns))]
-    ranker = _SubsetRanks(values)
+    ranker = _SubsetRanks(_significant(values, TIE_DIGITS))
     own: dict[int, np.ndarray] = {}  # ranks over all of a group's rows, needed once per group
 
     def ranked(group: int, rows: np.ndarray) -> np.ndarray:

@@ -240,10 +240,11 @@ def compare(a, b, out, test, alpha, k) -> None:
     for warning in compare_.check_same_cpu(a, b):
         click.echo(f"warning: {warning}", err=True)
     table = compare_.compare(frame_a, frame_b, test, alpha)
+    figure = compare_.plot(table, k, test)  # refuses before anything is written
     folder = _out_dir(out, a)
     paths = [folder / "compare.csv", folder / "compare.png"]
     table.to_csv(paths[0], index=False)
-    compare_.plot(table, k, test).savefig(paths[1])
+    figure.savefig(paths[1])
     significant = int(table["significant"].sum())
     shown = table.head(k).set_index("event")[
         ["total_a", "total_b", "ratio", "p_value", "q_value", "significant", "note"]
