@@ -20,6 +20,7 @@ the records, so the runner, the aggregator and the results store agree on one la
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,9 +165,28 @@ def read_run_record(folder: Path) -> RunRecord:
     return RunRecord.from_dict(read_json(folder / RUN_RECORD))
 
 
+_FOLDER = re.compile(r"run(\d+)-rep(\d+)(?:-part(\d+))?")
+
+
+def _folder_order(folder: Path) -> tuple:
+    """(run, repeat, part) as numbers, so rep10 sorts after rep9; foreign names go last."""
+    match = _FOLDER.fullmatch(folder.name)
+    if match is None:
+        return (1, folder.name)
+    run, repeat, part = match.groups()
+    return (0, int(run), int(repeat), int(part or 1))
+
+
 def run_folders(out: Path) -> list[Path]:
-    """The run folders of `out`, in run then repeat order."""
+    """The run folders of `out`, in run, repeat, part order: the order of rows in results.csv,
+    which the results store relies on to export a split profile exactly as `aggregate` wrote it."""
     root = out / RUNS
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("run"))
+    folders = [p for p in root.iterdir() if p.is_dir() and p.name.startswith("run")]
+    return sorted(folders, key=_folder_order)
+
+
+def part_folders(out: Path, run: int, repeat: int) -> list[Path]:
+    """Every part's folder of one (run, repeat): rep1's, never rep10's."""
+    return [p for p in run_folders(out) if _folder_order(p)[1:3] == (run, repeat)]

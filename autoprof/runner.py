@@ -203,9 +203,7 @@ class Runner:
 
     def run_task(self, task: Task) -> list[RunRecord]:
         """Run one (run, repeat), splitting off or dropping events perf cannot open."""
-        for old in (self.out / outdir.RUNS).glob(
-            f"{outdir.run_folder_name(task.run, task.repeat)}*"
-        ):
+        for old in outdir.part_folders(self.out, task.run, task.repeat):
             shutil.rmtree(old)
         pending = [list(task.events)]
         unsupported: list[dict[str, str]] = []

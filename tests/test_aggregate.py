@@ -222,3 +222,20 @@ def test_cli_refuses_a_folder_that_is_not_a_profile(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"autoprof: error: {tmp_path} is not a profile folder (no manifest.json, no runs/)"
     ]
+
+
+def test_run_folders_sort_numerically_and_rep1_never_takes_rep10s(tmp_path):
+    """results.csv rows follow this order and the store's export of a split run sorts by
+    (RUN, REPEAT): rep10 must come after rep9, not after rep1; re-running rep1 clears its own
+    parts only, never rep10's."""
+    keys = [(2, 1, 1), (1, 10, 1), (1, 2, 1), (1, 9, 2), (1, 9, 1), (10, 1, 1), (1, 1, 1)]
+    for run, repeat, part in keys:
+        outdir.run_dir(tmp_path, run, repeat, part).mkdir(parents=True)
+    (tmp_path / outdir.RUNS / "run-notes").mkdir()
+    names = [p.name for p in outdir.run_folders(tmp_path)]
+    assert names == [outdir.run_folder_name(*key) for key in sorted(keys)] + ["run-notes"]
+    assert [p.name for p in outdir.part_folders(tmp_path, 1, 9)] == [
+        "run0001-rep9",
+        "run0001-rep9-part2",
+    ]
+    assert [p.name for p in outdir.part_folders(tmp_path, 1, 1)] == ["run0001-rep1"]

@@ -4,6 +4,7 @@ breakpoints, so every number below is known before the run."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 from autoprof import outdir, results
 from autoprof.catalog.host import breakpoint_event
 from autoprof.catalog.model import Event
-from autoprof.examples import build_writes, expected_writes, slot_addresses
+from autoprof.examples import expected_writes, slot_addresses
 from autoprof.runner import ProfileOptions, Runner, Task
 
 pytestmark = pytest.mark.skipif(
@@ -24,19 +25,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 SOFTWARE = ["task-clock", "page-faults", "context-switches"]
-
-
-@pytest.fixture(scope="module")
-def writes(tmp_path_factory) -> Path:
-    binary = build_writes(tmp_path_factory.mktemp("bin"))
-    probe = subprocess.run(
-        ["perf", "stat", "-x,", "-e", f"mem:{slot_addresses(binary)[0]}:w", str(binary), "1"],
-        capture_output=True,
-        text=True,
-    )
-    if "<not supported>" in probe.stderr or probe.returncode != 0:
-        pytest.skip(f"hardware breakpoints unavailable here: {probe.stderr.strip()[:200]}")
-    return binary
 
 
 def autoprof(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -197,3 +185,13 @@ def test_dry_run_prints_perf_commands(writes, tmp_path):
     assert proc.returncode == 0 and len(lines) == 3
     assert all(line.startswith("LC_ALL=C ") and " stat -x , " in line for line in lines)
     assert not (tmp_path / "o").exists()
+
+
+def test_demo_checks_every_breakpoint_count_and_can_run_again(writes, tmp_path):
+    out = tmp_path / "demo"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(2):  # the second demo replaces the first one's output
+        proc = autoprof("demo", "-o", str(out), "--writes", "300", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "12 of 12 breakpoint counts exact" in proc.stdout
+    assert len(outdir.run_folders(out)) == 3

@@ -26,6 +26,7 @@ from psycopg import sql
 
 from autoprof import outdir, results
 from autoprof.cli import cli
+from autoprof.examples import expected_writes, slot_addresses
 from autoprof.store import engine
 from autoprof.store.models import Base
 from tests.synthetic_out import make_out
@@ -109,6 +110,41 @@ def test_round_trip_export_is_byte_identical(store_url, tmp_path):
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
     shown = autoprof("runs", "show", run_id, store=store_url)
     assert "node7" in shown.stdout and "kernel=6.1" in shown.stdout
+
+
+@pytest.fixture(scope="module")
+def real_out(writes, tmp_path_factory) -> Path:
+    """A real profile of the example (breakpoints, software events, a tracepoint; 3 runs x 2
+    repeats in 20 ms intervals), aggregated: what a user uploads."""
+    out = tmp_path_factory.mktemp("real") / "out"
+    events = [f"mem:{a}:w" for a in slot_addresses(writes)]
+    events += ["task-clock", "page-faults", "syscalls:sys_enter_write"]
+    argv = [sys.executable, "-m", "autoprof", "profile", "--interval", "20", "--repeat", "2"]
+    argv += [arg for e in events for arg in ("-e", e)]
+    for step in ([*argv, "-o", str(out), "--", str(writes), "5000"],
+                 [sys.executable, "-m", "autoprof", "aggregate", str(out)]):  # fmt: skip
+        proc = subprocess.run(step, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_real_profile_round_trip_is_byte_identical(real_out, writes, store_url, tmp_path):
+    """profile -> aggregate -> upload -> export on real perf output gives the same bytes, and
+    the store's copy still holds the exact breakpoint counts."""
+    up = autoprof("upload", real_out, store=store_url)
+    assert up.exit_code == 0, up.output
+    run_id = outdir.read_manifest(real_out).id
+    exported = tmp_path / "exported.csv"
+    ex = autoprof("runs", "export", run_id, "-o", exported, store=store_url)
+    assert ex.exit_code == 0, ex.output
+    assert exported.read_bytes() == (real_out / outdir.RESULTS).read_bytes()
+    frame = results.read_csv(exported)
+    assert set(frame["RUN"]) == {1, 2, 3} and set(frame["REPEAT"]) == {1, 2}
+    totals = frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum()
+    for address, want in zip(slot_addresses(writes), expected_writes(5000), strict=True):
+        assert totals[f"mem:{address}:w"] == 2 * want  # two repeats
+    writes_per_repeat = frame[frame["EVENT_NAME"] == "syscalls:sys_enter_write"].groupby("REPEAT")
+    assert (writes_per_repeat["SAMPLE_VALUE"].sum() >= 1).all()  # the example prints a line
 
 
 def test_values_survive_losslessly(store_url, tmp_path):

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import click
 
-from autoprof.examples import build_writes, slot_addresses
+from autoprof import outdir, results
+from autoprof.errors import AutoprofError
+from autoprof.examples import build_writes, expected_writes, slot_addresses
 
 
 @click.command("demo")
@@ -17,23 +20,36 @@ from autoprof.examples import build_writes, slot_addresses
 @click.option("--writes", default=20000, show_default=True, help="Writes per slot unit.")
 def demo(output: str, writes: int) -> None:
     """Build the example workload, watch its 12 slots with hardware breakpoints plus software
-    events (3 runs: 4 debug registers), aggregate, and print where results.csv is."""
+    events (3 runs: 4 debug registers), aggregate, and check every count against the writes
+    the example made."""
     out = Path(output)
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "autoprof" / "demo"
     binary = build_writes(cache)
     events = [f"mem:{a}:w" for a in slot_addresses(binary)]
     events += ["task-clock", "page-faults", "context-switches", "cpu-migrations"]
+    if (out / outdir.MANIFEST).exists() and outdir.read_manifest(out).command[:1] == [str(binary)]:
+        shutil.rmtree(out)  # an earlier demo's output: the demo starts afresh, nothing else goes
     base = [sys.executable, "-m", "autoprof"]
     args = [arg for e in events for arg in ("-e", e)]
     steps = [
-        [*base, "profile", *args, "--force", "-o", str(out), "--", str(binary), str(writes)],
+        [*base, "profile", *args, "-o", str(out), "--", str(binary), str(writes)],
         [*base, "aggregate", str(out)],
     ]
     for step in steps:
         click.echo(f"$ autoprof {' '.join(step[3:5])} ...", err=True)
         if subprocess.run(step).returncode != 0:
             sys.exit(1)
+    frame = results.read_csv(out / outdir.RESULTS)
+    counted = frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum()
+    click.echo("\nslot  event               written  counted")
+    exact = 0
+    for slot, (event, want) in enumerate(zip(events, expected_writes(writes), strict=False)):
+        got = counted.get(event, float("nan"))
+        exact += got == want
+        click.echo(f"{slot:>4}  {event:<18} {want:>8} {got:>8.0f}")
     click.echo(
-        f"\nresults.csv: {out / 'results.csv'}  (slot i of the example was written "
-        f"{writes}*(i+1) times; compare the mem:ADDR:w totals)"
+        f"{exact} of {len(slot_addresses(binary))} breakpoint counts exact; "
+        f"results.csv: {out / outdir.RESULTS}"
     )
+    if exact != len(slot_addresses(binary)):
+        raise AutoprofError("some breakpoint counts differ from the writes the example made")
