@@ -310,7 +310,8 @@ def heatmap(result: Correlation) -> Figure:
         ax.set_yticks(range(n), labels, fontsize=size)
         if n <= ANNOTATE_LIMIT:
             for (i, j), r in np.ndenumerate(result.matrix.to_numpy()):
-                text, dark = ("–", False) if np.isnan(r) else (f"{r:.2f}", abs(r) > 0.6)
+                shown = f"{r:.2f}".replace("-0.00", "0.00")
+                text, dark = ("–", False) if np.isnan(r) else (shown, abs(r) > 0.6)
                 colour = "white" if dark else "black"
                 ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
     else:
