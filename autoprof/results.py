@@ -104,15 +104,25 @@ def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
     out.to_csv(path, index=False, lineterminator="\n")
 
 
-def read_csv(path: str | Path) -> pd.DataFrame:
-    """Read a `results.csv` written by autoprof (or autoperf: the extra columns may be absent)."""
+def read_csv(
+    path: str | Path, columns: list[str] | None = None, categorical: bool = False
+) -> pd.DataFrame:
+    """Read a `results.csv` written by autoprof (or autoperf: the extra columns may be absent).
+
+    `columns` reads only those columns (the rest of the file is skipped, which is much faster);
+    `categorical` reads the text columns as pandas categories: millions of rows share a few
+    hundred event names, and grouping by category codes is what keeps analyses fast.
+    """
+    wanted = COLUMNS if columns is None else [c for c in COLUMNS if c in columns]
+    text = "category" if categorical else "string"
     frame = pd.read_csv(
         path,
-        dtype={k: v for k, v in DTYPES.items()},
+        usecols=lambda name: name in wanted,
+        dtype={k: text if v == "string" else v for k, v in DTYPES.items()},
         keep_default_na=False,
         na_values={c: [""] for c in COLUMNS},
     )
     for name in EXTRA_COLUMNS:
-        if name not in frame.columns:
+        if name in wanted and name not in frame.columns:
             frame[name] = pd.Series(None, index=frame.index, dtype=DTYPES[name])
     return frame

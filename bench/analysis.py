@@ -78,21 +78,34 @@ def main() -> None:
         path = Path(tmp) / "results.csv"
         results.write_csv(frame, path)
         size_mb = path.stat().st_size / 1e6
-        loaded = step("read + validate results.csv", lambda: data.load(path))
-        analysis = step("series, correlation, clustering", lambda: correlation.analyse(loaded))
-        step("heatmap PNG", lambda: correlation.heatmap(analysis).savefig(Path(tmp) / "h.png"))
-    total = sum(t for _, t in rows)
+        # the stages of `correlation.analyse`, as `autoprof analyze correlation` runs them
+        loaded = step("read + validate results.csv", lambda: data.load(path, data.SERIES_COLUMNS))
+        intervals = step("per-interval means", lambda: data.per_interval(loaded))
+        series = step("interval series (wide)", lambda: data.interval_series(intervals))
+        excluded = step("exclusions", lambda: correlation.exclusions(series))
+        usable = series.drop(columns=excluded["event"])
+        matrix = step("Pearson matrix", lambda: correlation.correlate(usable, "pearson"))
+        order = step("clustering", lambda: correlation.cluster_order(matrix))
+        result = correlation.Correlation(
+            matrix.iloc[order, order], excluded, "pearson", len(series)
+        )
+        step("heatmap PNG", lambda: correlation.heatmap(result).savefig(Path(tmp) / "h.png"))
+        total = sum(t for _, t in rows)
+        step("Spearman matrix", lambda: correlation.correlate(usable, "spearman"))
     print(
         f"correlation: {EVENTS} events x {INTERVALS} intervals, {len(frame):,} rows, "
         f"{size_mb:.0f} MB results.csv, {RUNS} runs"
     )
-    print(f"{'step':<36} {'seconds':>8}")
+    print(f"{'stage':<36} {'seconds':>8}")
     for name, seconds in rows:
         print(f"{name:<36} {seconds:8.2f}")
-    print(
-        f"{'total':<36} {total:8.2f}   (target < {TARGET_S:.0f} s: "
-        f"{'met' if total < TARGET_S else 'MISSED'})"
-    )
+    pearson, spearman = dict(rows)["Pearson matrix"], dict(rows)["Spearman matrix"]
+    for label, seconds in (
+        ("total, Pearson", total),
+        ("total, Spearman", total - pearson + spearman),
+    ):
+        verdict = "met" if seconds < TARGET_S else "MISSED"
+        print(f"{label:<36} {seconds:8.2f}   (target < {TARGET_S:.0f} s: {verdict})")
 
 
 if __name__ == "__main__":

@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from autoprof import outdir, results
 from autoprof.analysis import compare, correlation, data, event_detail, stats
 from autoprof.cli import cli
+from autoprof.errors import AutoprofError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,6 +82,19 @@ def png_size(path: Path) -> tuple[int, int]:
     assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
     assert head[12:16] == b"IHDR"
     return struct.unpack(">II", head[16:24])
+
+
+def drawn_outside(fig) -> list[float]:
+    """How far (inches) what is drawn reaches past each edge (left, bottom, right, top) of the
+    figure: all zero unless a label is cut off."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    box = fig.get_tightbbox(canvas.get_renderer())  # inches, only what is drawn
+    width, height = fig.get_size_inches()
+    return [round(max(0.0, v), 2) for v in (-box.x0, -box.y0, box.x1 - width, box.y1 - height)]
+
+
+LONG = "OFFCORE_RESPONSE.DEMAND_DATA_RD.L3_MISS.REMOTE_HITM.SNOOP_HIT_WITH_FWD"
 
 
 def invoke(*args: str):
@@ -153,6 +168,15 @@ def test_pairwise_correlation_matches_pandas_with_gaps_and_ties(method):
     np.testing.assert_allclose(got, expected, atol=1e-12)
 
 
+def test_spearman_ties_values_that_differ_only_by_rounding():
+    a = np.array([0.1 + 0.2, 0.3, *np.arange(0.5, 2.5, 0.2)])  # 0.30000000000000004 vs 0.3
+    b = np.array([1.0, 0.0, *np.arange(2.0, 12.0)])
+    got = correlation.correlate(pd.DataFrame({"a": a, "b": b}), "spearman").loc["a", "b"]
+    untied = pd.DataFrame({"a": a, "b": b}).corr("spearman").loc["a", "b"]
+    tied = pd.DataFrame({"a": np.round(a, 12), "b": b}).corr("spearman").loc["a", "b"]
+    assert untied == 1.0 and got == pytest.approx(tied) and got < 0.999
+
+
 def test_series_mean_over_cpus_and_align_runs_by_interval_index():
     frame = data.prepare(
         results_frame({"x": np.array([1.0, 2.0, 3.0]), "y": np.array([10.0, 20.0])}, {"y": 2}, 4)
@@ -177,13 +201,48 @@ def test_anchor_divides_by_the_anchor_of_the_same_run_and_interval():
             {"t2": 2},
         )
     )
-    with pytest.raises(Exception, match="not measured in every run"):
+    with pytest.raises(AutoprofError, match=r"missing in run\(s\) 2\); .* events of run\(s\) 1$"):
         correlation.analyse(frame, anchor="task-clock")
-    frame = frame[frame["EVENT_NAME"] != "t2"]
+    # events of the anchor's run only: t2's run needs no anchor
     result = correlation.analyse(frame, anchor="task-clock", events="per_work|other|task")
     reasons = dict(result.excluded.to_numpy())
     assert reasons == {"per_work": "constant", "task-clock": "constant"}
     assert list(result.matrix.index) == ["other", "other2"]
+
+
+def test_events_of_a_short_run_are_left_out_and_short_pairs_listed(tmp_path):
+    """Runs of different lengths: events share only the intervals both have a number in."""
+    signal = RNG.normal(size=60)
+    late = np.where(np.arange(60) >= 26, 1.0, np.nan)  # counted from interval 26 on
+    series = {
+        "x": signal,
+        "x2": 2 * signal + RNG.normal(size=60) * 0.1,
+        "early": np.where(np.arange(60) < 30, RNG.normal(size=60), np.nan),
+        "late": late * RNG.normal(size=60),
+        "brief": np.where(np.arange(60) < 6, RNG.normal(size=60), np.nan),
+    }
+    run_of = {"x": 1, "x2": 1, "early": 2, "late": 3, "brief": 4}
+    path = write(results_frame(series, run_of), tmp_path)
+    run = invoke("correlation", str(path), "-o", str(tmp_path / "o"))
+    assert run.exit_code == 0, run.output
+    assert "brief (fewer than 10 intervals)" in run.output
+    assert "1 pair(s) of events share fewer than 10 intervals" in run.output
+    short = pd.read_csv(tmp_path / "o" / "correlation_short_pairs.csv")
+    assert short.to_dict("records") == [
+        {"event_a": "early", "event_b": "late", "common_intervals": 4}
+    ]
+    matrix = pd.read_csv(tmp_path / "o" / "correlation_matrix.csv", index_col="event")
+    assert np.isnan(matrix.loc["early", "late"]) and np.isnan(matrix.loc["late", "early"])
+    assert matrix.loc["x", "x2"] > 0.99
+    assert not np.isnan(matrix.loc["early", "x"])  # 30 common intervals
+    run = invoke("correlation", str(path), "-o", str(tmp_path / "p"), "--min-overlap", "4")
+    assert run.exit_code == 0, run.output
+    short = pd.read_csv(tmp_path / "p" / "correlation_short_pairs.csv")
+    assert short.to_dict("records") == [
+        {"event_a": "late", "event_b": "brief", "common_intervals": 0}
+    ]
+    matrix = pd.read_csv(tmp_path / "p" / "correlation_matrix.csv", index_col="event")
+    assert not np.isnan(matrix.loc["early", "late"]) and "brief" in matrix.index
 
 
 def test_top_keeps_the_most_variable_and_events_filters(structured):
@@ -367,6 +426,21 @@ def test_bad_input_is_one_clear_line_and_a_non_zero_exit(tmp_path, command):
         assert message in lines[0], (name, lines[0])
 
 
+def test_results_with_no_counted_value_are_a_clear_error_and_write_nothing(tmp_path):
+    frame = results_frame({"a": np.full(12, np.nan), "b": np.full(12, np.nan)})
+    path = write(frame, tmp_path)
+    expected = {
+        "correlation": "correlation needs at least 2 events that vary; 0 left (none)",
+        "event-detail": "no counted value to plot for: a, b",
+        "compare": "no event is in both results with a count: nothing to plot",
+    }
+    for command, message in expected.items():
+        args = [str(path)] * (2 if command == "compare" else 1)
+        run = invoke(command, *args, "-o", str(tmp_path / command))
+        assert run.exit_code == 2 and message in run.stderr, (command, run.stderr)
+        assert not (tmp_path / command).exists() or not any((tmp_path / command).iterdir())
+
+
 def test_correlation_of_a_single_event_is_a_clear_error(tmp_path):
     path = write(results_frame({"only": np.arange(10.0), "zero": np.zeros(10)}), tmp_path)
     run = invoke("correlation", str(path))
@@ -400,3 +474,59 @@ def test_an_autoperf_results_file_is_analysed(samples_dir, tmp_path):
     assert table["repeats"].eq(1).all()  # autoperf has no REPEAT column: one repeat
     run = invoke("stats", str(path), "-o", str(tmp_path))
     assert run.exit_code == 0, run.output
+
+
+def test_long_event_names_fit_in_every_figure(ab):
+    """Intel event names run past 60 characters: no label may be cut off or squeeze a plot."""
+    signal = RNG.normal(size=50)
+    series = {f"{LONG}.{i}": signal * (i + 1) + RNG.normal(size=50) for i in range(8)}
+    result = correlation.analyse(data.prepare(results_frame(series)))
+    figure = correlation.heatmap(result)
+    assert drawn_outside(figure) == [0, 0, 0, 0]
+    cells = [t.get_text() for t in figure.axes[0].texts]  # 8 events: coefficients shown
+    assert len(cells) == 64 and "1.00" in cells
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    assert all(len(label) <= correlation.LABEL_CHARS and "…" in label for label in labels)
+    renamed = [
+        frame.assign(EVENT=frame[data.EVENT].cat.rename_categories(lambda e: f"{LONG}.{e}"))
+        for frame in ab
+    ]
+    assert drawn_outside(compare.plot(compare.compare(*renamed))) == [0, 0, 0, 0]
+    intervals = data.per_interval(data.prepare(results_frame(series)))
+    names = list(series)[:3]
+    lines = event_detail.timelines(intervals, names)
+    assert drawn_outside(event_detail.plot(lines, names)) == [0, 0, 0, 0]
+
+
+def test_a_single_event_is_enough_for_stats_event_detail_and_compare(tmp_path):
+    path = write(results_frame({"only": np.arange(1.0, 11.0)}), tmp_path)
+    for command in (["stats"], ["event-detail"], ["compare", str(path)]):
+        run = invoke(*command, str(path), "-o", str(tmp_path / command[0]))
+        assert run.exit_code == 0, (command, run.output)
+    assert pd.read_csv(tmp_path / "stats" / "stats.csv")["event"].tolist() == ["only"]
+    assert png_size(tmp_path / "event-detail" / "event_detail.png") == (1000, 300)
+    assert pd.read_csv(tmp_path / "compare" / "compare.csv")["ratio"].tolist() == [1.0]
+
+
+@pytest.mark.parametrize(
+    ("script", "case", "message"),
+    [
+        ("stats", "empty", "the file is empty"),
+        ("correlation", "single event", "needs at least 2 events that vary; 1 left (only)"),
+        ("event_detail", "other tool", "missing column(s) INDEX, TIME"),
+        ("compare", "perf output", "missing column(s) EVENT_NAME"),
+    ],
+)
+def test_scripts_give_one_clear_line_on_bad_input(tmp_path, script, case, message):
+    inputs = {name: path for name, (path, _) in bad_inputs(tmp_path).items()}
+    inputs["single event"] = write(results_frame({"only": np.arange(10.0)}), tmp_path / "one")
+    args = [str(inputs[case])] * (2 if script == "compare" else 1)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "analyze" / f"{script}.py"), *args, "-o", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), lines
+    assert message in lines[0]

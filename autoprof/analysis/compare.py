@@ -27,6 +27,7 @@ WIDTH = 10.0  # inches
 BAR_HEIGHT = 0.35
 MARGIN = 1.5
 DPI = 100
+LABEL_CHARS = 40
 COLUMNS = [
     "event",
     "total_a",
@@ -131,6 +132,11 @@ def compare(
     return table.iloc[order].reset_index(drop=True)
 
 
+def _log2(ratio: np.ndarray) -> np.ndarray:
+    """log2 for the ratio axis; matplotlib probes it with 0 too."""
+    return np.log2(np.clip(ratio, 1e-12, None))
+
+
 def plot(table: pd.DataFrame, top: int = 20, test: str = "welch") -> Figure:
     """Horizontal bars of log2(B/A) for the `top` largest changes: coloured when significant,
     grey when not; events that appear or vanish drawn at the edge and marked."""
@@ -158,10 +164,13 @@ def plot(table: pd.DataFrame, top: int = 20, test: str = "welch") -> Figure:
         ax.text(
             value, yi, f" {text} ", va="center", ha="left" if value >= 0 else "right", fontsize=7
         )
-    ax.set_yticks(y, [e if len(e) <= 40 else e[:39] + "…" for e in shown["event"]], fontsize=8)
+    ax.set_yticks(y, [data.short_label(e, LABEL_CHARS) for e in shown["event"]], fontsize=8)
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlim(-edge * 1.35, edge * 1.35)
     ax.set_xlabel("log2(B / A) of the total count")
+    ratio_axis = ax.secondary_xaxis("top", functions=(np.exp2, _log2))
+    ratio_axis.set_xlabel("ratio B / A", fontsize=8)
+    ratio_axis.tick_params(labelsize=8)
     name = "Welch's t-test" if test == "welch" else "Mann-Whitney U"
     ax.set_title(
         f"Largest changes B vs A ({name}, Benjamini-Hochberg q; colour = significant)",

@@ -9,7 +9,7 @@ matrix so that events that move together (or exactly against each other) sit sid
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -23,9 +23,15 @@ from autoprof.errors import AutoprofError
 
 METHODS = ("pearson", "spearman")
 LABEL_LIMIT = 60  # more events than this and the heatmap is unreadable: number them instead
+LABEL_CHARS = 32  # longer names are cut in the middle, or they squeeze the heatmap
+ANNOTATE_LIMIT = 12  # up to this many events, each cell shows its coefficient
 HEATMAP_SIZE = (10.0, 8.5)  # inches
 DPI = 100
-MIN_OVERLAP = 3  # fewer common intervals than this and a correlation means nothing
+# default fewest common intervals for a correlation: over 4 or 5 points, unrelated series
+# often reach |r| > 0.5, which a heatmap shows as a strong relation
+MIN_OVERLAP = 10
+SHORT_COLUMNS = ["event_a", "event_b", "common_intervals"]
+TIE_DIGITS = 12  # Spearman: values equal to this many significant digits are ties
 
 
 @dataclass
@@ -38,6 +44,9 @@ class Correlation:
     method: str
     intervals: int
     anchor: str | None = None
+    # pairs of events (of different runs) with too few common intervals: no correlation
+    short_pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SHORT_COLUMNS))
+    min_overlap: int = MIN_OVERLAP
 
     @property
     def labelled(self) -> bool:
@@ -50,43 +59,78 @@ class Correlation:
         )
 
 
-def exclusions(series: pd.DataFrame) -> pd.DataFrame:
-    """Events with nothing to correlate: no value at all, only zeros, or one value (to within
-    rounding: a count divided by an anchor it is proportional to is constant)."""
+def exclusions(series: pd.DataFrame, min_overlap: int = MIN_OVERLAP) -> pd.DataFrame:
+    """Events with nothing to correlate: no value at all, only zeros, one value (to within
+    rounding: a count divided by an anchor it is proportional to is constant), or values in
+    fewer intervals than a correlation needs."""
     counted = series.notna().sum()
     low = series.min()
     high = series.max()
     reason = pd.Series("", index=series.columns, dtype=object)
     spread = (high - low) <= 1e-12 * np.maximum(high.abs(), low.abs())  # ratios: rounding
     reason[spread & (counted > 0)] = "constant"
+    reason[(counted > 0) & (counted < min_overlap)] = f"fewer than {min_overlap} intervals"
     reason[(low == 0) & (high == 0)] = "all zero"
     reason[counted == 0] = "no value"
     reason = reason[reason != ""]
     return pd.DataFrame({"event": reason.index.astype(str), "reason": reason.to_numpy()})
 
 
-def _pearson(values: np.ndarray) -> np.ndarray:
-    """Pairwise-complete Pearson correlation of the columns of `values` (NaN = no value) as five
-    matrix products over the mask of present values: sums, sums of squares and cross products
-    over the rows each pair shares. Columns are first centred and scaled over their own values,
-    which keeps the sums small and the subtraction below exact enough for |r| = 1 to show."""
+def _patterns(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of a boolean (rows, columns) mask, as a (rows, patterns) mask, and
+    each column's pattern number. Hashing each column's bytes: np.unique(axis=0) sorts them."""
+    number: dict[bytes, int] = {}
+    pattern_of = np.array(
+        [number.setdefault(column.tobytes(), len(number)) for column in present.T], dtype=np.int64
+    )
+    firsts = np.unique(pattern_of, return_index=True)[1]
+    return present[:, firsts], pattern_of
+
+
+def common_intervals(series: pd.DataFrame) -> np.ndarray:
+    """How many intervals each pair of events both have a number in (events of runs of
+    different lengths share only the shorter run's intervals)."""
+    patterns, pattern_of = _patterns(series.notna().to_numpy())
+    patterns = patterns.astype(np.float64)
+    return (patterns.T @ patterns)[np.ix_(pattern_of, pattern_of)].astype(np.int64)
+
+
+def short_pairs(series: pd.DataFrame, min_overlap: int = MIN_OVERLAP) -> pd.DataFrame:
+    """The pairs of events that share fewer than `min_overlap` intervals (see SHORT_COLUMNS)."""
+    common = common_intervals(series)
+    i, j = np.nonzero(np.triu(common < min_overlap, k=1))
+    names = np.asarray(series.columns, dtype=object)
+    return pd.DataFrame(
+        {"event_a": names[i], "event_b": names[j], "common_intervals": common[i, j]},
+        columns=SHORT_COLUMNS,
+    )
+
+
+def _pearson(values: np.ndarray, min_overlap: int) -> np.ndarray:
+    """Pairwise-complete Pearson correlation of the columns of `values` (NaN = no value) from
+    sums, sums of squares and cross products over the rows each pair shares. Columns are first
+    centred and scaled over their own values, which keeps the sums small and the subtraction
+    below exact enough for |r| = 1 to show. Columns fall into few patterns of present rows (one
+    per run, in practice), so every sum but the cross products is a product with those
+    patterns, not with the whole mask."""
     present = ~np.isnan(values)
-    mask = present.astype(np.float64)
+    patterns, pattern_of = _patterns(present)
+    patterns = patterns.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.nanmean(values, axis=0)
         scale = np.nanstd(values, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     x = np.where(present, (values - mean) / scale, 0.0)
-    n = mask.T @ mask
-    sums = x.T @ mask  # [i, j]: sum of column i over the rows where i and j both have a value
-    squares = (x * x).T @ mask
+    n = (patterns.T @ patterns)[np.ix_(pattern_of, pattern_of)]
+    sums = (x.T @ patterns)[:, pattern_of]  # [i, j]: sum of column i over the rows i, j share
+    squares = ((x * x).T @ patterns)[:, pattern_of]
     products = x.T @ x
     with np.errstate(invalid="ignore", divide="ignore"):
         var_i = squares - sums * sums / n
         var_j = var_i.T
         r = (products - sums * sums.T / n) / np.sqrt(var_i * var_j)
     flat = (var_i <= 1e-12 * n) | (var_j <= 1e-12 * n)  # constant over the shared rows
-    r[(n < MIN_OVERLAP) | flat] = np.nan
+    r[(n < min_overlap) | flat] = np.nan
     return r
 
 
@@ -94,31 +138,28 @@ class _SubsetRanks:
     """Average ranks (ties share their mean rank) of each column over any subset of its rows.
 
     Pairwise-complete Spearman ranks a column once per set of rows it shares with another
-    column; re-sorting for each set is what makes it slow. Sorting each column once and
-    counting, in sorted order, how many of the chosen rows precede each tie group gives the
-    ranks of any subset in linear time.
+    column; re-sorting for each set is what makes it slow. Sorting each column once gives every
+    row its tie group (rows of equal value, numbered in value order); over any subset, a row's
+    rank is then the count of chosen rows in the groups up to its own, less half the ties: a
+    bincount and a cumulative sum, in linear time.
     """
 
     def __init__(self, values: np.ndarray):
         columns = np.ascontiguousarray(values.T)  # one row per column: contiguous sorts
-        self.order = np.argsort(columns, axis=1, kind="stable")  # NaN sorts last
-        ordered = np.take_along_axis(columns, self.order, axis=1)
+        order = np.argsort(columns, axis=1, kind="stable")  # NaN sorts last
+        ordered = np.take_along_axis(columns, order, axis=1)
         new_value = np.ones(ordered.shape, dtype=bool)
         new_value[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-        self.tie_group = np.cumsum(new_value, axis=1) - 1
+        self.tie_group = np.empty(columns.shape, dtype=np.int64)
+        np.put_along_axis(self.tie_group, order, np.cumsum(new_value, axis=1) - 1, axis=1)
 
     def ranks(self, columns: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Ranks (1-based) of `columns` over the rows where `rows` is true: (rows, columns)."""
-        k, n = len(columns), len(rows)
-        order = self.order[columns]
-        flat_group = (self.tie_group[columns] + (np.arange(k) * n)[:, None]).ravel()
-        counts = np.bincount(flat_group, weights=rows[order].ravel(), minlength=k * n)
-        counts = counts.reshape(k, n)
-        before = np.cumsum(counts, axis=1) - counts
-        mean_rank = (before + (counts + 1) / 2).ravel()[flat_group].reshape(k, n)
-        ranks = np.empty((k, n))
-        ranks[np.arange(k)[:, None], order] = mean_rank
-        return ranks[:, rows].T
+        k, n = len(columns), self.tie_group.shape[1]
+        group = self.tie_group[columns][:, rows] + (np.arange(k) * n)[:, None]
+        counts = np.bincount(group.ravel(), minlength=k * n)
+        mean_rank = np.cumsum(counts.reshape(k, n), axis=1).ravel() - (counts - 1) / 2
+        return mean_rank[group].T
 
 
 def _unit_columns(block: np.ndarray) -> np.ndarray:
@@ -130,28 +171,39 @@ def _unit_columns(block: np.ndarray) -> np.ndarray:
         return centred / np.where(norm > 1e-12 * np.sqrt(len(block)), norm, np.nan)
 
 
-def _spearman(values: np.ndarray) -> np.ndarray:
+def _significant(values: np.ndarray, digits: int) -> np.ndarray:
+    """`values` rounded to `digits` significant digits (NaN stays NaN)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.floor(np.log10(np.abs(values)))
+    scale = 10.0 ** (digits - 1 - np.nan_to_num(magnitude, nan=0.0, posinf=0.0, neginf=0.0))
+    return np.round(values * scale) / scale
+
+
+def _spearman(values: np.ndarray, min_overlap: int) -> np.ndarray:
     """Pairwise-complete Spearman correlation: ranks depend on which rows a pair shares, so
     columns are grouped by their pattern of missing rows (in practice: by run) and each pair of
-    groups is ranked over the rows both have and correlated as one matrix product."""
-    present = ~np.isnan(values)
-    patterns, group_of = np.unique(present.T, axis=0, return_inverse=True)
+    groups is ranked over the rows both have and correlated as one matrix product. Values
+    that agree to TIE_DIGITS significant digits tie: the same mean summed in another order
+    differs in the last bits, and ranks must not depend on that."""
+    patterns, group_of = _patterns(~np.isnan(values))
+    patterns = patterns.T
     groups = [np.flatnonzero(group_of == g) for g in range(len(patterns))]
-    ranker = _SubsetRanks(values)
-    cache: dict[tuple[int, bytes], np.ndarray] = {}
+    ranker = _SubsetRanks(_significant(values, TIE_DIGITS))
+    own: dict[int, np.ndarray] = {}  # ranks over all of a group's rows, needed once per group
 
     def ranked(group: int, rows: np.ndarray) -> np.ndarray:
-        key = (group, rows.tobytes())
-        if key not in cache:
-            cache[key] = _unit_columns(ranker.ranks(groups[group], rows))
-        return cache[key]
+        if not np.array_equal(rows, patterns[group]):  # ranks for one pair only: not kept
+            return _unit_columns(ranker.ranks(groups[group], rows))
+        if group not in own:
+            own[group] = _unit_columns(ranker.ranks(groups[group], rows))
+        return own[group]
 
     k = values.shape[1]
     out = np.full((k, k), np.nan)
     for a in range(len(groups)):
         for b in range(a, len(groups)):
             rows = patterns[a] & patterns[b]
-            if rows.sum() < MIN_OVERLAP:
+            if rows.sum() < min_overlap:
                 continue
             block = ranked(a, rows).T @ ranked(b, rows)
             out[np.ix_(groups[a], groups[b])] = block
@@ -159,15 +211,18 @@ def _spearman(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def correlate(series: pd.DataFrame, method: str = "pearson") -> pd.DataFrame:
+def correlate(
+    series: pd.DataFrame, method: str = "pearson", min_overlap: int = MIN_OVERLAP
+) -> pd.DataFrame:
     """Pairwise-complete correlation of the columns of `series` (NaN = no value): the same
     numbers as pandas' `DataFrame.corr`, computed with matrix products so that 500 events take
-    about a second instead of minutes. NaN where two events share fewer than 3 intervals or one
-    of them is constant over the intervals they share."""
+    about a second instead of minutes. NaN where two events share fewer than `min_overlap`
+    intervals or one of them is constant over the intervals they share."""
     if method not in METHODS:
         raise AutoprofError(f"unknown correlation method {method!r} (choose {', '.join(METHODS)})")
     values = series.to_numpy(dtype=np.float64)
-    out = _pearson(values) if method == "pearson" else _spearman(values)
+    compute = _pearson if method == "pearson" else _spearman
+    out = compute(values, max(min_overlap, 2))
     np.clip(out, -1.0, 1.0, out=out)
     return pd.DataFrame(out, index=series.columns.copy(), columns=series.columns.copy())
 
@@ -193,26 +248,29 @@ def analyse(
     events: str | None = None,
     top: int | None = None,
     repeat: int | None = None,
+    min_overlap: int = MIN_OVERLAP,
 ) -> Correlation:
     """Series, exclusions, correlation and clustering of a loaded results frame.
 
     `events` is a regular expression on event labels, `top` keeps the K events whose series vary
-    most (coefficient of variation), `repeat` uses one repetition instead of their mean, and
-    `anchor` divides every count by the anchor event's count in the same run and interval.
+    most (coefficient of variation), `repeat` uses one repetition instead of their mean,
+    `anchor` divides every count by the anchor event's count in the same run and interval, and
+    `min_overlap` is the fewest common intervals a pair needs for a correlation.
     """
     if repeat is not None:
         frame = frame[frame["REPEAT"] == repeat]
         if frame.empty:
             raise AutoprofError(f"no results for repeat {repeat}")
     intervals = data.per_interval(frame)
-    if anchor is not None:
-        intervals = data.normalize_by(intervals, anchor)
-    series = data.interval_series(intervals)
-    chosen = data.filter_events(series.columns, events)
+    chosen = data.filter_events([str(c) for c in intervals[data.EVENT].cat.categories], events)
     if not chosen:
         raise AutoprofError(f"no event matches --events {events!r}")
-    series = series[chosen]
-    excluded = exclusions(series)
+    if anchor is not None:  # only the runs of the chosen events need the anchor
+        intervals = intervals[intervals[data.EVENT].isin([*chosen, anchor])]
+        intervals = data.normalize_by(intervals, anchor)
+    series = data.interval_series(intervals)
+    series = series[[c for c in series.columns if c in set(chosen)]]
+    excluded = exclusions(series, min_overlap)
     usable = series.drop(columns=excluded["event"])
     if top is not None:
         usable = usable[data.variability(usable).nlargest(top).index]
@@ -220,12 +278,21 @@ def analyse(
         left = ", ".join(usable.columns) or "none"
         raise AutoprofError(
             f"correlation needs at least 2 events that vary; {usable.shape[1]} left ({left}) "
-            f"after leaving out {len(excluded)} with no value, all zero or constant"
+            f"after leaving out {len(excluded)} with no value, all zero, constant or "
+            f"in fewer than {min_overlap} intervals"
         )
-    matrix = correlate(usable, method)
+    matrix = correlate(usable, method, min_overlap)
     order = cluster_order(matrix)
     matrix = matrix.iloc[order, order]
-    return Correlation(matrix, excluded, method, intervals=len(series), anchor=anchor)
+    return Correlation(
+        matrix,
+        excluded,
+        method,
+        intervals=len(series),
+        anchor=anchor,
+        short_pairs=short_pairs(usable, min_overlap),
+        min_overlap=min_overlap,
+    )
 
 
 def heatmap(result: Correlation) -> Figure:
@@ -238,19 +305,28 @@ def heatmap(result: Correlation) -> Figure:
     n = len(result.matrix)
     if result.labelled:
         size = max(4.0, min(9.0, 480 / max(n, 1) / 1.6))
-        ax.set_xticks(range(n), result.matrix.columns, rotation=90, fontsize=size)
-        ax.set_yticks(range(n), result.matrix.index, fontsize=size)
+        labels = [data.short_label(str(e), LABEL_CHARS) for e in result.matrix.index]
+        ax.set_xticks(range(n), labels, rotation=90, fontsize=size)
+        ax.set_yticks(range(n), labels, fontsize=size)
+        if n <= ANNOTATE_LIMIT:
+            for (i, j), r in np.ndenumerate(result.matrix.to_numpy()):
+                shown = f"{r:.2f}".replace("-0.00", "0.00")
+                text, dark = ("–", False) if np.isnan(r) else (shown, abs(r) > 0.6)
+                colour = "white" if dark else "black"
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
     else:
         step = max(1, int(np.ceil(n / 25)))
         ticks = list(range(0, n, step))
         ax.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
         ax.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
         ax.set_xlabel("event position (see correlation_index.csv)")
+        ax.set_ylabel("event position")
     fig.colorbar(image, ax=ax, shrink=0.8, label=f"{result.method.capitalize()} correlation")
     per = f", per {result.anchor}" if result.anchor else ""
+    grey = f"; grey: < {result.min_overlap} common intervals" if len(result.short_pairs) else ""
     ax.set_title(
         f"{n} events over {result.intervals} intervals{per}, clustered"
-        f" ({len(result.excluded)} left out)",
+        f" ({len(result.excluded)} left out{grey})",
         fontsize=10,
     )
     return fig

@@ -31,34 +31,44 @@ EVENT = "EVENT"  # column added by `load`: the event's label, unique per (PMU, E
 KEYS = [EVENT, "RUN", "REPEAT", "INDEX"]
 
 
-def load(path: str | Path) -> pd.DataFrame:
-    """Read and validate a results file; every problem becomes one clear line."""
+# The columns each analysis needs: reading only those is several times faster on a large file.
+SERIES_COLUMNS = ["EVENT_NAME", "INDEX", "TIME", "SAMPLE_VALUE", "RUN", "REPEAT", "PMU"]
+
+
+def load(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """Read and validate a results file; every problem becomes one clear line. With `columns`,
+    only those are read (the others are absent from the frame)."""
     path = Path(path)
     if not path.is_file():
         raise AutoprofError(f"{path}: no such results file")
     try:
-        frame = results.read_csv(path)
+        header = list(pd.read_csv(path, nrows=0).columns)
+        missing = [c for c in results.AUTOPERF_COLUMNS if c not in header]
+        if missing:
+            raise AutoprofError(
+                f"{path}: not a results.csv: missing column(s) {', '.join(missing)} "
+                f"(expected {','.join(results.AUTOPERF_COLUMNS)},...)"
+            )
+        frame = results.read_csv(path, columns=columns, categorical=True)
     except pd.errors.EmptyDataError:
         raise AutoprofError(f"{path}: the file is empty, not a results.csv") from None
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise AutoprofError(f"{path}: not a readable results.csv ({first})") from None
-    missing = [c for c in results.AUTOPERF_COLUMNS if c not in frame.columns]
-    if missing:
-        raise AutoprofError(
-            f"{path}: not a results.csv: missing column(s) {', '.join(missing)} "
-            f"(expected {','.join(results.AUTOPERF_COLUMNS)},...)"
-        )
     if frame.empty:
         raise AutoprofError(f"{path}: the results file has no rows")
     return prepare(frame)
 
 
 def prepare(frame: pd.DataFrame) -> pd.DataFrame:
-    """Normalize a results frame for analysis: canonical dtypes, RUN/REPEAT defaulting to 1
-    (autoperf files have neither), and the EVENT label column."""
-    frame = results.normalize(frame)
-    frame = frame[frame["EVENT_NAME"].notna() & frame["INDEX"].notna()]
+    """Normalize a results frame (all columns or some) for analysis: canonical dtypes with text
+    as categories, RUN/REPEAT defaulting to 1 (autoperf files have neither), and the EVENT
+    label column."""
+    dtypes = {c: results.DTYPES[c] for c in frame.columns if c in results.DTYPES}
+    frame = frame.astype({c: "category" if t == "string" else t for c, t in dtypes.items()})
+    keep = frame["EVENT_NAME"].notna() & frame["INDEX"].notna()
+    if not keep.all():
+        frame = frame[keep]
     for name in ("RUN", "REPEAT"):
         frame[name] = frame[name].fillna(1)
     if (frame["INDEX"] < 0).any():
@@ -72,7 +82,8 @@ def event_labels(frame: pd.DataFrame) -> pd.Categorical:
     ambiguous (the same event name scheduled on two PMUs). Categorical: millions of rows share
     a few hundred labels, and grouping by codes is what keeps the analyses fast."""
     name_codes, names = pd.factorize(frame["EVENT_NAME"])
-    pmu_codes, pmus = pd.factorize(frame["PMU"].fillna(""))
+    pmu_codes, pmus = pd.factorize(frame["PMU"])  # no PMU (autoperf): code -1, label ""
+    pmu_codes, pmus = pmu_codes + 1, ["", *pmus]
     pair_codes, pairs = pd.factorize(name_codes.astype(np.int64) * len(pmus) + pmu_codes)
     pair_name = np.asarray(names, dtype=object)[pairs // len(pmus)]
     pair_pmu = np.asarray(pmus, dtype=object)[pairs % len(pmus)]
@@ -83,14 +94,27 @@ def event_labels(frame: pd.DataFrame) -> pd.Categorical:
     return pd.Categorical.from_codes(pair_codes, categories=labels)
 
 
-def _group(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Group rows by several non-negative integer keys: each row's group number (groups in
-    key order) and each key's value per group. One combined key, np.unique and bincount are
-    several times faster than a pandas groupby on millions of rows."""
+def _slots(keys: list[np.ndarray], position: np.ndarray) -> tuple:
+    """Number (series, position) cells densely, without sorting or hashing millions of rows.
+
+    A series is a combination of the small non-negative integer `keys` (one event in one run
+    and repeat); it gets a block of consecutive slots, one per position from 0 to its largest
+    (interval indexes are dense). Returns each row's slot, the number of slots, and per slot
+    the value of each key and the position, in key order then position order.
+    """
     dims = tuple(int(k.max()) + 1 if len(k) else 1 for k in keys)
-    combined = np.ravel_multi_index(keys, dims)
-    uniques, group = np.unique(combined, return_inverse=True)
-    return group, list(np.unravel_index(uniques, dims))
+    series = np.ravel_multi_index(keys, dims)
+    length = np.zeros(int(np.prod(dims)), dtype=np.int64)
+    np.maximum.at(length, series, position + 1)
+    start = np.cumsum(length) - length
+    slots = int(length.sum())
+    owner = np.repeat(np.arange(len(length)), length)
+    return (
+        start[series] + position,
+        slots,
+        np.unravel_index(owner, dims),
+        np.arange(slots) - start[owner],
+    )
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,26 +144,29 @@ def per_interval(frame: pd.DataFrame) -> pd.DataFrame:
     events = frame[EVENT].array
     runs, run_values = _codes(frame["RUN"].to_numpy(np.int64))
     repeats, repeat_values = _codes(frame["REPEAT"].to_numpy(np.int64))
-    index = frame["INDEX"].to_numpy(np.int64)
-    group, (event_code, run_code, repeat_code, index_value) = _group(
-        [events.codes.astype(np.int64), runs, repeats, index]
+    index, index_values = _codes(frame["INDEX"].to_numpy(np.int64))
+    slot, slots, (event_code, run_code, repeat_code), index_code = _slots(
+        [events.codes.astype(np.int64), runs, repeats], index
     )
-    groups = len(event_code)
-    sums, counts, means = _group_mean(group, frame["SAMPLE_VALUE"].to_numpy(np.float64), groups)
-    time = np.full(groups, -np.inf)
-    np.maximum.at(time, group, frame["TIME"].to_numpy(np.float64, na_value=-np.inf))
-    return pd.DataFrame(
-        {
-            EVENT: pd.Categorical.from_codes(event_code, dtype=events.dtype),
-            "RUN": run_values[run_code],
-            "REPEAT": repeat_values[repeat_code],
-            "INDEX": index_value,
-            "TIME": np.where(np.isinf(time), np.nan, time),
-            "MEAN": means,
-            "SUM": np.where(counts > 0, sums, np.nan),
-            "VALUES": counts,
-        }
-    )
+    sums, counts, means = _group_mean(slot, frame["SAMPLE_VALUE"].to_numpy(np.float64), slots)
+    time = np.full(slots, -np.inf)
+    np.maximum.at(time, slot, frame["TIME"].to_numpy(np.float64, na_value=-np.inf))
+    columns = {
+        EVENT: event_code,
+        "RUN": run_values[run_code],
+        "REPEAT": repeat_values[repeat_code],
+        "INDEX": index_values[index_code],
+        "TIME": np.where(np.isinf(time), np.nan, time),
+        "MEAN": means,
+        "SUM": np.where(counts > 0, sums, np.nan),
+        "VALUES": counts,
+    }
+    rows = np.bincount(slot, minlength=slots) > 0
+    if not rows.all():  # an interval index missing from a run: no row for it
+        columns = {name: values[rows] for name, values in columns.items()}
+    columns[EVENT] = pd.Categorical.from_codes(columns[EVENT], dtype=events.dtype)
+    # fresh arrays: consolidating them into one block would copy millions of rows
+    return pd.DataFrame(columns, copy=False)
 
 
 def normalize_by(intervals: pd.DataFrame, anchor: str) -> pd.DataFrame:
@@ -149,12 +176,13 @@ def normalize_by(intervals: pd.DataFrame, anchor: str) -> pd.DataFrame:
     if anchor_rows.empty:
         raise AutoprofError(f"anchor event {anchor!r} is not in the results")
     runs = set(intervals["RUN"].unique())
-    lacking = sorted(int(r) for r in runs - set(anchor_rows["RUN"].unique()))
+    anchor_runs = set(anchor_rows["RUN"].unique())
+    lacking = sorted(int(r) for r in runs - anchor_runs)
     if lacking:
-        shown = ", ".join(str(r) for r in lacking[:10]) + (" ..." if len(lacking) > 10 else "")
         raise AutoprofError(
-            f"anchor event {anchor!r} is not measured in every run (missing in run(s) {shown}); "
-            "choose an event present in every run, such as task-clock"
+            f"anchor event {anchor!r} is not measured in every run of the chosen events "
+            f"(missing in run(s) {_few(lacking)}); choose an event measured in every run, or "
+            f"narrow --events to events of run(s) {_few(sorted(int(r) for r in anchor_runs))}"
         )
     denominator = anchor_rows.set_index(["RUN", "REPEAT", "INDEX"])["SUM"].rename("ANCHOR")
     out = intervals.join(denominator, on=["RUN", "REPEAT", "INDEX"])
@@ -164,20 +192,25 @@ def normalize_by(intervals: pd.DataFrame, anchor: str) -> pd.DataFrame:
     return out
 
 
+def _few(numbers: list[int], limit: int = 10) -> str:
+    return ", ".join(str(n) for n in numbers[:limit]) + (" ..." if len(numbers) > limit else "")
+
+
 def interval_series(intervals: pd.DataFrame, column: str = "MEAN") -> pd.DataFrame:
     """Wide series: rows = interval INDEX, columns = events, values = `column` averaged over
     runs and repeats (events of different runs align by interval index). NaN where an event has
     no number in that interval."""
     events = intervals[EVENT].array
-    group, (event_code, index_value) = _group(
-        [events.codes.astype(np.int64), intervals["INDEX"].to_numpy(np.int64)]
-    )
-    _, _, means = _group_mean(group, intervals[column].to_numpy(np.float64), len(event_code))
-    rows, row_of = np.unique(index_value, return_inverse=True)
-    used, col_of = np.unique(event_code, return_inverse=True)
-    wide = np.full((len(rows), len(used)), np.nan)
-    wide[row_of, col_of] = means
+    seen = np.bincount(events.codes, minlength=len(events.categories)) > 0
+    used = np.flatnonzero(seen)
+    col_of = (np.cumsum(seen) - 1)[events.codes]
+    row_of, rows = _codes(intervals["INDEX"].to_numpy(np.int64))
+    # the output is dense anyway: no grouping needed; column-major cells, because the
+    # intervals come event by event and the sums then fill memory in order
+    cell = col_of * len(rows) + row_of
+    _, _, means = _group_mean(cell, intervals[column].to_numpy(np.float64), len(rows) * len(used))
     columns = pd.Index(np.asarray(events.categories)[used], name=EVENT)
+    wide = means.reshape(len(used), len(rows)).T
     return pd.DataFrame(wide, index=pd.Index(rows, name="INDEX"), columns=columns)
 
 
@@ -210,6 +243,15 @@ def variability(series: pd.DataFrame) -> pd.Series:
     a large count and a small one rank by how much they move, not by their size."""
     mean = series.mean().abs()
     return (series.std(ddof=0) / mean.replace(0, np.nan)).fillna(0.0)
+
+
+def short_label(name: str, limit: int) -> str:
+    """`name` cut to `limit` characters for a plot, in the middle: event names differ at both
+    ends (``OFFCORE_RESPONSE.DEMAND_DATA_RD.L3_MISS.REMOTE_HITM``); the CSVs keep full names."""
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) // 2
+    return name[:head] + "…" + name[len(name) - (limit - 1 - head) :]
 
 
 def read_manifest_beside(path: Path) -> outdir.Manifest | None:

@@ -21,6 +21,7 @@ PANEL_HEIGHT = 2.0
 SHARED_HEIGHT = 5.0
 MARGIN = 1.0  # title and x axis label
 DPI = 100
+LABEL_CHARS = 28
 
 
 def figure_size(events: int, shared: bool) -> tuple[float, float]:
@@ -121,7 +122,7 @@ def plot(
 def _axis_label(event: str, unit: str | None, rate: bool) -> str:
     if rate:
         unit = f"{unit}/s" if unit else "per s"
-    short = event if len(event) <= 28 else event[:27] + "…"
+    short = data.short_label(event, LABEL_CHARS)
     return f"{short}\n({unit})" if unit else short
 
 

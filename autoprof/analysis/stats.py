@@ -70,7 +70,7 @@ def sanity_from_status(frame: pd.DataFrame) -> pd.DataFrame:
     rows: list[dict[str, str]] = []
     if frame["STATUS"].isna().all():  # an autoperf file: no status to judge by
         return pd.DataFrame(rows, columns=["kind", "event", "detail"])
-    status = frame["STATUS"].fillna(results.STATUS_OK)
+    status = frame["STATUS"].astype("string").fillna(results.STATUS_OK)  # categories lack "ok"
     for event, group in frame[status == results.STATUS_MULTIPLEXED].groupby(
         data.EVENT, observed=True
     ):

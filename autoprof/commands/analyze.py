@@ -107,10 +107,22 @@ def analyze() -> None:
 @click.option(
     "--repeat", type=click.IntRange(min=1), help="Use this repetition only [default: mean of all]."
 )
-def correlation(results, out, method, anchor, top, events, repeat) -> None:
-    """Correlation matrix and clustered heatmap of the events' interval series."""
-    frame = data.load(results)
-    result = correlation_.analyse(frame, method, anchor, events, top, repeat)
+@click.option(
+    "--min-overlap",
+    type=click.IntRange(min=2),
+    default=correlation_.MIN_OVERLAP,
+    show_default=True,
+    metavar="N",
+    help="Fewest intervals two events must share to be correlated.",
+)
+def correlation(results, out, method, anchor, top, events, repeat, min_overlap) -> None:
+    """Correlation matrix and clustered heatmap of the events' interval series.
+
+    Events of different runs are aligned by interval index, so two events share only the
+    intervals of the shorter run; pairs that share fewer than --min-overlap get no correlation.
+    """
+    frame = data.load(results, data.SERIES_COLUMNS)
+    result = correlation_.analyse(frame, method, anchor, events, top, repeat, min_overlap)
     folder = _out_dir(out, results)
     matrix_path = folder / "correlation_matrix.csv"
     result.matrix.to_csv(matrix_path, index_label="event", float_format="%.6g")
@@ -128,6 +140,14 @@ def correlation(results, out, method, anchor, top, events, repeat) -> None:
         shown = ", ".join(f"{e} ({r})" for e, r in result.excluded.head(10).to_numpy())
         more = f" and {len(result.excluded) - 10} more" if len(result.excluded) > 10 else ""
         click.echo(f"left out {len(result.excluded)} event(s): {shown}{more}")
+    if len(result.short_pairs):
+        short_path = folder / "correlation_short_pairs.csv"
+        result.short_pairs.to_csv(short_path, index=False)
+        written.append(short_path)
+        click.echo(
+            f"{len(result.short_pairs)} pair(s) of events share fewer than {min_overlap} "
+            "intervals (runs of different lengths): no correlation, grey on the heatmap"
+        )
     click.echo(
         f"{len(result.matrix)} events over {result.intervals} intervals, {method} correlation"
     )
@@ -151,7 +171,7 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
 
     With no -e/--events, plots the most variable events.
     """
-    frame = data.load(results)
+    frame = data.load(results, [*data.SERIES_COLUMNS, "VALUE_UNIT"])
     intervals = data.per_interval(frame)
     chosen = event_detail_.choose(intervals, list(names), events)
     lines = event_detail_.timelines(intervals, chosen, rate)
@@ -216,14 +236,15 @@ def stats(results, out, k) -> None:
 @_top_option(20, "Changes to show and plot.")
 def compare(a, b, out, test, alpha, k) -> None:
     """What changed from results A to results B: ratios, p-values, the largest changes."""
-    frame_a, frame_b = data.load(a), data.load(b)
+    frame_a, frame_b = data.load(a, data.SERIES_COLUMNS), data.load(b, data.SERIES_COLUMNS)
     for warning in compare_.check_same_cpu(a, b):
         click.echo(f"warning: {warning}", err=True)
     table = compare_.compare(frame_a, frame_b, test, alpha)
+    figure = compare_.plot(table, k, test)  # refuses before anything is written
     folder = _out_dir(out, a)
     paths = [folder / "compare.csv", folder / "compare.png"]
     table.to_csv(paths[0], index=False)
-    compare_.plot(table, k, test).savefig(paths[1])
+    figure.savefig(paths[1])
     significant = int(table["significant"].sum())
     shown = table.head(k).set_index("event")[
         ["total_a", "total_b", "ratio", "p_value", "q_value", "significant", "note"]

@@ -1,8 +1,9 @@
 /* autoprof's example workload: writes 12 known addresses a known number of times.
  *
  *   writes --addresses          print the 12 slot addresses (one per line) and exit
- *   writes N [STATE FAIL_RUN]   slot i (0-based) is written N*(i+1) times; with STATE, the
- *                               file counts invocations and the FAIL_RUN-th one exits 1
+ *   writes N [STATE FAIL_RUN]   slot i (0-based) is written N*(i+1) times (slot 0: times
+ *                               SLOT0_FACTOR); with STATE, the file counts invocations and
+ *                               the FAIL_RUN-th one exits 1
  *
  * Built with -no-pie so the addresses are the same in every run: hardware breakpoints
  * (perf's mem:ADDR:w) then count the writes exactly. The slots sit in their own page, 64
@@ -13,6 +14,9 @@
 #include <string.h>
 
 #define SLOTS 12
+#ifndef SLOT0_FACTOR /* a second "build" for compare: -DSLOT0_FACTOR=2 writes slot 0 twice as often */
+#define SLOT0_FACTOR 1
+#endif
 static volatile long slots[SLOTS * 8] __attribute__((aligned(4096)));
 
 static int bump_state(const char *path) {
@@ -40,8 +44,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "writes: failing on purpose (invocation %s)\n", argv[3]);
         return 1;
     }
-    for (int i = 0; i < SLOTS; i++)
-        for (long k = 0; k < n * (i + 1); k++) slots[i * 8] = k;
+    for (int i = 0; i < SLOTS; i++) {
+        long times = n * (i + 1) * (i == 0 ? SLOT0_FACTOR : 1);
+        for (long k = 0; k < times; k++) slots[i * 8] = k;
+    }
     printf("wrote %d slots, slot i %ld*(i+1) times\n", SLOTS, n);
     return 0;
 }
