@@ -49,7 +49,7 @@ def profile(binary: Path, out: Path, slot0_factor: int) -> Profile:
     watched = {f"mem:{addresses[i]}:w": expected_writes(N, slot0_factor)[i] for i in SLOTS}
     args = [arg for event in [*SOFTWARE, *TRACEPOINTS, *watched] for arg in ("-e", event)]
     command = [sys.executable, "-m", "autoprof"]
-    options = ["--interval", "10", "--repeat", "3", "-o", str(out)]
+    options = ["--interval", "10", "--repeat", "3", "--retries", "2", "-o", str(out)]
     proc = subprocess.run(
         [*command, "profile", *args, *options, "--", str(binary), str(N)],
         capture_output=True,
