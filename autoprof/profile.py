@@ -35,12 +35,22 @@ class Outcome:
     failed: list[tuple[int, int]]  # (run, repeat) whose workload or perf failed
 
 
-def plan_for(catalog: Catalog, names: list[str]) -> tuple[Catalog, Plan]:
-    """The catalog restricted to `names` (all of it when empty) and its schedule."""
+def plan_for(catalog: Catalog, names: list[str], anchor: str | None = None) -> tuple[Catalog, Plan]:
+    """The catalog restricted to `names` (all of it when empty) plus the `anchor` event, and
+    its schedule. The anchor must need no counter: `tasks` adds it to every run."""
     if names:
-        catalog = host.resolve_events(catalog, names)
+        catalog = host.resolve_events(catalog, [*names, *([anchor] if anchor not in names else [])])
     if not catalog.events:
         raise AutoprofError("no events to measure")
+    if anchor:
+        found = [e for e in catalog.events if anchor in (e.name, e.spec)]
+        if not found:
+            raise AutoprofError(f"anchor event {anchor} is not an event of this machine")
+        if not catalog.pmus[found[0].pmu].unconstrained:
+            raise AutoprofError(
+                f"anchor event {anchor} needs a {found[0].pmu} counter in every run; "
+                "choose a software event such as task-clock"
+            )
     return catalog, schedule(catalog)
 
 
@@ -49,7 +59,7 @@ def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) 
     perf = shutil.which("perf") or "perf"
     return [
         perf_argv(outdir.run_dir(out, t.run, t.repeat), list(t.events), command, options, perf)
-        for t in tasks(plan, options.repeat, options.part, options.parts)
+        for t in tasks(plan, options)
     ]
 
 
@@ -95,7 +105,7 @@ def profile(
     if job is not None and manifest.job != job:
         manifest.job = dict(job)
         outdir.write_manifest(out, manifest)
-    todo = tasks(plan, options.repeat, options.part, options.parts)
+    todo = tasks(plan, options)
     records = Runner(out, command, options, on_event).run_all(todo)
     failed = sorted({(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK})
     return Outcome(manifest, records, failed)

@@ -38,7 +38,7 @@ STATUS_FILE = "workload.status"
 LOCK_FILE = ".lock"
 FINAL = {outdir.RUN_OK, outdir.RUN_WORKLOAD_FAILED, outdir.RUN_PERF_FAILED, outdir.RUN_TIMEOUT}
 # Options that change what the numbers mean: a resumed profile must keep them.
-MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list")
+MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor")
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,8 @@ class ProfileOptions:
     fail_fast: bool = False
     force: bool = False
     retries: int = 0  # run a failed (run, repeat) again, up to this many more times
+    # an unconstrained event (task-clock) counted in every run, so analyses can normalise by it
+    anchor: str | None = None
     # a profile split over `parts` machines: this one runs its share (outdir.planned)
     part: int = 1
     parts: int = 1
@@ -73,11 +75,18 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def tasks(plan: Plan, repeat: int, part: int = 1, parts: int = 1) -> list[Task]:
-    """The (run, repeat) tasks of part `part` of `parts` (all of them for a plain profile)."""
+def tasks(plan: Plan, options: ProfileOptions) -> list[Task]:
+    """The (run, repeat) tasks of this part (all of them for a plain profile), each with the
+    anchor event added to the runs the plan did not put it in."""
+    anchor = [e for run in plan.runs for e in run.events if options.anchor in (e.name, e.spec)]
+    if options.anchor and not anchor:
+        raise AutoprofError(f"anchor event {options.anchor} is not in the plan")
+    runs = [
+        tuple(run.events) + tuple(e for e in anchor if e not in run.events) for run in plan.runs
+    ]
     return [
-        Task(run, rep, tuple(plan.runs[run - 1].events))
-        for run, rep in outdir.planned(len(plan.runs), repeat, part, parts)
+        Task(run, rep, runs[run - 1])
+        for run, rep in outdir.planned(len(plan.runs), options.repeat, options.part, options.parts)
     ]
 
 

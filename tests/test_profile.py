@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from autoprof import outdir, results
@@ -161,6 +162,30 @@ def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_
     assert report["runs"]["failed"] == []
     assert report["runs"]["retried"] == [{"run": 2, "repeat": 1, "attempt": 2}]
     check_exact(out, writes, 500)
+
+
+def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_path):
+    out = tmp_path / "out"
+    args = [*watch_args(writes)[:24], "--anchor", "task-clock", "--interval", "10"]
+    dry = autoprof("profile", *args, "--dry-run", "-o", str(out), "--", str(writes), "3000")
+    assert dry.returncode == 0 and len(dry.stdout.splitlines()) == 3
+    assert all(" -e task-clock " in line for line in dry.stdout.splitlines())
+    proc = autoprof("profile", *args, "--retries", "2", "-o", str(out), "--", str(writes), "3000")
+    assert proc.returncode == 0, proc.stderr
+    assert outdir.read_manifest(out).options["anchor"] == "task-clock"
+    assert autoprof("aggregate", str(out)).returncode == 0
+    frame = results.read_csv(out / outdir.RESULTS)
+    assert set(frame.loc[frame["EVENT_NAME"] == "task-clock", "RUN"]) == {1, 2, 3}
+    check_exact(out, writes, 3000)
+    corr = autoprof(
+        "analyze", "correlation", str(out / outdir.RESULTS), "--anchor", "task-clock",
+        "--min-overlap", "3", "-o", str(tmp_path / "corr"),
+    )  # fmt: skip
+    assert corr.returncode == 0, corr.stderr
+    matrix = pd.read_csv(tmp_path / "corr" / "correlation_matrix.csv", index_col=0)
+    assert {f"mem:{a}:w" for a in slot_addresses(writes)} & set(matrix.columns)
+    refused = autoprof("profile", *args[:-4], "--anchor", "mem:0x1000:w", "--dry-run", "--", "true")
+    assert refused.returncode == 2 and "software event" in refused.stderr
 
 
 def test_no_room_splits_the_run_and_bad_events_are_unsupported(writes, tmp_path):

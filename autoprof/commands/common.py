@@ -130,6 +130,12 @@ def measure_options(func: Callable) -> Callable:
                 "--fail-fast", is_flag=True, help="Stop at the first run whose workload fails."
             ),
             click.option(
+                "--anchor",
+                metavar="EVENT",
+                help="Count this software event (task-clock) in every run, so analyses can "
+                "normalise events of different runs by it.",
+            ),
+            click.option(
                 "--retries",
                 default=0,
                 show_default=True,
@@ -174,6 +180,7 @@ def profile_options(
     timeout: float | None,
     fail_fast: bool,
     retries: int = 0,
+    anchor: str | None = None,
     **more,
 ) -> ProfileOptions:
     """ProfileOptions from the measure_options values (plus force, part, parts if given)."""
@@ -185,6 +192,7 @@ def profile_options(
         timeout=timeout,
         fail_fast=fail_fast,
         retries=retries,
+        anchor=anchor,
         **more,
     )
 

@@ -37,6 +37,7 @@ MEASURE_KEYS = (
     "timeout",
     "fail_fast",
     "retries",
+    "anchor",
 )
 
 
@@ -60,7 +61,7 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
     measure = {k: opts.pop(k) for k in MEASURE_KEYS}
     options = profile_options(**measure, force=force)
     names = common.event_names(event_names, events_file)
-    catalog, plan = library.plan_for(build_catalog(**opts), names)
+    catalog, plan = library.plan_for(build_catalog(**opts), names, options.anchor)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, plan, options):

@@ -28,6 +28,7 @@ _OPTIONS: dict[str, tuple[type, ...]] = {
     "timeout": (int, float, type(None)),
     "fail_fast": (bool,),
     "retries": (int,),
+    "anchor": (str, type(None)),
 }
 # build_catalog arguments that pick events whatever the machine (not --cpu/--smt/--events-dir:
 # the worker profiles its own machine)
