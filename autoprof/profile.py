@@ -39,7 +39,9 @@ def plan_for(catalog: Catalog, names: list[str], anchor: str | None = None) -> t
     """The catalog restricted to `names` (all of it when empty) plus the `anchor` event, and
     its schedule. The anchor must need no counter: `tasks` adds it to every run."""
     if names:
-        catalog = host.resolve_events(catalog, [*names, *([anchor] if anchor not in names else [])])
+        catalog = host.resolve_events(
+            catalog, [*names, *([anchor] if anchor and anchor not in names else [])]
+        )
     if not catalog.events:
         raise AutoprofError("no events to measure")
     if anchor:
