@@ -122,6 +122,9 @@ class RunRecord:
     part: int = 1
     # > 1 when earlier attempts failed and `--retries` ran the run again (the journal keeps them)
     attempt: int = 1
+    # perf's pid, which leads its own process group (perf + workload): whoever finds this run
+    # unfinished after its profiler died can stop what it left running
+    perf_pid: int | None = None
 
     @property
     def folder_name(self) -> str:

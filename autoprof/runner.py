@@ -230,6 +230,7 @@ class Runner:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise AutoprofError(f"another profile is running in {self.out}/") from None
+            stop_leftovers(self.out)  # the lock was free: whoever held it is dead
             # Ctrl-C must stop a profile even when started with SIGINT ignored (as `cmd &`).
             previous = signal.signal(signal.SIGINT, signal.default_int_handler)
             try:
@@ -334,6 +335,8 @@ class Runner:
                 )
             except OSError as error:
                 raise AutoprofError(f"cannot start perf: {error}") from None
+            record.perf_pid = proc.pid
+            outdir.write_run_record(folder, record)
             try:
                 code = proc.wait(timeout=self.options.timeout)
                 record.status = ""
@@ -348,6 +351,9 @@ class Runner:
                 record.end, record.elapsed_s = _now(), round(time.monotonic() - started, 6)
                 outdir.write_run_record(folder, record)
                 raise Interrupted from None
+            except BaseException:  # e.g. a queue job's timeout raised in this process
+                _stop(proc)
+                raise
         record.end, record.elapsed_s = _now(), round(time.monotonic() - started, 6)
         record.perf_exit = code
         if not record.status:
@@ -399,6 +405,33 @@ class Runner:
 
 def _event_named(events: list[Event], name: str) -> Event | None:
     return next((e for e in events if name in (e.spec, e.label, e.name)), None)
+
+
+def stop_leftovers(root: Path) -> list[int]:
+    """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
+    still unfinished in its run.json. Returns the process groups killed.
+
+    perf runs in a session of its own (so that a timeout can stop perf and workload together),
+    which also means it outlives a profiler killed with SIGKILL and would disturb whatever is
+    measured next. Only a live process named perf that leads its own group is killed.
+    """
+    killed = []
+    for path in sorted(root.glob(f"**/{outdir.RUNS}/run*/{outdir.RUN_RECORD}")):
+        try:
+            record = outdir.read_run_record(path.parent)
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+        pid = record.perf_pid
+        if record.status or not pid:
+            continue
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            if comm == "perf" and os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+                killed.append(pid)
+        except (OSError, ProcessLookupError):
+            continue  # gone already
+    return killed
 
 
 def _stop(proc: subprocess.Popen) -> int:

@@ -20,7 +20,7 @@ from autoprof import outdir, results
 from autoprof.catalog.host import breakpoint_event
 from autoprof.catalog.model import Event
 from autoprof.examples import expected_writes, slot_addresses
-from autoprof.runner import ProfileOptions, Runner, Task
+from autoprof.runner import ProfileOptions, Runner, Task, stop_leftovers
 
 pytestmark = pytest.mark.skipif(
     shutil.which("perf") is None or shutil.which("cc") is None, reason="needs perf and cc"
@@ -186,6 +186,32 @@ def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_p
     assert {f"mem:{a}:w" for a in slot_addresses(writes)} & set(matrix.columns)
     refused = autoprof("profile", *args[:-4], "--anchor", "mem:0x1000:w", "--dry-run", "--", "true")
     assert refused.returncode == 2 and "software event" in refused.stderr
+
+
+def test_perf_left_by_a_killed_profiler_is_stopped(writes, tmp_path):
+    """perf has a session of its own (a timeout stops perf and workload together), so it
+    outlives `autoprof profile` killed with SIGKILL; `stop_leftovers` (which a resumed profile
+    and a queue worker call) stops it. The workload writes 4M times (~5 s): 3 s is no wait."""
+    out = tmp_path / "out"
+    args = ["profile", *watch_args(writes)[:8], "-o", str(out), "--", str(writes)]
+    proc = subprocess.Popen([sys.executable, "-m", "autoprof", *args, "400000"])
+    folder = outdir.run_dir(out, 1, 1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pid = (folder / outdir.RUN_RECORD).exists() and outdir.read_run_record(folder).perf_pid
+        if pid and Path(f"/proc/{pid}/comm").read_text().strip() == "perf":
+            break
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    time.sleep(0.5)
+    assert Path(f"/proc/{pid}").exists()  # perf (and its workload) outlived the profiler
+    assert stop_leftovers(out) == [pid]
+    deadline = time.monotonic() + 3
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists()
+    assert stop_leftovers(out) == []  # nothing left, nothing else touched
 
 
 def test_no_room_splits_the_run_and_bad_events_are_unsupported(writes, tmp_path):

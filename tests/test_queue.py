@@ -61,13 +61,6 @@ def test_parts_partition_the_plan():
                 assert max(sizes) - min(sizes) <= 1
 
 
-def test_run_folders_sort_numerically(tmp_path):
-    for name in ["run0001-rep10", "run0001-rep2", "run0001-rep1-part2", "run0001-rep1"]:
-        (tmp_path / outdir.RUNS / name).mkdir(parents=True)
-    names = [p.name for p in outdir.run_folders(tmp_path)]
-    assert names == ["run0001-rep1", "run0001-rep1-part2", "run0001-rep2", "run0001-rep10"]
-
-
 def test_wait_until_quiet_polls_then_gives_up():
     loads, slept = iter([5.0, 3.0, 0.5]), []
     load, waited = wait_until_quiet(lambda: next(loads), 1.0, 60, 2, slept.append)
@@ -359,3 +352,37 @@ def test_submit_checks_and_cancel(redis_url):
     assert "canceled before it ran" in cli_run("jobs", "show", queued, "--redis", redis_url).output
     missing = cli_run("jobs", "show", "ffffffff", "--redis", redis_url)
     assert missing.exit_code == 2 and "no job ffffffff" in missing.output
+
+
+def perf_pids(out: Path) -> list[int]:
+    """perf pids recorded in the run records under `out` whose process still runs perf."""
+    found = []
+    for path in out.glob(f"**/{outdir.RUNS}/run*/{outdir.RUN_RECORD}"):
+        pid = outdir.read_run_record(path.parent).perf_pid
+        comm = Path(f"/proc/{pid}/comm")
+        if pid and comm.exists() and comm.read_text().strip() == "perf":
+            found.append(pid)
+    return found
+
+
+def test_stopping_a_started_job_stops_its_perf_too(writes, redis_url, pg_url, workers):
+    """RQ kills the job's process group; perf leads its own, so the worker stops it as well:
+    nothing keeps counting (and loading the machine) after `jobs cancel`."""
+    conn = connection.connect(redis_url)
+    name = f"e-{uuid.uuid4().hex[:6]}"
+    worker = workers(redis_url, pg_url, name, f"{writes} [0-9]+")
+    wait_ready(conn, [name])
+    [job] = submit(redis_url, "--host", name, *watch(writes)[:8], "--", writes, "400000")
+    deadline = time.monotonic() + 60
+    while not perf_pids(worker.workdir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [pid] = perf_pids(worker.workdir)
+    assert cli_run("jobs", "cancel", job, "--redis", redis_url).exit_code == 0
+    stopped = wait_jobs(conn, [job], timeout=30)[job]
+    assert stopped.status in ("stopped", "failed")
+    deadline = time.monotonic() + 3  # the workload alone would write for ~5 s more
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists(), "perf still runs after its job was stopped"
+    assert worker.proc.poll() is None  # the worker itself goes on
+    assert stopped.profile_id not in cli_run("runs", "list", "--store", pg_url).output

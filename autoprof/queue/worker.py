@@ -37,6 +37,7 @@ from autoprof.catalog import host
 from autoprof.errors import AutoprofError
 from autoprof.queue import connection
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
+from autoprof.runner import stop_leftovers
 from autoprof.store import engine, upload
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran
@@ -207,7 +208,17 @@ class ProfileJob(Job):
 
 class ProfileWorker(Worker):
     """RQ's forking worker whose started jobs expire HEARTBEAT_MISSES heartbeats after the last
-    one (RQ adds a fixed minute), so a dead worker's job is failed or retried in seconds."""
+    one (RQ adds a fixed minute), so a dead worker's job is failed or retried in seconds, and
+    whose stopped jobs leave no perf running (RQ kills the job's process group; perf has its
+    own)."""
+
+    def __init__(self, *args: Any, workdir: Path, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.workdir = workdir
+
+    def kill_horse(self, *args: Any, **kwargs: Any) -> None:
+        super().kill_horse(*args, **kwargs)
+        stop_leftovers(self.workdir)
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         interval = self.job_monitoring_interval
@@ -240,6 +251,7 @@ def work(
         )
     conn = connection.connect(redis_text)
     settings.workdir.mkdir(parents=True, exist_ok=True)
+    stop_leftovers(settings.workdir)  # a previous worker here was killed mid-job
     job_class = type("ProfileJob", (ProfileJob,), {"settings": settings})
     worker = ProfileWorker(
         queue_names(settings.hostname, extra_queues),
@@ -249,6 +261,7 @@ def work(
         job_class=job_class,
         job_monitoring_interval=heartbeat_s,
         maintenance_interval=maintenance_s,
+        workdir=settings.workdir,
         # RQ blocks for worker_ttl - 15 s waiting for a job; maintenance runs between waits
         worker_ttl=maintenance_s + 15,
     )
