@@ -6,6 +6,7 @@ builds the group and turns `AutoprofError` into one line and a non-zero exit.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -15,6 +16,22 @@ from autoprof.errors import AutoprofError
 
 
 class _Group(click.Group):
+    """Commands are imported on first use (click's documented lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from autoprof.commands import COMMANDS
+
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        from autoprof.commands import COMMANDS
+
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -27,16 +44,6 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="autoprof")
 def cli() -> None:
     """Measure every performance event of this CPU for a program, without multiplexing."""
-
-
-def _register() -> None:
-    from autoprof.commands import COMMANDS
-
-    for command in COMMANDS:
-        cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:

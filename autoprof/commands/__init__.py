@@ -1,30 +1,24 @@
-"""One module per command; the list below is what `autoprof --help` shows."""
+"""One module per command; the table below is what `autoprof --help` shows, in this order.
 
-from autoprof.commands import store
-from autoprof.commands.aggregate import aggregate
-from autoprof.commands.analyze import analyze
-from autoprof.commands.demo import demo
-from autoprof.commands.events import events
-from autoprof.commands.flame import flamegraph_command, record_command
-from autoprof.commands.jobs import jobs_group
-from autoprof.commands.profile import profile
-from autoprof.commands.schedule import schedule
-from autoprof.commands.submit import submit
-from autoprof.commands.worker import worker
+Each entry names the module and attribute of a click command. The CLI imports a command's module
+only when that command (or the full help listing) is asked for, so a command's heavy libraries
+(pandas, matplotlib, SQLAlchemy, ...) must be imported inside its functions, never at the top of
+its module.
+"""
 
-COMMANDS: list = [
-    events,
-    schedule,
-    profile,
-    aggregate,
-    store.upload_command,
-    store.runs_group,
-    store.store_group,
-    worker,
-    submit,
-    jobs_group,
-    record_command,
-    flamegraph_command,
-    demo,
-    analyze,
-]
+COMMANDS: dict[str, str] = {
+    "events": "autoprof.commands.events:events",
+    "schedule": "autoprof.commands.schedule:schedule",
+    "profile": "autoprof.commands.profile:profile",
+    "aggregate": "autoprof.commands.aggregate:aggregate",
+    "upload": "autoprof.commands.store:upload_command",
+    "runs": "autoprof.commands.store:runs_group",
+    "store": "autoprof.commands.store:store_group",
+    "worker": "autoprof.commands.worker:worker",
+    "submit": "autoprof.commands.submit:submit",
+    "jobs": "autoprof.commands.jobs:jobs_group",
+    "record": "autoprof.commands.flame:record_command",
+    "flamegraph": "autoprof.commands.flame:flamegraph_command",
+    "demo": "autoprof.commands.demo:demo",
+    "analyze": "autoprof.commands.analyze:analyze",
+}
