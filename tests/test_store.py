@@ -130,7 +130,10 @@ def test_values_survive_losslessly(store_url, tmp_path):
     results.write_csv(frame, out / outdir.RESULTS)
     assert autoprof("upload", out, store=store_url).exit_code == 0
     exported = tmp_path / "exported.csv"
-    assert autoprof("runs", "export", run_ids(store_url)[0], "-o", exported, store=store_url)
+    assert (
+        autoprof("runs", "export", run_ids(store_url)[0], "-o", exported, store=store_url).exit_code
+        == 0
+    )
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 
@@ -352,7 +355,12 @@ def test_concurrent_uploads(backend, n, request, tmp_path):
     expected = sum(len(results.read_csv(p / outdir.RESULTS)) for p in [*distinct, twin])
     assert count(url, "measurement") == expected
     exported = tmp_path / "twin.csv"
-    assert autoprof("runs", "export", outdir.read_manifest(twin).id, "-o", exported, store=url)
+    assert (
+        autoprof(
+            "runs", "export", outdir.read_manifest(twin).id, "-o", exported, store=url
+        ).exit_code
+        == 0
+    )
     assert exported.read_bytes() == (twin / outdir.RESULTS).read_bytes()
 
 
@@ -401,7 +409,12 @@ def test_killed_upload_leaves_nothing_and_retry_succeeds(backend, request, tmp_p
     retry = autoprof("upload", out, store=url)
     assert retry.exit_code == 0 and "stored run" in retry.stdout
     exported = tmp_path / "e.csv"
-    assert autoprof("runs", "export", outdir.read_manifest(out).id, "-o", exported, store=url)
+    assert (
+        autoprof(
+            "runs", "export", outdir.read_manifest(out).id, "-o", exported, store=url
+        ).exit_code
+        == 0
+    )
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 
