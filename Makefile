@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 APT_PKGS := linux-perf gcc chromium
 APT_BINS := perf cc chromium
 
-.PHONY: install system-deps test lint bench demo clean
+.PHONY: install system-deps test test-fast lint bench demo clean
 
 install: $(STAMP)
 
@@ -30,6 +30,10 @@ system-deps:
 
 test: install system-deps
 	$(PY) -m pytest -q
+
+# Everything but the tests marked slow (real profiles, workers): under a minute.
+test-fast: install system-deps
+	$(PY) -m pytest -q -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check .

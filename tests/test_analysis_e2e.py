@@ -34,6 +34,7 @@ SLOTS = [0, 1, 2, 3, 11]  # five breakpoints: two runs, of different lengths
 SOFTWARE = ["task-clock", "page-faults", "context-switches"]
 NEVER = "syscalls:sys_enter_mkdir"  # the workload never calls it: an all-zero event
 TRACEPOINTS = ["syscalls:sys_enter_write", "sched:sched_switch", NEVER]
+pytestmark = pytest.mark.slow  # real profiles of two builds
 
 
 @dataclass

@@ -34,6 +34,7 @@ OPTION_SETS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", list(OPTION_SETS), ids=list(OPTION_SETS))
 @pytest.mark.parametrize(("platform", "cpu"), PLATFORMS, ids=[p for p, _ in PLATFORMS])
 def test_every_platform_meets_its_bound(intel_dir, platform, cpu, options):
@@ -91,6 +92,7 @@ def catalogs(draw):
     return Catalog("synthetic", pmus, events)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(catalogs())
 def test_random_catalogs_are_packed_optimally(catalog):

@@ -98,6 +98,7 @@ def real_out(writes, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_real_profile_round_trip_is_byte_identical(real_out, writes, store_url, tmp_path):
     """profile -> aggregate -> upload -> export on real perf output gives the same bytes, and
     the store's copy still holds the exact breakpoint counts."""
@@ -148,6 +149,7 @@ def test_reupload_is_stored_once(store_url, tmp_path):
     assert count(store_url, "measurement") == rows
 
 
+@pytest.mark.slow
 def test_split_run_is_complete_when_every_part_is_stored(store_url, tmp_path):
     whole = make_out(tmp_path / "whole", runs=5, repeats=2, intervals=8, seed=3)
     profile_id = outdir.read_manifest(whole).id
@@ -290,6 +292,7 @@ def test_bad_or_unreachable_store_is_one_masked_line(url, says, tmp_path):
         assert ":***@" in result.stderr
 
 
+@pytest.mark.slow
 def test_unreachable_store_in_a_real_process():
     """The installed entry point, not the test runner: one line on stderr, exit 2, no trace."""
     url = f"postgresql://postgres:{SECRET}@127.0.0.1:1/db"  # nothing listens on port 1
@@ -304,6 +307,7 @@ def test_unreachable_store_in_a_real_process():
     assert SECRET not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_password_never_printed(pg_url, tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOPROF_STORE", pg_url)
     out = make_out(tmp_path / "out")
@@ -335,6 +339,7 @@ def _upload_child(args: tuple[str, str]) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend, n", [("postgresql", 16), ("sqlite", 6)])
 def test_concurrent_uploads(backend, n, request, tmp_path):
     """n distinct runs and n copies of one more, uploaded by 2n processes at once (the issue's
@@ -389,6 +394,7 @@ def _sqlite_inserting(url: str):
     return lambda: wal.exists() and wal.stat().st_size > 2**20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
 def test_killed_upload_leaves_nothing_and_retry_succeeds(backend, request, tmp_path):
     url = request.getfixturevalue("pg_url" if backend == "postgresql" else "sqlite_url")
