@@ -146,3 +146,32 @@ def test_malformed_catalog_is_one_line(tmp_path, intel_dir, field, value, messag
     assert message in str(err.value)
     assert "skylake_core.json" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_topdown_metrics_follow_slots_in_one_group(intel_dir):
+    """On SPR every PERF_METRICS event sits in the run of TOPDOWN.SLOTS, after it, and perf
+    gets them as one group led by slots; the plan still meets its lower bound."""
+    from autoprof.schedule import schedule
+
+    catalog = intel.load(intel_dir, "SPR")
+    metrics = [e for e in catalog.events if e.name.startswith("PERF_METRICS.")]
+    assert len(metrics) == 8 and all(e.leader == "TOPDOWN.SLOTS" for e in metrics)
+    plan = schedule(catalog)
+    assert len(plan) == plan.lower_bound
+    runs = [run for run in plan.runs if any(e.leader for e in run.events)]
+    assert len(runs) == 1
+    names = [e.name for e in runs[0].events]
+    assert all(names.index("TOPDOWN.SLOTS") < names.index(m.name) for m in metrics)
+    groups = [arg for arg in runs[0].perf_events() if arg.startswith("{")]
+    assert len(groups) == 1
+    slots = next(e for e in catalog.events if e.name == "TOPDOWN.SLOTS")
+    assert groups[0].startswith("{" + slots.spec + ",")
+    assert all(m.spec in groups[0] for m in metrics)
+    assert plan.to_json()["runs"][plan.runs.index(runs[0])]["perf_events"] == runs[0].perf_events()
+    # asking for one metric brings its leader into the plan
+    one = schedule(catalog.select(["PERF_METRICS.RETIRING"]))
+    assert [e.name for e in one.runs[0].events] == ["TOPDOWN.SLOTS", "PERF_METRICS.RETIRING"]
+    assert one.runs[0].perf_events() == ["{" + slots.spec + "," + metrics[0].spec + "}"]
+    # Ice Lake has the first four metrics only
+    icl = [e.umask for e in intel.load(intel_dir, "ICL").events if e.leader]
+    assert icl == [0x80, 0x81, 0x82, 0x83]

@@ -25,6 +25,10 @@ _HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_low
 _NO_ERRATA = {"", "0", "null", "na", "none"}
 
 
+class UnknownCpu(AutoprofError):
+    """No mapfile row matches the CPU id (this machine may simply not be in the data)."""
+
+
 @dataclass(frozen=True)
 class MapRow:
     pattern: str
@@ -102,7 +106,7 @@ def rows_for_cpu(events_dir: Path, cpu: str) -> list[MapRow]:
         known = sorted(platforms) + sorted({example_cpu_id(r.pattern) for r in rows})
         close = difflib.get_close_matches(cpu, known, n=4, cutoff=0.5)
         hint = f"; close matches: {', '.join(close)}" if close else ""
-        raise AutoprofError(f"unknown CPU id {cpu!r} in {events_dir}/mapfile.csv{hint}")
+        raise UnknownCpu(f"unknown CPU id {cpu!r} in {events_dir}/mapfile.csv{hint}")
     return chosen
 
 

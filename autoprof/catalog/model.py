@@ -139,7 +139,8 @@ class Catalog:
         return [e for e in self.events if sep and e.pmu == pmu and e.name.lower() == bare]
 
     def select(self, names: list[str]) -> Catalog:
-        """A catalog with only the named events; an unknown name is an error with suggestions."""
+        """A catalog with only the named events (and the group leaders they need); an unknown
+        name is an error with suggestions."""
         chosen: list[Event] = []
         for name in names:
             found = self.find(name)
@@ -148,5 +149,8 @@ class Catalog:
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise AutoprofError(f"unknown event {name!r} for {self.cpu}{hint}")
             chosen.extend(e for e in found if e not in chosen)
+        keys = {e.key for e in chosen}
+        leaders = {(e.pmu, e.leader) for e in chosen if e.leader} - keys
+        chosen = [e for e in self.events if e.key in leaders] + chosen  # topdown needs slots
         pmus = {e.pmu: self.pmus[e.pmu] for e in chosen}
         return Catalog(self.cpu, pmus, chosen, [], self.source)
