@@ -79,9 +79,7 @@ def _match(catalog: Catalog, pmu: str, terms: dict) -> Event | None:
     found = [
         e
         for e in catalog.events
-        if e.pmu == pmu
-        and e.style
-        and encoding.counted(encoding.parse_terms(e.spec)[1]) == wanted
+        if e.pmu == pmu and e.style and encoding.counted(encoding.parse_terms(e.spec)[1]) == wanted
     ]
     found.sort(key=lambda e: e.fixed is None)
     return found[0] if found else None
