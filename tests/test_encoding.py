@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -106,7 +108,8 @@ def test_modifiers_derive_their_own_string():
     """`dataclasses.replace` on the encoding fields gives the string of the derived event."""
     base = Event("X.Y", "cpu", style=encoding.CORE, code=0xA3, umask=0x4)
     derived = dataclasses.replace(base, name="X.Y:c1:e1", cmask=1, edge=True)
-    assert derived.spec == "cpu/event=0xa3,umask=4,cmask=1,edge=1,name=X.Y:c1:e1/"
+    assert derived.spec == "cpu/event=0xa3,umask=4,cmask=1,edge=1,name='X.Y:c1:e1'/"
+    assert derived.label == "X.Y:c1:e1"
     uncore = dataclasses.replace(base, pmu="uncore_cha", style=encoding.UNCORE, cmask=2)
     assert "thresh=2" in uncore.spec
 
@@ -175,3 +178,25 @@ def test_topdown_metrics_follow_slots_in_one_group(intel_dir):
     # Ice Lake has the first four metrics only
     icl = [e.umask for e in intel.load(intel_dir, "ICL").events if e.leader]
     assert icl == [0x80, 0x81, 0x82, 0x83]
+
+
+@pytest.mark.skipif(
+    shutil.which("perf") is None
+    or not Path("/sys/bus/event_source/devices/msr/events/tsc").exists(),
+    reason="needs perf and the msr PMU (msr/tsc/)",
+)
+def test_perf_takes_the_strings_and_groups(tmp_path):
+    """perf itself parses encoding's strings (a quoted name= for names with ':') and a
+    perf_event_args group with its leader first; it prints the names back unquoted."""
+    from autoprof.perf import stat_csv
+    from autoprof.schedule.plan import perf_event_args
+
+    lead = Event("TSC.LEAD", "msr", style=encoding.RAW, terms=(("event", 0),))
+    member = dataclasses.replace(lead, name="TSC.MEMBER:x", leader="TSC.LEAD")
+    args = perf_event_args([member, lead])
+    assert args == ["{msr/event=0,name=TSC.LEAD/,msr/event=0,name='TSC.MEMBER:x'/}"]
+    out = tmp_path / "perf.csv"
+    argv = ["perf", "stat", "-x", ",", "-o", str(out), "-e", args[0], "--", "true"]
+    subprocess.run(argv, check=True, capture_output=True, timeout=60)
+    rows = stat_csv.parse(out.read_text())
+    assert list(rows.frame["EVENT"]) == [lead.label, member.label] == ["TSC.LEAD", "TSC.MEMBER:x"]

@@ -65,12 +65,26 @@ def terms(event: Event) -> list[tuple[str, int]]:
     return out
 
 
+_BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_QUOTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_*?\-,.\[\]:=]*$")
+
+
+def name_term(name: str) -> str:
+    """perf's ``name=`` term: bare for perfmon-style names, quoted (``name='X.Y:c1'``) for names
+    with characters perf's lexer only takes inside quotes (``:``, ``-``, ``=``, ``,``)."""
+    if _BARE_NAME.match(name):
+        return f"name={name}"
+    if _QUOTED_NAME.match(name):
+        return f"name='{name}'"
+    raise ValueError(f"event name {name!r} cannot be given to perf as a name= term")
+
+
 def spec(event: Event) -> str:
     """The exact argument for ``perf stat -e``: ``pmu/term=value,...,name=NAME/``."""
     if event.style not in STYLES:
         raise ValueError(f"unknown encoding style {event.style!r} for {event.name}")
     body = ",".join(f"{t}={number(v)}" for t, v in terms(event))
-    return f"{event.pmu}/{body},name={event.name}/"
+    return f"{event.pmu}/{body},{name_term(event.name)}/"
 
 
 _SPEC = re.compile(r"^([\w.-]+)/(.*)/$")
@@ -92,7 +106,7 @@ def parse_terms(text: str) -> tuple[str, dict[str, int | str]] | None:
         try:
             values[key] = int(raw.strip(), 0)
         except ValueError:
-            values[key] = raw.strip()
+            values[key] = raw.strip().strip("'")
     return match.group(1), values
 
 
