@@ -66,6 +66,11 @@ def test_sysfs_alias_is_read_from_the_pmu_folder(tmp_path, intel_dir):
     own = perfnames.resolve(skx, "cpu/odd/", tmp_path).events
     assert [(e.spec, e.counters) for e in own] == [("cpu/odd/", frozenset(range(4)))]
     assert perfnames.resolve(skx, "cpu/no-such-alias/", tmp_path) is None
+    (tmp_path / "power" / "events").mkdir(parents=True)
+    (tmp_path / "power" / "events" / "energy-pkg").write_text("event=0x02\n")
+    power = perfnames.resolve(skx, "power/energy-pkg/", tmp_path)
+    assert [(e.spec, e.counters) for e in power.events] == [("power/energy-pkg/", frozenset())]
+    assert power.pmus["power"].unconstrained
 
 
 def test_generic_events_plan_on_this_machine():

@@ -86,11 +86,14 @@ def _match(catalog: Catalog, pmu: str, terms: dict) -> Event | None:
 
 
 def _own(catalog: Catalog, pmu: str, name: str, spec: str) -> Catalog:
-    """An event of its own on the generic counters of `pmu`."""
-    known = catalog.pmus.get(pmu)
-    unit = known or Pmu(pmu, generic=FALLBACK_COUNTERS, description="assumed core counters")
-    event = Event(name, pmu, spec, counters=frozenset(range(unit.counters)))
-    event = event if unit.counters else Event(name, pmu, spec)
+    """An event of its own on the generic counters of `pmu` (a core PMU no catalog describes
+    gets `FALLBACK_COUNTERS`; another PMU only sysfs knows, e.g. power/, counts freely)."""
+    unit = catalog.pmus.get(pmu)
+    if unit is None and (pmu == "cpu" or pmu.startswith("cpu_")):
+        unit = Pmu(pmu, generic=FALLBACK_COUNTERS, description="assumed core counters")
+    unit = unit or Pmu(pmu, unconstrained=True, description="from sysfs")
+    counters = frozenset() if unit.unconstrained else frozenset(range(unit.counters))
+    event = Event(name, pmu, spec, counters=counters)
     return Catalog(catalog.cpu, {pmu: unit}, [event], source=catalog.source)
 
 
