@@ -293,21 +293,18 @@ class _Builder:
         return pmus
 
 
-def _platform(events_dir: Path, rows: list[MapRow]) -> perfmon.Platform:
-    units: set[str] = set()
-    for row in rows:
-        if row.kind in ("uncore", "uncore experimental"):
-            path = events_dir / row.path.lstrip("/")
-            units |= {str(r.get("Unit") or "").strip() for r in _load_json_events(path)}
-    return perfmon.Platform.from_units(rows[0].platform, units)
-
-
 def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) -> Catalog:
     """The catalog of a CPU id from an Intel perfmon directory."""
     options = options or IntelOptions()
     events_dir = Path(events_dir)
     rows = rows_for_cpu(events_dir, cpu)
-    builder = _Builder(options, _platform(events_dir, rows))
+    uncore = {
+        row.path: _load_json_events(events_dir / row.path.lstrip("/"))
+        for row in rows
+        if row.kind in ("uncore", "uncore experimental")
+    }
+    units = {str(r.get("Unit") or "").strip() for raws in uncore.values() for r in raws}
+    builder = _Builder(options, perfmon.Platform.from_units(rows[0].platform, units))
     offcore_base: dict[str, dict] = {}
     for row in rows:
         path = events_dir / row.path.lstrip("/")
@@ -320,7 +317,7 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
                 if offcore and raw.get("MSRValue"):
                     offcore_base.setdefault(pmu, raw)
         elif row.kind in ("uncore", "uncore experimental"):
-            for raw in _load_json_events(path):
+            for raw in uncore[row.path]:
                 builder.add(raw, "", path, uncore=True, experimental=row.kind != "uncore")
         elif row.kind == "offcore" and options.offcore_matrix:
             for pmu, base in offcore_base.items():
