@@ -17,6 +17,12 @@ Styles (the kind of PMU):
 Free-running and fixed uncore counters are ``uncore`` events with event=0xff (their PMU and
 umask are chosen by the catalog reader).
 
+Deriving an event (e.g. metrics with perf modifiers :c1 :e1 :i1): ``dataclasses.replace(event,
+name="X.Y:c1", cmask=1, edge=True, inv=True, anythread=True, umask=...)``; the result's
+``.spec`` (computed by `spec`, the single entry point) is its string, with a quoted ``name=``
+when the name needs it. Counters stay the caller's business: a fixed-counter event given a
+cmask must move to generic counters (``fixed=None, counters=...``).
+
 `parse_terms` reads a ``pmu/terms/`` string back into (pmu, {term: value}), so strings can be
 compared term by term (tests, and matching a user's raw event to a catalog event).
 """
@@ -61,7 +67,7 @@ def terms(event: Event) -> list[tuple[str, int]]:
         out.append(("any", 1))
     out += list(event.terms)
     if event.style == CORE and event.registers:
-        out.append((MSR_TERM.get(min(event.registers), "config1"), event.msr_value))
+        out.append((MSR_TERM[min(event.registers)], event.msr_value))
     return out
 
 
