@@ -96,6 +96,16 @@ def test_issue_examples(intel_dir):
     skl = {e.name: e.spec for e in intel.load(intel_dir, "SKL", EVERYTHING).events}
     assert skl["UNC_CLOCK.SOCKET"].startswith("uncore_cbox_0/event=0xff,")
     assert "cmask=1," in skl["UNC_ARB_TRK_OCCUPANCY.CYCLES_WITH_ANY_REQUEST"]  # client: cmask
+    # ExtSel: bit 8 of event= where the kernel's format is config:0-7,21, a raw config on
+    # IVT's PCU, excluded on JKT's UBOX (its event mask drops bit 21)
+    hsx = {e.name: e.spec for e in intel.load(intel_dir, "HSX", EVERYTHING).events}
+    assert hsx["UNC_Q_CTO_COUNT"] == "uncore_qpi/event=0x138,name=UNC_Q_CTO_COUNT/"
+    ivt = {e.name: e.spec for e in intel.load(intel_dir, "IVT", EVERYTHING).events}
+    assert ivt["UNC_P_DELAYED_C_STATE_ABORT_CORE0"].startswith("uncore_pcu/config=0x200017,")
+    jkt = intel.load(intel_dir, "JKT", EVERYTHING)
+    dropped = {x.name for x in jkt.excluded if "bit 21" in x.reason}
+    assert "UNC_U_MSG_CHNL_SIZE_COUNT.4B" in dropped
+    assert not dropped & {e.name for e in jkt.events}
     glm = intel.load(intel_dir, "GLM", intel.IntelOptions(offcore_matrix=True))
     matrix = {e.name: e for e in glm.events}
     core = {e.name: e for e in intel.load(intel_dir, "GLM").events}

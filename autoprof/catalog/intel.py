@@ -180,7 +180,12 @@ class _Builder:
         freerun = str(raw.get("CounterType") or "").upper() == "FREERUN"
         if uncore:
             unit = str(raw.get("Unit") or "").strip()
-            fields = perfmon.uncore_fields(raw, name, unit, self.platform)
+            try:
+                fields = perfmon.uncore_fields(raw, name, unit, self.platform)
+            except perfmon.NotEncodable as why:
+                box = perfmon.uncore_pmu(unit, name, self.platform, freerun=False, fixed=False)
+                self.excluded.append(Exclusion(name, box, str(why)))
+                return None
             pmu = fields.pop("pmu")
             registers: frozenset[str] = frozenset()
         else:

@@ -12,8 +12,9 @@ write the terms:
   also when UMask is 0 (the converter drops UMaskExt then); not on IIO boxes, where UMaskExt
   repeats PortMask/FCMask (umask config:8-15, ch_mask config:36-47, fc_mask config:48-50);
 - ``ExtSel`` is bit 8 of the event where the kernel's format has ``event_ext``
-  (config:0-7,21: the QPI boxes, SNB-EP's PCU); elsewhere (IVT PCU, JKT UBOX) the whole config
-  is written raw, as no term can carry bit 21 (the converter drops ExtSel);
+  (config:0-7,21: the QPI boxes, SNB-EP's PCU); on IVT's PCU the whole config is written raw,
+  as no term can carry bit 21 (the converter drops ExtSel); JKT's UBOX event mask drops bit 21,
+  so those events are excluded (they would count their non-ExtSel twin);
 - the PCU's UMask is its occupancy select (``occ_sel``, config:14-15; the converter drops it);
 - SKX/CLX CHA ``Filter1`` becomes ``config1=FILTER_VALUE``, PortMask ``ch_mask``, FCMask
   ``fc_mask``;
@@ -52,6 +53,9 @@ _PERF_FIXED = {
 _SERVER_UNITS = {"UBOX", "PCU", "CHA", "IRP", "M2M", "HA"}
 # (unit, platform or None for all) whose kernel format spans config:0-7,21 (`event_ext`).
 _EVENT_EXT = {("QPI LL", None), ("PCU", "JKT")}
+# ... and those whose kernel event mask drops bit 21 even from a raw config
+# (SNBEP_U_MSR_PMON_RAW_EVENT_MASK): such an event would count as its non-ExtSel twin.
+_EXT_DROPPED = {("UBOX", "JKT")}
 # Topdown metrics read from PERF_METRICS with TOPDOWN.SLOTS (event=0x00, umask=0x80 + i).
 TOPDOWN_METRICS = (
     "RETIRING",
@@ -64,6 +68,10 @@ TOPDOWN_METRICS = (
     "MEMORY_BOUND",
 )
 SLOTS = "TOPDOWN.SLOTS"
+
+
+class NotEncodable(Exception):
+    """An event the kernel cannot be told to count (the reader excludes it, saying why)."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,8 @@ def uncore_fields(raw: dict[str, Any], name: str, unit: str, platform: Platform)
     if str(raw.get("Filter") or "").strip() == "Filter1":
         terms.append(("config1", number(raw, "FILTER_VALUE")))
     ext = number(raw, "ExtSel")
+    if ext and (unit, platform.name) in _EXT_DROPPED:
+        raise NotEncodable(f"ExtSel: the kernel's {unit} event mask drops config bit 21")
     if ext and not ({(unit, None), (unit, platform.name)} & _EVENT_EXT):
         config = code | umask << 8 | fields["edge"] << 18 | ext << 21 | fields["inv"] << 23
         return {"pmu": pmu, "style": RAW, "terms": (("config", config | fields["cmask"] << 24),)}
