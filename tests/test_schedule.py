@@ -163,7 +163,9 @@ def test_schedule_json_contract(intel_dir):
     data = json.loads(proc.stdout)
     assert set(data) == {"cpu", "lower_bound", "runs", "excluded"}
     assert data["cpu"] == "GenuineIntel-6-55-4" and len(data["runs"]) == data["lower_bound"]
-    assert all(set(e) == {"name", "pmu", "counter"} for r in data["runs"] for e in r["events"])
+    events = [e for r in data["runs"] for e in r["events"]]
+    assert all(set(e) - {"leader"} == {"name", "pmu", "counter", "spec"} for e in events)
+    assert all(set(r) == {"events", "perf_events"} for r in data["runs"])
     assert all(set(x) == {"name", "pmu", "reason"} for x in data["excluded"])
 
 
