@@ -28,7 +28,7 @@ from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.outdir import EventRef, MachineFacts, Manifest, RunRecord
 from autoprof.perf import command as perf_command
-from autoprof.schedule.plan import Plan
+from autoprof.schedule.plan import Plan, perf_event_args
 
 # perf stat -I exits 0 whatever the workload did (perf 6.1), so the workload runs under a
 # shell that writes its exit status to a file (the shell is PIE: it never maps the low
@@ -97,7 +97,7 @@ def perf_argv(
     in the shell that records its exit status in `folder`. `--dry-run` prints this very argv."""
     wrapped = [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *command]
     return perf_command.stat_argv(
-        [e.spec for e in events],
+        perf_event_args(list(events)),
         wrapped,
         str(folder / outdir.PERF_OUTPUT),
         interval_ms=options.interval_ms,
