@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import IO
 
 from autoprof.errors import AutoprofError
-from autoprof.flame.fold import Folded, fold, read_folded, without_kernel
+from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_kernel
+from autoprof.flame.inline import Addr2line
 from autoprof.perf.record import script_output
-from autoprof.perf.script import ParseReport, parse
+from autoprof.perf.script import ParseReport, ScriptOptions, parse
 
 PERF_DATA_MAGIC = (b"PERFILE2", b"PERFFILE")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -31,10 +32,30 @@ _CHUNK = 1 << 20
 
 @dataclass
 class FoldOptions:
+    """How to fold: stackcollapse-perf.pl's options (same names) plus `kernel=False`."""
+
     pid: bool = False
     tid: bool = False
     kernel: bool = True
     event: str | None = None
+    annotate_kernel: bool = False
+    annotate_jit: bool = False
+    addrs: bool = False
+    inline: bool = False
+    context: bool = False  # with inline: file:line after each inlined function
+    srcline: bool = False
+    skip_switches: bool = False
+
+    def script_options(self) -> ScriptOptions:
+        return ScriptOptions(
+            event=self.event,
+            annotate_kernel=self.annotate_kernel,
+            annotate_jit=self.annotate_jit,
+            addrs=self.addrs,
+            srcline=self.srcline,
+            inline=Addr2line(self.context) if self.inline else None,
+            skip_switches=self.skip_switches,
+        )
 
 
 def _lines(chunks: Iterator[str]) -> Iterator[str]:
@@ -101,6 +122,8 @@ def load(path: Path, options: FoldOptions | None = None) -> Folded:
         raise AutoprofError(f"{path}: empty file")
     notes: list[str] = []
     kind = _kind(path)
+    if kind == "perf.data" and options.srcline:
+        raise AutoprofError("--srcline reads `perf script -F+srcline` text, not perf.data")
     with contextlib.ExitStack() as stack:
         if kind == "perf.data":
             chunks = _read_chunks(stack.enter_context(script_output(path)))
@@ -115,22 +138,27 @@ def load(path: Path, options: FoldOptions | None = None) -> Folded:
             folded, report = _load_folded(path, lines, options), None
         else:
             report = ParseReport()
-            folded = fold(
-                parse(lines, report),
-                pid=options.pid,
-                tid=options.tid,
-                kernel=options.kernel,
-                event=options.event,
-            )
+            samples = parse(lines, report, options.script_options())
+            folded = fold(samples, pid=options.pid, tid=options.tid, kernel=options.kernel)
     # checked once perf (if it ran) has exited: its own error comes first
     if report is not None:
+        event_notes(folded, report, options.event)
         _check_script(path, folded, report, kind == "perf.data")
     folded.notes[:0] = notes
     return folded
 
 
 def _load_folded(path: Path, lines: Iterator[str], options: FoldOptions) -> Folded:
-    asked = {"--pid": options.pid, "--tid": options.tid, "--event": options.event}
+    asked = {
+        "--pid": options.pid,
+        "--tid": options.tid,
+        "--event": options.event,
+        "--annotate-kernel": options.annotate_kernel,
+        "--annotate-jit": options.annotate_jit,
+        "--addrs": options.addrs,
+        "--inline": options.inline,
+        "--srcline": options.srcline,
+    }
     for flag, wanted in asked.items():
         if wanted:
             raise AutoprofError(f"{flag} needs perf input; {path} holds folded stacks")
