@@ -63,7 +63,8 @@ def record_command(
             f"autoprof: warning: the command exited with status {info.perf_exit}; samples kept",
             err=True,
         )
-    click.echo(f"wrote {output / PERF_DATA}; next: autoprof flamegraph {output} -o flame.svg")
+    following = f"report {output}" if len(events) > 1 else f"flamegraph {output} -o flame.svg"
+    click.echo(f"wrote {output / PERF_DATA}; next: autoprof {following}")
 
 
 @click.command("flamegraph")
