@@ -52,3 +52,8 @@ def slot_addresses(binary: Path) -> list[str]:
 def expected_writes(n: int, slot0_factor: int = 1) -> list[int]:
     """How many times `writes N` (built with `slot0_factor`) writes each slot."""
     return [n * (i + 1) * (slot0_factor if i == 0 else 1) for i in range(SLOTS)]
+
+
+def build_heap(dest_dir: Path) -> Path:
+    """heap.c with debug lines, so massif names its allocation sites by file:line."""
+    return build_example("heap", dest_dir, ["-O1", "-g"])
