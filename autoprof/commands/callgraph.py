@@ -40,8 +40,8 @@ def callgraph_command(
     Example:  autoprof callgraph out/rec -o graph.svg --node-thres 1
     """
     from autoprof.callgraph.graph import GraphOptions, output_format, write
-    from autoprof.commands.report import recorded_events
     from autoprof.flame.source import FoldOptions, load
+    from autoprof.report.recording import recorded_events
 
     output_format(output)
     if event is None:

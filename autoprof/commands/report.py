@@ -9,33 +9,6 @@ import click
 from autoprof.errors import AutoprofError
 
 
-def load_table(path: Path, by: str, sort: str | None):
-    """The per-function table of a recording (perf.data, record folder or perf script text),
-    and the notes reading it left."""
-    from autoprof.flame.source import open_input, parse_notes
-    from autoprof.perf.script import ParseReport, ScriptOptions, parse
-    from autoprof.report.table import build
-
-    report = ParseReport()
-    with open_input(path) as source:
-        if source.folded:
-            raise AutoprofError(f"{path}: folded stacks carry no events; give perf.data or text")
-        samples = parse(source.lines, report, ScriptOptions(every_event=True))
-        table = build(samples, by, sort, recorded_events(path))
-    return table, source.notes + parse_notes(report)
-
-
-def recorded_events(path: Path) -> list[str]:
-    """The events of an `autoprof record` folder, in the order they were asked for."""
-    import json
-
-    info = path / "record.json"
-    try:
-        return list(json.loads(info.read_text())["options"]["events"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-
-
 @click.command("report")
 @click.argument("recording", type=click.Path(path_type=Path))
 @click.option("--sort", "sort_event", help="Order by this event (default: the first sampled).")
@@ -58,9 +31,10 @@ def report_command(
     Example:  autoprof record -e cpu-clock -e page-faults -o out/rec -- ./myprog
               autoprof report out/rec --top 10 --csv functions.csv
     """
+    from autoprof.report.recording import read_table
     from autoprof.report.render import csv_text, print_table
 
-    table, notes = load_table(recording, by, sort_event)
+    table, notes = read_table(recording, by, sort_event)
     for note in notes:
         click.echo(f"autoprof: note: {recording}: {note}", err=True)
     if csv_path is not None:

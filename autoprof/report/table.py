@@ -108,13 +108,21 @@ def build(
                 cell = cells[event] = Cell()
             cell.period += sample.period
             cell.samples += 1
+    return assemble(by, list(rows.values()), totals, sort, order)
+
+
+def assemble(
+    by: str, rows: list[Row], totals: dict[str, Cell], sort: str | None, order: Iterable[str]
+) -> Table:
+    """A Table from its rows and per-event totals (from samples, or read back from the store)."""
+    order = list(order)
     events = [e for e in order if e in totals] + [e for e in totals if e not in order]
     if not events:
         raise AutoprofError("no samples to report")
     if sort is not None and sort not in totals:
         raise AutoprofError(f"--sort {sort}: not sampled (events: {', '.join(events)})")
-    order = sort or events[0]
-    ranked = sorted(rows.values(), key=lambda r: (-r.period(order), r.key, r.dso))
+    first = sort or events[0]
+    ranked = sorted(rows, key=lambda r: (-r.period(first), r.key, r.dso))
     names = {base_event(e): e for e in events}
     ratios, seen = [], set()
     for num, den, label in RATIOS:
