@@ -14,11 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from autoprof.errors import AutoprofError
 from autoprof.perf.script import KERNEL, ParseReport, Sample
 
 Stack = tuple[str, ...]
+_name = attrgetter("name")
 
 
 @dataclass
@@ -67,15 +69,17 @@ def fold(
         frames = sample.frames
         if not kernel:
             frames = tuple(f for f in frames if f.kind != KERNEL)
-        for f in frames:
-            if f.name not in kinds:
-                kinds[f.name] = f.kind
         who = (sample.comm, sample.pid, sample.tid)
         root = names.get(who)
         if root is None:
             root = names[who] = process_name(sample, pid, tid)
-        key = (root, *(f.name for f in frames))
-        stacks[key] = stacks.get(key, 0) + sample.period
+        key = (root, *map(_name, frames))
+        weight = stacks.get(key)
+        if weight is None:  # a new stack: note its frames' kinds
+            weight = 0
+            for f in frames:
+                kinds.setdefault(f.name, f.kind)
+        stacks[key] = weight + sample.period
         counts[key] = counts.get(key, 0) + 1
     return out
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 # stackcollapse-perf.pl's three line shapes, verbatim but for one fix: its header pattern
 # `^(\S.+?)` needs a two-character comm, so a one-letter program's samples got a garbage name
@@ -220,7 +221,7 @@ def parse(
                 groups.reverse()
                 comm, pid, tid, period, event = header
                 report.samples += 1
-                yield Sample(comm, pid, tid, period, event, tuple(f for g in groups for f in g))
+                yield Sample(comm, pid, tid, period, event, tuple(chain.from_iterable(groups)))
             header = None
             groups = []
             continue
