@@ -211,6 +211,7 @@ def parse(
     groups: list[tuple[Frame, ...]] = []
     events = report.events
     wanted, every, skip_switches = opts.event, opts.every_event, opts.skip_switches
+    srcline = opts.srcline
     it = iter(lines)
     nlines = 0
     for raw_line in it:
@@ -254,7 +255,7 @@ def parse(
             _unrecognized(report, line)
             continue
         group, sourced = found
-        if opts.srcline and any(sourced):
+        if srcline and any(sourced):
             nlines += sum(sourced)
             group = _with_source(group, sourced, it)
         if group:
