@@ -54,3 +54,21 @@ def test_a_run_without_recordings(sqlite_url: str, tmp_path: Path):  # noqa: F81
     assert shown["functions"] == {}
     bad = autoprof("runs", "export", run_id, "--report", "-o", "-", store=sqlite_url)
     assert bad.exit_code != 0 and "has no per-function rows" in bad.output
+
+
+@pytest.mark.slow
+def test_several_recordings_are_named_on_export(
+    hotspots_recording: Path,  # noqa: F811
+    sqlite_url: str,  # noqa: F811
+    tmp_path: Path,
+):
+    out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=3)
+    for name in ("a", "b"):
+        shutil.copytree(hotspots_recording, out / name)
+    assert autoprof("upload", out, store=sqlite_url).exit_code == 0
+    run_id = outdir.read_manifest(out).id
+    both = autoprof("runs", "export", run_id, "--report", "-o", "-", store=sqlite_url)
+    assert both.exit_code != 0 and "holds recordings a, b" in both.output
+    one = autoprof("runs", "export", run_id, "--report", "--recording", "b", "-o", "-",
+                   store=sqlite_url)  # fmt: skip
+    assert one.exit_code == 0 and one.stdout.startswith("symbol,dso,cpu-clock,")

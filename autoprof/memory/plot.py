@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 MIB = 1024 * 1024
-TIME_LABELS = {"i": "instructions executed", "ms": "milliseconds", "B": "bytes allocated"}
+TIME_LABELS = {"i": "instructions executed", "ms": "milliseconds", "B": "bytes allocated and freed"}
 TABLE_ROWS = 12
 
 
