@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG.
-APT_PKGS := linux-perf gcc chromium
-APT_BINS := perf cc chromium
+# Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG,
+# Graphviz (callgraph) and valgrind (memory).
+APT_PKGS := linux-perf gcc chromium graphviz valgrind
+APT_BINS := perf cc chromium dot valgrind
 
 .PHONY: install system-deps test test-fast lint bench demo clean
 

@@ -157,6 +157,12 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
             f"{len(events.get('not_supported', []))} not supported, "
             f"{len(report.get('broken_files', []))} broken files"
         )
+    for name, rec in info["functions"].items():
+        totals = ", ".join(f"{e} {n:,}" for e, n in rec["totals"].items())
+        click.echo(f"recording {name}: {totals}")
+        for f in rec["functions"][:5]:
+            shares = "  ".join(f"{e} {f[e]['percent']:6.2f}%" for e in rec["events"])
+            click.echo(f"  {shares}  {f['symbol']} ({f['dso']})")
 
 
 @runs_group.command("export")
@@ -170,12 +176,17 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
 )
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--partial", is_flag=True, help="Export an incomplete split run's stored parts.")
+@click.option("--report", is_flag=True, help="Per-function rows instead (`autoprof report`).")
+@click.option("--recording", help="With --report: which recording, when the run holds several.")
 @store_option
-def export_command(run_id, output, force, partial, store_text) -> None:
-    """Write a run's results.csv, byte for byte as `aggregate` wrote it."""
+def export_command(run_id, output, force, partial, report, recording, store_text) -> None:
+    """Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
+    per-function CSV of its sampled recording, as `autoprof report --csv` wrote it)."""
     from autoprof import results
     from autoprof.store import engine, queries
 
+    if report:
+        return _export_report(run_id, output, force, recording, store_text)
     target = Path(output)
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
@@ -189,6 +200,21 @@ def export_command(run_id, output, force, partial, store_text) -> None:
     results.write_csv(frame, tmp)
     tmp.replace(target)
     click.echo(f"wrote {len(frame)} rows to {target}", err=True)
+
+
+def _export_report(run_id, output, force, recording, store_text) -> None:
+    from autoprof.store import engine, queries
+
+    target = Path("functions.csv" if output == "results.csv" else output)
+    if output != "-" and target.exists() and not force:
+        raise AutoprofError(f"{target} exists; use --force to overwrite it")
+    with engine.open_store(store_text).read() as conn:
+        text = queries.export_functions(conn, run_id, recording)
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    target.write_text(text)
+    click.echo(f"wrote {text.count(chr(10)) - 1} function rows to {target}", err=True)
 
 
 @runs_group.command("delete")

@@ -171,3 +171,26 @@ SAMPLE_COLUMNS: dict[str, str] = {
     "PERCENT_RUNNING": "percent_running",
     "STATUS": "status",
 }
+
+
+class FunctionRow(Base):
+    """A sampled recording kept in a profile's folder (`autoprof record -o OUT/NAME`): one
+    function's weight for one event, as `autoprof report` shows it (self samples by symbol).
+
+    `row` is the function's rank in the report, `event_index` the event's position in its
+    columns; a function with no sample of an event has no row for it.
+    """
+
+    __tablename__ = "function_row"
+
+    part_id: Mapped[int] = mapped_column(
+        ForeignKey("run_part.id", ondelete="CASCADE"), primary_key=True
+    )
+    recording: Mapped[str] = mapped_column(primary_key=True)  # the folder's name within OUT
+    row: Mapped[int] = mapped_column(primary_key=True)
+    event_index: Mapped[int] = mapped_column(primary_key=True)
+    symbol: Mapped[str]
+    dso: Mapped[str]
+    event: Mapped[str]
+    period: Mapped[int] = mapped_column(BigInteger)  # samples weighted by their period
+    samples: Mapped[int] = mapped_column(BigInteger)

@@ -34,6 +34,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from autoprof import outdir, results
 from autoprof.errors import AutoprofError
 from autoprof.store.engine import Store
+from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
     RUN_COMPLETE,
     RUN_INCOMPLETE,
@@ -283,6 +284,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
         if _stored_part(conn, uuid, part):
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
     frame = load_results(out)
+    functions = load_functions(out)
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()
     started, ended = _span(profile.records)
@@ -306,6 +308,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
             .returning(RunPart.id)
         )
         rows = insert_part(conn, part_id, frame)
+        insert_functions(conn, part_id, functions)
         if tags:
             conn.execute(
                 _insert(conn, Tag)
