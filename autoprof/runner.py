@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autoprof import __version__, outdir
+from autoprof import __version__, attach, outdir
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.outdir import EventRef, MachineFacts, Manifest, RunRecord
@@ -38,7 +38,7 @@ STATUS_FILE = "workload.status"
 LOCK_FILE = ".lock"
 FINAL = {outdir.RUN_OK, outdir.RUN_WORKLOAD_FAILED, outdir.RUN_PERF_FAILED, outdir.RUN_TIMEOUT}
 # Options that change what the numbers mean: a resumed profile must keep them.
-MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor")
+MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,15 @@ class ProfileOptions:
     # a profile split over `parts` machines: this one runs its share (outdir.planned)
     part: int = 1
     parts: int = 1
+    # attached profile (no command): each run watches these processes (perf -p), this cgroup,
+    # or the whole system (system_wide) for `duration` seconds
+    pids: str | None = None
+    cgroup: str | None = None
+    duration: float | None = None
+
+    @property
+    def attached(self) -> bool:
+        return self.duration is not None
 
 
 @dataclass(frozen=True)
@@ -94,7 +103,21 @@ def perf_argv(
     folder: Path, events: list[Event], command: list[str], options: ProfileOptions, perf: str
 ) -> list[str]:
     """The exact argv a run executes (run with LC_ALL=C): `perf stat` over the workload wrapped
-    in the shell that records its exit status in `folder`. `--dry-run` prints this very argv."""
+    in the shell that records its exit status in `folder`, or attached to the running target.
+    `--dry-run` prints this very argv."""
+    if options.attached:
+        return perf_command.attach_argv(
+            [e.spec for e in events],
+            str(folder / outdir.PERF_OUTPUT),
+            options.duration,
+            pids=options.pids,
+            cgroup=options.cgroup,
+            system_wide=options.system_wide,
+            cpu_list=options.cpu_list,
+            interval_ms=options.interval_ms,
+            no_merge=any(e.pmu.startswith("uncore_") for e in events),
+            perf=perf,
+        )
     wrapped = [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *command]
     return perf_command.stat_argv(
         [e.spec for e in events],
@@ -112,6 +135,8 @@ def manifest_options(options: ProfileOptions) -> dict:
     """The options a manifest records: what the numbers mean and which part this is (a plain
     profile's manifest has no part/parts)."""
     skip = {"force", "fail_fast", "retries"} | ({"part", "parts"} if options.parts == 1 else set())
+    if not options.attached:
+        skip |= {"pids", "cgroup", "duration"}
     return {k: v for k, v in asdict(options).items() if k not in skip}
 
 
@@ -251,13 +276,15 @@ class Runner:
             parts = self.run_task(task)
             _journal(self.out, parts)
             for attempt in range(2, self.options.retries + 2):
-                if all(p.status == outdir.RUN_OK for p in parts):
+                if all(p.status == outdir.RUN_OK for p in parts) or _target_gone(parts):
                     break
                 self.on_event("retry", task, parts[-1])
                 parts = self.run_task(task, attempt)
                 _journal(self.out, parts)
             records += parts
             self.on_event("end", task, parts[-1])
+            if _target_gone(parts):
+                break  # nothing left to attach to: the other runs are missing (resume them)
             if self.options.fail_fast and any(
                 p.status == outdir.RUN_WORKLOAD_FAILED for p in parts
             ):
@@ -317,7 +344,7 @@ class Runner:
             repeat=task.repeat,
             part=part,
             perf_argv=argv,
-            events=[EventRef(e.name, e.pmu, e.spec, e.label) for e in events],
+            events=[EventRef(e.name, e.pmu, e.spec, self._label(e)) for e in events],
             start=_now(),
         )
         outdir.write_run_record(folder, record)  # what was attempted, even if we die now
@@ -366,6 +393,10 @@ class Runner:
         outdir.write_run_record(folder, record)
         return record
 
+    def _label(self, event: Event) -> str:
+        """What perf prints for `event`: with -G, the cgroup's name follows the event's."""
+        return f"{event.label},{self.options.cgroup}" if self.options.cgroup else event.label
+
     def _classify(self, record: RunRecord, code: int, stderr: str, folder: Path) -> None:
         """ok / workload-failed / perf-failed from perf's exit code and output and the
         workload's own exit status."""
@@ -373,10 +404,13 @@ class Runner:
         counted = output.exists() and any(
             line.strip() and not line.startswith("#") for line in output.read_text().splitlines()
         )
+        failure = perf_command.open_failure(stderr)
+        if self.options.attached:
+            attach.classify(record, code, counted, failure, stderr, self.options)
+            return
         status_text = (
             (folder / STATUS_FILE).read_text().strip() if (folder / STATUS_FILE).exists() else ""
         )
-        failure = perf_command.open_failure(stderr)
         if not status_text.isdigit() or (failure and not counted):
             record.status = outdir.RUN_PERF_FAILED
             record.error = (
@@ -401,6 +435,10 @@ class Runner:
         else:
             record.status = outdir.RUN_WORKLOAD_FAILED
             record.error = f"workload exited with status {status}"
+
+
+def _target_gone(records: list[RunRecord]) -> bool:
+    return any(r.status == outdir.RUN_TARGET_EXITED for r in records)
 
 
 def _event_named(events: list[Event], name: str) -> Event | None:
