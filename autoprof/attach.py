@@ -82,15 +82,15 @@ def classify(
 ) -> None:
     """ok / target-exited / perf-failed for a run attached to a running target."""
     gone = [str(p) for p in pid_list(options.pids) if not alive(p)]
-    if failure and not counted:
-        record.status = outdir.RUN_PERF_FAILED
-        record.error = f"perf could not open {failure.event}: {failure.reason}"
-    elif gone:
+    if gone:  # first: perf's "No such process" for an event is not the event's fault
         record.status = outdir.RUN_TARGET_EXITED
         record.error = (
             f"process {', '.join(gone)} exited {record.elapsed_s:.3g} s into this run "
             f"of {options.duration:g} s"
         )
+    elif failure and not counted:
+        record.status = outdir.RUN_PERF_FAILED
+        record.error = f"perf could not open {failure.event}: {failure.reason}"
     elif code != 0 or not counted:
         last = stderr.strip().splitlines()[-1][:200] if stderr.strip() else "no message"
         record.status = outdir.RUN_PERF_FAILED
