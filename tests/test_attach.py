@@ -178,3 +178,23 @@ def test_attach_argv_and_option_checks():
     ]:
         run = autoprof("profile", *args)
         assert run.returncode != 0 and message in run.stderr, (args, run.stderr)
+
+
+def test_cross_run_pairs_are_the_events_no_run_measured_together():
+    from autoprof.analysis import correlation, data
+
+    frame = data.prepare(
+        pd.DataFrame(
+            {
+                "EVENT_NAME": ["a", "b", "c", "c"],
+                "INDEX": [0, 0, 0, 0],
+                "TIME": [0.1] * 4,
+                "SAMPLE_VALUE": [1.0] * 4,
+                "RUN": [1, 2, 1, 2],
+                "REPEAT": [1] * 4,
+                "PMU": ["software"] * 4,
+            }
+        )
+    )
+    pairs = correlation.cross_run_pairs(frame, ["a", "b", "c"])
+    assert pairs.to_numpy().tolist() == [["a", "b", "1", "2"]]

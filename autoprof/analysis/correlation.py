@@ -114,6 +114,20 @@ def short_pairs(series: pd.DataFrame, min_overlap: int = MIN_OVERLAP) -> pd.Data
     )
 
 
+def cross_run_pairs(frame: pd.DataFrame, events: list[str]) -> pd.DataFrame:
+    """The pairs of `events` that no run measured together: in an attached profile (`profile
+    -p`) such a pair compares different moments of the target, aligned by interval index only."""
+    rows = frame[frame[data.EVENT].isin(events)]
+    runs = rows.groupby(data.EVENT, observed=True)["RUN"].agg(lambda r: frozenset(r.unique()))
+    pairs = [
+        (a, b, " ".join(map(str, sorted(runs[a]))), " ".join(map(str, sorted(runs[b]))))
+        for i, a in enumerate(events)
+        for b in events[i + 1 :]
+        if a in runs and b in runs and not runs[a] & runs[b]
+    ]
+    return pd.DataFrame(pairs, columns=["event_a", "event_b", "runs_a", "runs_b"])
+
+
 def _pearson(values: np.ndarray, min_overlap: int) -> np.ndarray:
     """Pairwise-complete Pearson correlation of the columns of `values` (NaN = no value) from
     sums, sums of squares and cross products over the rows each pair shares. Columns are first

@@ -165,6 +165,17 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
             f"{len(result.short_pairs)} pair(s) of events share fewer than {min_overlap} "
             "intervals (runs of different lengths): no correlation, grey on the heatmap"
         )
+    manifest = data.read_manifest_beside(results)
+    if manifest is not None and manifest.attach:
+        cross = correlation_.cross_run_pairs(frame, list(result.matrix.index))
+        cross_path = folder / "correlation_cross_run.csv"
+        cross.to_csv(cross_path, index=False)
+        written.append(cross_path)
+        click.echo(
+            f"warning: attached profile: {len(cross)} pair(s) of events were measured in "
+            "different runs, i.e. at different moments of the target; their correlation "
+            "aligns intervals by index, not by time (listed in correlation_cross_run.csv)"
+        )
     click.echo(
         f"{len(result.matrix)} events over {result.intervals} intervals, {method} correlation"
     )
