@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from autoprof.analysis import bench as stats
@@ -124,3 +125,25 @@ def _catalog():
     from autoprof.catalog.host import build_catalog
 
     return build_catalog()
+
+
+@needs_perf
+def test_benchmark_folder_is_uploaded_as_a_bench_run(tmp_path):
+    out = tmp_path / "bench"
+    proc = autoprof("bench", "-n", "2", "--warmup", "0", "-o", str(out), "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    frame = pd.read_csv(out / "results.csv")
+    assert set(frame["EVENT_NAME"]) >= {"wall_s", "user_s", "sys_s", "task-clock"}
+    assert sorted(set(frame["REPEAT"])) == [1, 2] and set(frame["RUN"]) == {1}
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    assert autoprof("upload", str(out), "--store", store).returncode == 0
+    benches = autoprof("runs", "list", "--kind", "bench", "--store", store)
+    assert "bench: true" in benches.stdout
+    profiles = autoprof("runs", "list", "--kind", "profile", "--store", store)
+    assert "bench" not in profiles.stdout
+    run_id = benches.stdout.splitlines()[-1].split()[0]
+    exported = tmp_path / "export.csv"
+    assert autoprof("runs", "export", run_id, "-o", str(exported), "--store", store).returncode == 0
+    assert exported.read_bytes() == (out / "results.csv").read_bytes()
+    again = autoprof("bench", "-n", "2", "-o", str(out), "--", "true")
+    assert again.returncode != 0 and "already holds" in again.stderr

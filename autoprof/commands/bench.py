@@ -125,10 +125,16 @@ def report(result, summaries, ratios) -> dict:
 @click.option("--reserve", type=click.IntRange(0, 8), default=0, show_default=True)
 @click.option("--export-json", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--export-csv", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
+)
 @click.argument("words", nargs=-1, required=True, type=click.UNPROCESSED)
 def bench(
     runs, warmup, event_names, events_file, prepare, timeout, events_dir, reserve,
-    export_json, export_csv, words,
+    export_json, export_csv, output, words,
 ) -> None:  # fmt: skip
     """Run each COMMAND (separated by --) many times under perf stat: times and counts per
     run, mean +- sd, outliers, and the ratio of each command to the first."""
@@ -141,6 +147,8 @@ def bench(
     from autoprof.benchmark import measure
 
     commands = split_commands(words)
+    if output is not None and (output / "manifest.json").exists():
+        raise AutoprofError(f"{output} already holds a profile or benchmark; use another -o")
     names = common.event_names(event_names, events_file)
     catalog = common.build_catalog(events_dir=events_dir, reserve=reserve)
     events = measure.one_run_events(catalog, names)
@@ -162,9 +170,16 @@ def bench(
     _show(Console(), result, summaries, ratios)
     for warning in stats.warnings(result):
         console.print(f"[yellow]warning:[/] {warning}")
+    document = report(result, summaries, ratios)
     if export_json:
-        export_json.write_text(json.dumps(report(result, summaries, ratios), indent=1) + "\n")
+        export_json.write_text(json.dumps(document, indent=1) + "\n")
         console.print(f"wrote {export_json}")
+    if output is not None:
+        from autoprof.benchmark import folder
+        from autoprof.catalog import host
+
+        manifest = folder.write(output, result, host.read_facts(catalog), document)
+        console.print(f"benchmark {manifest.id} in {output}/; store it: autoprof upload {output}")
     if export_csv:
         with export_csv.open("w", newline="") as fh:
             writer = csv.writer(fh)
