@@ -79,7 +79,7 @@ def check_machine(catalog: Catalog, options: ProfileOptions, command: list[str])
     """Warnings about this machine for this profile; raises AutoprofError for what cannot work
     (perf unusable, the command not found)."""
     findings = preflight.check(
-        system_wide=options.system_wide or bool(options.cpu_list),
+        system_wide=options.system_wide or bool(options.cpu_list or options.cgroup),
         kernel=False,
         counters=any(not p.unconstrained for p in catalog.pmus.values()),
     )

@@ -165,7 +165,10 @@ def bench(
             progress.start_task(bars[i])
             progress.advance(bars[i])
 
-        result = measure.bench(commands, events, options, on_run)
+        try:
+            result = measure.bench(commands, events, options, on_run)
+        except KeyboardInterrupt:
+            raise AutoprofError("interrupted: nothing measured is kept") from None
     summaries, ratios = stats.summaries(result), stats.ratios(result)
     _show(Console(), result, summaries, ratios)
     for warning in stats.warnings(result):
