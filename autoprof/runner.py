@@ -175,7 +175,7 @@ def open_profile(
                 f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
                 f"{options.part} of {options.parts}; use another -o"
             )
-        changed = [k for k in MEASUREMENT_OPTIONS if manifest.options.get(k) != wanted[k]]
+        changed = [k for k in MEASUREMENT_OPTIONS if manifest.options.get(k) != wanted.get(k)]
         if changed:
             raise AutoprofError(
                 f"{out} was profiled with other {', '.join(changed)}; "
