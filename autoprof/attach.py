@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from autoprof import outdir
 from autoprof.errors import AutoprofError
 from autoprof.outdir import Manifest, RunRecord
+from autoprof.perf import command as perf_command
 
 if TYPE_CHECKING:
     from autoprof.perf.command import OpenFailure
@@ -72,6 +73,16 @@ def describe(options: ProfileOptions) -> str:
     return f"CPUs {options.cpu_list}" if options.cpu_list else "the whole system"
 
 
+def label(perf_label: str, options: ProfileOptions) -> str:
+    """What perf prints for an event: with -G, the cgroup's name follows the event's."""
+    return f"{perf_label},{options.cgroup}" if options.cgroup else perf_label
+
+
+def target_gone(records: list[RunRecord]) -> bool:
+    """A run of these found its target exited: the profile stops there."""
+    return any(r.status == outdir.RUN_TARGET_EXITED for r in records)
+
+
 def classify(
     record: RunRecord,
     code: int,
@@ -97,6 +108,22 @@ def classify(
         record.error = f"perf exited {code} ({last})"
     else:
         record.status = outdir.RUN_OK
+
+
+def perf_argv(folder: Path, specs: list[str], options: ProfileOptions, perf: str) -> list[str]:
+    """The argv of one attached run (the runner's `perf_argv` for an attached profile)."""
+    return perf_command.attach_argv(
+        specs,
+        str(folder / outdir.PERF_OUTPUT),
+        options.duration,
+        pids=options.pids,
+        cgroup=options.cgroup,
+        system_wide=options.system_wide,
+        cpu_list=options.cpu_list,
+        interval_ms=options.interval_ms,
+        no_merge=any(s.startswith("uncore_") for s in specs),
+        perf=perf,
+    )
 
 
 def _now() -> str:

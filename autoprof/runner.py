@@ -106,18 +106,7 @@ def perf_argv(
     in the shell that records its exit status in `folder`, or attached to the running target.
     `--dry-run` prints this very argv."""
     if options.attached:
-        return perf_command.attach_argv(
-            [e.spec for e in events],
-            str(folder / outdir.PERF_OUTPUT),
-            options.duration,
-            pids=options.pids,
-            cgroup=options.cgroup,
-            system_wide=options.system_wide,
-            cpu_list=options.cpu_list,
-            interval_ms=options.interval_ms,
-            no_merge=any(e.pmu.startswith("uncore_") for e in events),
-            perf=perf,
-        )
+        return attach.perf_argv(folder, [e.spec for e in events], options, perf)
     wrapped = [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *command]
     return perf_command.stat_argv(
         [e.spec for e in events],
@@ -276,14 +265,14 @@ class Runner:
             parts = self.run_task(task)
             _journal(self.out, parts)
             for attempt in range(2, self.options.retries + 2):
-                if all(p.status == outdir.RUN_OK for p in parts) or _target_gone(parts):
+                if all(p.status == outdir.RUN_OK for p in parts) or attach.target_gone(parts):
                     break
                 self.on_event("retry", task, parts[-1])
                 parts = self.run_task(task, attempt)
                 _journal(self.out, parts)
             records += parts
             self.on_event("end", task, parts[-1])
-            if _target_gone(parts):
+            if attach.target_gone(parts):
                 break  # nothing left to attach to: the other runs are missing (resume them)
             if self.options.fail_fast and any(
                 p.status == outdir.RUN_WORKLOAD_FAILED for p in parts
@@ -344,7 +333,9 @@ class Runner:
             repeat=task.repeat,
             part=part,
             perf_argv=argv,
-            events=[EventRef(e.name, e.pmu, e.spec, self._label(e)) for e in events],
+            events=[
+                EventRef(e.name, e.pmu, e.spec, attach.label(e.label, self.options)) for e in events
+            ],
             start=_now(),
         )
         outdir.write_run_record(folder, record)  # what was attempted, even if we die now
@@ -393,10 +384,6 @@ class Runner:
         outdir.write_run_record(folder, record)
         return record
 
-    def _label(self, event: Event) -> str:
-        """What perf prints for `event`: with -G, the cgroup's name follows the event's."""
-        return f"{event.label},{self.options.cgroup}" if self.options.cgroup else event.label
-
     def _classify(self, record: RunRecord, code: int, stderr: str, folder: Path) -> None:
         """ok / workload-failed / perf-failed from perf's exit code and output and the
         workload's own exit status."""
@@ -435,10 +422,6 @@ class Runner:
         else:
             record.status = outdir.RUN_WORKLOAD_FAILED
             record.error = f"workload exited with status {status}"
-
-
-def _target_gone(records: list[RunRecord]) -> bool:
-    return any(r.status == outdir.RUN_TARGET_EXITED for r in records)
 
 
 def _event_named(events: list[Event], name: str) -> Event | None:
