@@ -6,9 +6,11 @@ cover the workload only, not perf's start-up. perf (6.1 `__run_perf_stat`) reads
 clock just after it releases the workload, so when perf loses the CPU right then (the woken
 workload preempts it on a busy machine) `duration_time` misses that moment: on the loaded
 2-core development VM `sleep 0.05` read as little as 41 ms now and then, while a quiet machine
-reads ~51 ms. It is perf's figure, kept as perf gives it; benchmark on a quiet machine. perf 6.1 prints a tool event whose value is 0 as
-`<not counted>` with a run time of 0 (perf sets a tool event's run time to its value): a
-rusage time below the kernel's accounting granularity, read as 0 s here. Every other event
+reads ~51 ms. It is perf's figure, kept as perf gives it; benchmark on a quiet machine.
+
+perf 6.1 prints a tool event whose value is 0 as `<not counted>` with a run time of 0 (perf
+sets a tool event's run time to its value): a rusage time below the kernel's accounting
+granularity, read as 0 s here. Every other event
 that was not counted, not supported or counted only part of the time (multiplexed) stops the
 benchmark with perf's words: a bench never reports such a number.
 """

@@ -108,8 +108,12 @@ def report(result, summaries, ratios) -> dict:
 
 
 @click.command("bench")
-@click.option("-n", "--runs", default=10, show_default=True, type=click.IntRange(2))
-@click.option("--warmup", default=2, show_default=True, type=click.IntRange(0))
+@click.option(
+    "-n", "--runs", default=10, show_default=True, type=click.IntRange(2), help="Timed runs."
+)
+@click.option(
+    "--warmup", default=2, show_default=True, type=click.IntRange(0), help="Untimed runs first."
+)
 @click.option(
     "-e",
     "--event",
@@ -118,20 +122,38 @@ def report(result, summaries, ratios) -> dict:
     help="Count this event in every repetition (repeatable; they must fit one run). "
     "Default: task-clock, context-switches, cpu-migrations, page-faults.",
 )
-@click.option("--events", "events_file", type=click.Path(dir_okay=False))
+@click.option(
+    "--events", "events_file", type=click.Path(dir_okay=False), help="File, one event a line."
+)
 @click.option("--prepare", metavar="CMD", help="Shell command run before every repetition.")
 @click.option("--timeout", type=click.FloatRange(0, min_open=True), help="Seconds per run.")
 @click.option("--events-dir", type=click.Path(file_okay=False), help="Intel perfmon directory.")
-@click.option("--reserve", type=click.IntRange(0, 8), default=0, show_default=True)
-@click.option("--export-json", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--export-csv", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--reserve",
+    type=click.IntRange(0, 8),
+    default=0,
+    show_default=True,
+    help="Generic counters taken by others (1 with the NMI watchdog on).",
+)
+@click.option(
+    "--export-json",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write repetitions, summaries and ratios as JSON.",
+)
+@click.option(
+    "--export-csv",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write one row per command, repetition and metric.",
+)
 @click.option(
     "-o",
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
 )
-@click.argument("words", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument(
+    "words", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [-- CMD2 ...]"
+)
 def bench(
     runs, warmup, event_names, events_file, prepare, timeout, events_dir, reserve,
     export_json, export_csv, output, words,
