@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "report": "autoprof.commands.report:report_command",
     "callgraph": "autoprof.commands.callgraph:callgraph_command",
     "memory": "autoprof.commands.memory:memory_command",
+    "bench": "autoprof.commands.bench:bench",
     "demo": "autoprof.commands.demo:demo",
     "analyze": "autoprof.commands.analyze:analyze",
 }

@@ -78,8 +78,11 @@ def runs_group() -> None:
 @click.option(
     "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Repeatable; all must match."
 )
+@click.option(
+    "--kind", type=click.Choice(["profile", "bench"]), help="Only profiles or only benchmarks."
+)
 @store_option
-def list_command(machine, command_text, since, tags, store_text) -> None:
+def list_command(machine, command_text, since, tags, kind, store_text) -> None:
     """List stored runs, oldest first."""
     from autoprof.store import engine, queries
     from autoprof.store.upload import utc_now
@@ -89,7 +92,7 @@ def list_command(machine, command_text, since, tags, store_text) -> None:
     labels = key_values(tags, "--tag")
     with store.read() as conn:
         runs = queries.list_runs(
-            conn, machine=machine, command=command_text, since=since_at, tags=labels
+            conn, machine=machine, command=command_text, since=since_at, tags=labels, kind=kind
         )
     if not runs:
         click.echo(f"no runs in {store.shown} match", err=True)
@@ -101,10 +104,10 @@ def list_command(machine, command_text, since, tags, store_text) -> None:
         if run.parts_expected > 1:
             status = f"{status} {run.parts_stored}/{run.parts_expected}"
         tags_text = " ".join(f"{k}={v}" for k, v in run.tags.items())
+        what = f"bench: {run.command_line}" if run.kind == "bench" else run.command_line
         click.echo(
             f"{run.uuid:<36}  {_when(run.created):<19}  {','.join(run.hosts):<16}  "
-            f"{run.rows:>10}  {status:<10}  {run.command_line}"
-            + (f"  [{tags_text}]" if tags_text else "")
+            f"{run.rows:>10}  {status:<10}  {what}" + (f"  [{tags_text}]" if tags_text else "")
         )
 
 

@@ -33,6 +33,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 RUN_COMPLETE = "complete"  # every part of the run is stored
 RUN_INCOMPLETE = "incomplete"  # some parts of a split profile have not arrived yet
+KIND_PROFILE = "profile"  # `autoprof profile`: every event, one perf run per group
+KIND_BENCH = "bench"  # `autoprof bench`: commands timed and counted N times each
+KINDS = (KIND_PROFILE, KIND_BENCH)
 
 
 class Base(DeclarativeBase):
@@ -66,6 +69,7 @@ class Run(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    kind: Mapped[str] = mapped_column(String(16), index=True, server_default=KIND_PROFILE)
     command: Mapped[list[Any]]  # argv, as in the manifest
     command_line: Mapped[str]  # shlex-joined argv, for display and --command filters
     created: Mapped[dt.datetime] = mapped_column(index=True)  # UTC, when the profile started

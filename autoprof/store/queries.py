@@ -49,6 +49,7 @@ class RunSummary:
     parts_stored: int
     parts_expected: int
     tags: dict[str, str] = field(default_factory=dict)
+    kind: str = "profile"
 
 
 def parse_since(text: str, now: dt.datetime) -> dt.datetime:
@@ -92,10 +93,14 @@ def list_runs(
     command: str | None = None,
     since: dt.datetime | None = None,
     tags: dict[str, str] | None = None,
+    kind: str | None = None,
 ) -> list[RunSummary]:
     """Runs matching every filter given, oldest first. `machine` matches hostname, CPU id or
-    model name (substring, any case); `command` a substring of the command line."""
+    model name (substring, any case); `command` a substring of the command line; `kind` is
+    profile or bench."""
     query = select(Run).order_by(Run.created, Run.id)
+    if kind:
+        query = query.where(Run.kind == kind)
     if machine:
         pattern = f"%{machine.lower()}%"
         query = query.where(
@@ -149,6 +154,7 @@ def list_runs(
             parts_stored=parts[r.id],
             parts_expected=r.parts_expected,
             tags=tag_map[r.id],
+            kind=r.kind,
         )
         for r in runs
     ]

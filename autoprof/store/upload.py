@@ -32,10 +32,13 @@ from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from autoprof import outdir, results
+from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.errors import AutoprofError
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
+    KIND_BENCH,
+    KIND_PROFILE,
     RUN_COMPLETE,
     RUN_INCOMPLETE,
     SAMPLE_COLUMNS,
@@ -59,6 +62,7 @@ class Profile:
     parts: int
     report: dict[str, Any] | None
     records: list[dict[str, Any]]
+    kind: str = KIND_PROFILE  # KIND_BENCH: a folder `autoprof bench -o` wrote
 
 
 @dataclass
@@ -117,7 +121,8 @@ def read_profile(out: Path) -> Profile:
         _utc(manifest.created)
     except ValueError:
         raise AutoprofError(f"{out}: manifest 'created' is not an ISO 8601 time") from None
-    return Profile(manifest, part, parts, report, records)
+    kind = KIND_BENCH if (out / BENCH_FILE).is_file() else KIND_PROFILE
+    return Profile(manifest, part, parts, report, records, kind)
 
 
 def load_results(out: Path) -> pd.DataFrame:
@@ -232,6 +237,7 @@ def _claim_run(conn: Connection, profile: Profile) -> Run:
         _insert(conn, Run)
         .values(
             uuid=manifest.id,
+            kind=profile.kind,
             command=manifest.command,
             command_line=shlex.join(manifest.command),
             created=_utc(manifest.created) or utc_now(),

@@ -1,6 +1,6 @@
 """Per-function rows of the sampled recordings kept with a profile (`autoprof report`).
 
-Revision ID: 0003_function_rows
+Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-23
 """
@@ -8,7 +8,7 @@ Create Date: 2026-11-23
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_function_rows"
+revision = "0003"
 down_revision = "0002"
 branch_labels = None
 depends_on = None
