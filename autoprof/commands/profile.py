@@ -7,27 +7,10 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from autoprof import outdir
-from autoprof import profile as library
 from autoprof.commands import common
-from autoprof.commands.common import (
-    build_catalog,
-    catalog_options,
-    measure_options,
-    profile_options,
-)
+from autoprof.commands.common import catalog_options, measure_options, profile_options
 from autoprof.errors import AutoprofError
-from autoprof.runner import Interrupted
 
 MEASURE_KEYS = (
     "interval_ms",
@@ -56,19 +39,45 @@ MEASURE_KEYS = (
 @click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def profile(event_names, events_file, output, force, dry_run, command, **opts) -> None:
-    """Measure every event (or the chosen ones) for COMMAND, without multiplexing."""
+    """Measure every event (or the chosen ones) for COMMAND, without multiplexing.
+
+    Ctrl-C, SIGTERM or SIGHUP stop the run in progress (perf and the command's whole process
+    group), keep the finished runs (run the same command again to resume) and exit with
+    128 + the signal's number (130 for Ctrl-C).
+    """
+    from autoprof import profile as library
+
     command = list(command)
     measure = {k: opts.pop(k) for k in MEASURE_KEYS}
     options = profile_options(**measure, force=force)
     names = common.event_names(event_names, events_file)
-    catalog, plan = library.plan_for(build_catalog(**opts), names, options.anchor)
+    catalog, plan = library.plan_for(common.build_catalog(**opts), names, options.anchor)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return
+    warnings = library.check_machine(catalog, options, command, cpu=opts["cpu"])
+    _run(library, out, command, catalog, plan, options, warnings)
+
+
+def _run(library, out, command, catalog, plan, options, warnings) -> None:
+    """Run the profile under a progress bar; a signal ends it with 128 + its number."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from autoprof import outdir
+    from autoprof.procgroup import Interrupted
+
     console = Console(stderr=True)
-    for warning in library.check_machine(catalog, options, command):
+    for warning in warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     console.print(
         f"profiling [bold]{shlex.join(command)}[/]: {len(catalog.events)} events in "
@@ -104,11 +113,17 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
 
         try:
             outcome = library.profile(out, command, catalog, plan, options, on_event=on_event)
-        except Interrupted:
-            raise AutoprofError(
-                f"interrupted; finished runs are kept in {out}/: run the same "
-                "command again to resume"
-            ) from None
+        except Interrupted as stop:
+            interrupted = stop
+        else:
+            interrupted = None
+    if interrupted is not None:
+        click.echo(
+            f"autoprof: error: interrupted by {interrupted.name}; finished runs are kept in "
+            f"{out}/: run the same command again to resume",
+            err=True,
+        )
+        sys.exit(interrupted.exit_code)
     failed = outcome.failed
     console.print(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}")
     if failed:
