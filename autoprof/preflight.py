@@ -152,9 +152,8 @@ def evaluate(
             Finding(
                 "user-namespace",
                 WARNING,
-                f"in a user namespace (rootless container) perf ignores capabilities, so "
-                f"kernel.perf_event_paranoid={level} applies: user space only "
-                "(perf counts task-clock:u)",
+                f"user namespace (rootless container): capabilities do not count for perf, "
+                f"kernel.perf_event_paranoid={level} applies: user space only (task-clock:u)",
                 f"sudo sysctl -w kernel.perf_event_paranoid=1{host}",
             )
         )

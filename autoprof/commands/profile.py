@@ -76,7 +76,7 @@ def _run(library, out, command, catalog, plan, options, warnings) -> None:
     from autoprof import outdir
     from autoprof.procgroup import Interrupted
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # one line per message, even in a pipe
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     console.print(
