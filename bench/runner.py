@@ -78,6 +78,9 @@ def run_bare(argvs: list[list[str]]) -> None:
 
 
 def main() -> int:
+    # an installed autoprof has its bytecode compiled (this checkout may run with
+    # PYTHONDONTWRITEBYTECODE=1, which would time the compiler at every start)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "autoprof")], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         binary = build_writes(root / "bin")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -62,54 +64,32 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
 
 
 def _run(library, out, command, catalog, plan, options, warnings) -> None:
-    """Run the profile under a progress bar; a signal ends it with 128 + its number."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
+    """Run the profile, reporting progress; a signal ends it with 128 + its number."""
     from autoprof import outdir
     from autoprof.procgroup import Interrupted
 
-    console = Console(stderr=True, soft_wrap=True)  # one line per message, even in a pipe
-    for warning in warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
-    console.print(
-        f"profiling [bold]{shlex.join(command)}[/]: {len(catalog.events)} events in "
-        f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
-    )
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=not sys.stderr.isatty(),
-    ) as progress:
-        bar = progress.add_task("runs", total=len(plan) * options.repeat)
+    with _reporter(len(plan) * options.repeat) as report:
+        for warning in warnings:
+            report.say(f"warning: {warning}", "yellow")
+        report.say(
+            f"profiling {shlex.join(command)}: {len(catalog.events)} events in "
+            f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
+        )
 
         def on_event(kind, task, record):
             if kind == "start":
                 names = ", ".join(e.name for e in task.events[:3])
                 more = f" +{len(task.events) - 3}" if len(task.events) > 3 else ""
-                progress.update(bar, description=f"run {task.run} rep {task.repeat}: {names}{more}")
+                report.describe(f"run {task.run} rep {task.repeat}: {names}{more}")
             elif kind == "retry":
-                progress.console.print(
+                report.say(
                     f"run {task.run} rep {task.repeat}: {record.status}: {record.error}; "
                     f"running it again (attempt {record.attempt + 1} of {options.retries + 1})"
                 )
             else:
-                progress.advance(bar)
+                report.advance()
                 if record is not None and record.status != outdir.RUN_OK:
-                    progress.console.print(
-                        f"run {task.run} rep {task.repeat}: {record.status}: {record.error}"
-                    )
+                    report.say(f"run {task.run} rep {task.repeat}: {record.status}: {record.error}")
 
         try:
             outcome = library.profile(out, command, catalog, plan, options, on_event=on_event)
@@ -125,10 +105,57 @@ def _run(library, out, command, catalog, plan, options, warnings) -> None:
         )
         sys.exit(interrupted.exit_code)
     failed = outcome.failed
-    console.print(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}")
+    click.echo(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}", err=True)
     if failed:
         listed = ", ".join(f"{run}.{rep}" for run, rep in failed[:10])
         raise AutoprofError(
             f"{len(failed)} runs failed (run.repeat {listed}); the others' "
             f"results are kept in {out}/"
         )
+
+
+class _Lines:
+    """Progress as plain lines on stderr (not a terminal: a log, a pipe, a test)."""
+
+    def say(self, text: str, style: str | None = None) -> None:
+        click.echo(text, err=True)
+
+    def describe(self, text: str) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _reporter(total: int) -> Iterator[_Lines]:
+    """A progress bar on a terminal (rich, imported only then), plain lines elsewhere."""
+    if not sys.stderr.isatty():
+        yield _Lines()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True, soft_wrap=True)  # one line per message
+    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(TextColumn("{task.description}"), *columns, console=console) as progress:
+        bar = progress.add_task("runs", total=total)
+
+        class Bar(_Lines):
+            def say(self, text: str, style: str | None = None) -> None:
+                progress.console.print(text, style=style, markup=False, highlight=False)
+
+            def describe(self, text: str) -> None:
+                progress.update(bar, description=text)
+
+            def advance(self) -> None:
+                progress.advance(bar)
+
+        yield Bar()
