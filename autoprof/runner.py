@@ -1,10 +1,11 @@
 """Execute a Plan: one `perf stat` per (run, repeat), every raw output kept under out/.
 
 The journal makes a profile resumable: a (run, repeat) whose run.json reached a final status
-is never run again (unless forced), so Ctrl-C, a crash or a reboot costs at most the run in
-progress. Faults are handled where they happen: an event perf cannot open is split off into a
-run of its own (no room: ENOSPC/EBUSY) or recorded as unsupported with perf's reason; a
-workload that fails is recorded and the profile goes on (or stops, with fail_fast).
+is never run again (unless forced), so Ctrl-C, SIGTERM or a crash cost at most the run in
+progress (a power cut at most one more: entries are fsynced while the next run goes on).
+Faults are handled where they happen: an event perf cannot open is split off into a run of
+its own (no room: ENOSPC/EBUSY) or recorded as unsupported with perf's reason; a workload
+that fails is recorded and the profile goes on (or stops, with fail_fast).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,7 +122,9 @@ def finished(out: Path) -> set[tuple[int, int]]:
     return {key for key, status in done.items() if status in FINAL}
 
 
-def _journal(out: Path, records: list[RunRecord]) -> None:
+def _journal(out: Path, records: list[RunRecord]) -> int:
+    """Append the journal entry of one (run, repeat) in one write; returns the open file
+    descriptor, for the caller to fsync and close."""
     last = records[-1]
     status = next((r.status for r in records if r.status != outdir.RUN_OK), outdir.RUN_OK)
     entry = {
@@ -130,10 +134,17 @@ def _journal(out: Path, records: list[RunRecord]) -> None:
         "end": last.end,
         "folders": [r.folder_name for r in records],
     }
-    # one write of one line, then fsync: a finished run survives a crash or a power cut
     fd = os.open(out / outdir.JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, (json.dumps(entry) + "\n").encode())
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _sync_and_close(fd: int) -> None:
+    try:
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -156,6 +167,7 @@ class Runner:
         self.perf = shutil.which("perf") or "perf"
         self.env = dict(os.environ, LC_ALL="C")
         self.stopper = Stopper()
+        self._syncing: threading.Thread | None = None
 
     def run_all(self, todo: list[Task]) -> list[RunRecord]:
         """Run every task not finished yet; stop early on fail_fast, or on Ctrl-C, SIGTERM or
@@ -170,11 +182,25 @@ class Runner:
                 raise AutoprofError(f"another profile is running in {self.out}/") from None
             stop_leftovers(self.out)  # the lock was free: whoever held it is dead
             with self.stopper:
-                return self._run_all(todo)
+                try:
+                    return self._run_all(todo)
+                finally:
+                    self._synced()
 
     def _journal(self, records: list[RunRecord]) -> None:
+        """Append the entry now (a crashed or killed profiler keeps it) and fsync it while the
+        next run goes on: a power cut loses at most the last finished run besides the one in
+        progress. The next entry waits for that fsync, so entries reach the disk in order."""
         with self.stopper.deferred():
-            _journal(self.out, records)
+            self._synced()
+            fd = _journal(self.out, records)
+            self._syncing = threading.Thread(target=_sync_and_close, args=(fd,), daemon=True)
+            self._syncing.start()
+
+    def _synced(self) -> None:
+        if self._syncing is not None:
+            self._syncing.join()
+            self._syncing = None
 
     def _run_all(self, todo: list[Task]) -> list[RunRecord]:
         records: list[RunRecord] = []
