@@ -300,7 +300,8 @@ class Runner:
             try:
                 code = proc.wait(timeout=self.options.timeout)
             except subprocess.TimeoutExpired:
-                code = stop_group(proc)
+                with self.stopper.deferred():  # a signal meanwhile must not cut the stop short
+                    code = stop_group(proc)
                 record.status = outdir.RUN_TIMEOUT
                 record.error = f"stopped after --timeout {self.options.timeout:g} s"
             except Interrupted as stop:
@@ -311,7 +312,8 @@ class Runner:
                 outdir.write_run_record(folder, record)
                 raise
             except BaseException:  # e.g. a queue job's timeout raised in this process
-                stop_group(proc)
+                with self.stopper.deferred():
+                    stop_group(proc)
                 raise
         record.end, record.elapsed_s = now(), round(time.monotonic() - started, 6)
         record.perf_exit = code

@@ -89,7 +89,7 @@ def run_record(argv: list[str], stderr_copy: Path, duration: float | None = None
     the end of `duration`) send SIGINT to that group, as Ctrl-C in a terminal would: the
     workload stops, perf writes its data file; what still runs after a grace period is killed.
     """
-    with Stopper():
+    with Stopper() as stopper:
         proc = _start(argv, stderr=subprocess.PIPE, start_new_session=True)
         chunks: list[bytes] = []
         tee = threading.Thread(target=_tee, args=(proc.stderr, chunks), daemon=True)
@@ -98,11 +98,15 @@ def run_record(argv: list[str], stderr_copy: Path, duration: float | None = None
         try:
             code = proc.wait(timeout=duration)
         except subprocess.TimeoutExpired:
-            stopped_by, code = signal.SIGINT, _finish(proc)
+            # a signal meanwhile must not cut the stop short; it is what stopped the recording
+            with contextlib.suppress(Interrupted), stopper.deferred():
+                code = _finish(proc)
+            stopped_by = stopper.signum or signal.SIGINT
         except Interrupted as stop:
             stopped_by, code = stop.signum, _finish(proc)
         except BaseException:
-            _finish(proc)
+            with stopper.deferred():
+                _finish(proc)
             raise
     tee.join()
     text = b"".join(chunks).decode("utf-8", "replace")
