@@ -177,7 +177,8 @@ def profile(
     job: dict[str, Any] | None = None,
     on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
 ) -> Outcome:
-    """Run (or resume) the profile in `out`; raises runner.Interrupted on Ctrl-C.
+    """Run (or resume) the profile in `out`; raises procgroup.Interrupted on Ctrl-C, SIGTERM or
+    SIGHUP (after stopping the run in progress).
 
     `facts` default to this machine's; `job` is recorded in the manifest (the queue job that
     asked for this profile).
