@@ -11,15 +11,20 @@ the rules can be tested with any values. The rules follow the kernel's documenta
 ``perf_event_paranoid`` (-1 anything; >= 0 no raw tracepoints for users; >= 1 no system-wide
 (CPU) events; >= 2 no kernel profiling; Debian's 3: no perf at all), ``kptr_restrict`` (1 hides
 kernel addresses from users without CAP_SYSLOG, 2 from everyone) and ``nmi_watchdog`` (it keeps
-one hardware counter per CPU busy). CAP_PERFMON or CAP_SYS_ADMIN (root) lifts the paranoid rules.
+one hardware counter per CPU busy). CAP_PERFMON or CAP_SYS_ADMIN (root) lifts the paranoid rules,
+but only in the initial user namespace, where the kernel checks them (`perfmon_capable()`): the
+root of a rootless container (`unshare -r`, podman) is an ordinary user to perf, which then
+quietly counts user space only (`task-clock:u`) and refuses `-a`.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoprof.catalog.model import Pmu
 from autoprof.errors import AutoprofError
 
 FATAL = "fatal"
@@ -51,6 +56,8 @@ class System:
     kptr_restrict: int | None  # /proc/sys/kernel/kptr_restrict
     nmi_watchdog: int | None  # /proc/sys/kernel/nmi_watchdog
     capabilities: int  # effective capability bits of this process (CapEff)
+    user_namespace: bool = False  # in a user namespace other than the initial one
+    online_cpus: frozenset[int] | None = None  # /sys/devices/system/cpu/online
 
     def has_cap(self, bit: int) -> bool:
         return bool(self.capabilities >> bit & 1)
@@ -73,7 +80,39 @@ def _read_capabilities(status: Path) -> int:
     return 0
 
 
-def read_system(proc: Path = Path("/proc")) -> System:
+# /proc/self/uid_map of the initial user namespace: every uid mapped to itself
+_INITIAL_UID_MAP = ["0", "0", "4294967295"]
+
+
+def _in_user_namespace(uid_map: Path) -> bool:
+    try:
+        return uid_map.read_text().split() != _INITIAL_UID_MAP
+    except OSError:
+        return False  # no user namespaces in this kernel
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """CPU numbers of a list such as perf's -C and sysfs write it: "0-3,5"."""
+    cpus: set[int] = set()
+    for item in text.strip().split(","):
+        first, sep, last = item.strip().partition("-")
+        if not first.isdigit() or (sep and not last.isdigit()):
+            raise AutoprofError(f"CPU list {text!r}: expected numbers and ranges such as 0-3,5")
+        low, high = int(first), int(last) if sep else int(first)
+        if high < low:
+            raise AutoprofError(f"CPU list {text!r}: range {item} runs backwards")
+        cpus.update(range(low, high + 1))
+    return frozenset(cpus)
+
+
+def _read_cpus(path: Path) -> frozenset[int] | None:
+    try:
+        return parse_cpu_list(path.read_text())
+    except (OSError, AutoprofError):
+        return None
+
+
+def read_system(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> System:
     """Read the machine's settings (the only I/O of this module)."""
     kernel = proc / "sys" / "kernel"
     return System(
@@ -82,25 +121,54 @@ def read_system(proc: Path = Path("/proc")) -> System:
         kptr_restrict=_read_int(kernel / "kptr_restrict"),
         nmi_watchdog=_read_int(kernel / "nmi_watchdog"),
         capabilities=_read_capabilities(proc / "self" / "status"),
+        user_namespace=_in_user_namespace(proc / "self" / "uid_map"),
+        online_cpus=_read_cpus(sys / "devices" / "system" / "cpu" / "online"),
     )
 
 
 def evaluate(
-    system: System, *, system_wide: bool, kernel: bool, counters: bool = True
+    system: System,
+    *,
+    system_wide: bool,
+    kernel: bool,
+    counters: bool = True,
+    cpu_list: str | None = None,
 ) -> list[Finding]:
-    """The findings for a run that is system-wide (or per-process), wants kernel samples or
-    symbols (`kernel`), and programs hardware counters (`counters`)."""
+    """The findings for a run that is system-wide (or per-process; on the CPUs of `cpu_list`),
+    wants kernel samples or symbols (`kernel`), and programs hardware counters (`counters`)."""
     findings: list[Finding] = []
     if system.perf is None:
         fix = "sudo apt-get install linux-perf"
         findings.append(Finding("perf-missing", FATAL, "perf is not installed", fix))
-    privileged = system.has_cap(_CAP_PERFMON) or system.has_cap(_CAP_SYS_ADMIN)
+    if cpu_list is not None:
+        findings += _cpu_list_findings(system, cpu_list)
+    userns = system.user_namespace
+    privileged = not userns and (system.has_cap(_CAP_PERFMON) or system.has_cap(_CAP_SYS_ADMIN))
     level = system.paranoid
     need = 0 if system_wide else 1 if kernel else 2  # the highest level that allows the run
+    host = " on the host" if userns else ""
+    if userns and level is not None and level > 1 and not system_wide:
+        findings.append(
+            Finding(
+                "user-namespace",
+                WARNING,
+                f"user namespace (rootless container): capabilities do not count for perf, "
+                f"kernel.perf_event_paranoid={level} applies: user space only (task-clock:u)",
+                f"sudo sysctl -w kernel.perf_event_paranoid=1{host}",
+            )
+        )
     if level is not None and not privileged and level > need:
-        fix = f"sudo sysctl -w kernel.perf_event_paranoid={need}"
+        fix = f"sudo sysctl -w kernel.perf_event_paranoid={need}{host}"
         if level >= 3:
             severity, what = FATAL, "perf is disabled for users"
+        elif system_wide and userns:
+            severity, what = (
+                FATAL,
+                (
+                    "system-wide counting is refused in a user namespace (rootless container): "
+                    "perf ignores its capabilities"
+                ),
+            )
         elif system_wide:
             severity, what = FATAL, "system-wide sampling needs root or CAP_PERFMON"
         else:
@@ -134,9 +202,34 @@ def evaluate(
     return findings
 
 
-def check(*, system_wide: bool, kernel: bool, counters: bool = True) -> list[Finding]:
+def _cpu_list_findings(system: System, cpu_list: str) -> list[Finding]:
+    wanted = parse_cpu_list(cpu_list)
+    online = system.online_cpus
+    if online is None or wanted <= online:
+        return []
+    missing = _format_cpus(wanted - online)
+    message = f"--cpu-list {cpu_list}: CPU {missing} not online; this machine has CPUs "
+    return [Finding("cpu-list", FATAL, message + _format_cpus(online))]
+
+
+def _format_cpus(cpus: frozenset[int]) -> str:
+    """{0, 1, 2, 3, 5} -> "0-3,5"."""
+    ranges: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in ranges)
+
+
+def check(
+    *, system_wide: bool, kernel: bool, counters: bool = True, cpu_list: str | None = None
+) -> list[Finding]:
     """`evaluate` on this machine."""
-    return evaluate(read_system(), system_wide=system_wide, kernel=kernel, counters=counters)
+    return evaluate(
+        read_system(), system_wide=system_wide, kernel=kernel, counters=counters, cpu_list=cpu_list
+    )
 
 
 def fail_on_fatal(findings: list[Finding]) -> None:
@@ -145,3 +238,14 @@ def fail_on_fatal(findings: list[Finding]) -> None:
         if finding.severity == FATAL:
             fix = f"; fix: {finding.fix}" if finding.fix else ""
             raise AutoprofError(f"{finding.message}{fix}")
+
+
+def check_reserve(pmus: Iterable[Pmu], reserve: int) -> None:
+    """Refuse a `--reserve` a core PMU cannot honour: it keeps one generic counter for autoprof,
+    so a 4-counter PMU reserves at most 3 (the catalog would otherwise reserve 3 silently)."""
+    for pmu in pmus:
+        if (pmu.name == "cpu" or pmu.name.startswith("cpu_")) and pmu.reserved < reserve:
+            raise AutoprofError(
+                f"--reserve {reserve}: the {pmu.name} PMU has {pmu.counters} generic counters, "
+                f"at most {pmu.counters - 1} can be reserved"
+            )

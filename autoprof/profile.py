@@ -13,27 +13,23 @@ run numbers, so the parts' results put together are one machine's.
 from __future__ import annotations
 
 import shutil
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoprof import attach, outdir, preflight
+from autoprof import __version__, attach, outdir, preflight
 from autoprof.catalog import host
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.outdir import MachineFacts, Manifest, RunRecord
-from autoprof.runner import (
-    ProfileOptions,
-    Runner,
-    Task,
-    finished,
-    open_profile,
-    perf_argv,
-    tasks,
-)
+from autoprof.runner import ProfileOptions, Runner, Task, finished, now, perf_argv, tasks
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
+
+# Options that change what the numbers mean: a resumed profile must keep them.
+MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
 
 
 @dataclass
@@ -75,15 +71,26 @@ def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) 
     ]
 
 
-def check_machine(catalog: Catalog, options: ProfileOptions, command: list[str]) -> list[str]:
+def check_machine(
+    catalog: Catalog, options: ProfileOptions, command: list[str], cpu: str | None = None
+) -> list[str]:
     """Warnings about this machine for this profile; raises AutoprofError for what cannot work
-    (perf unusable, the command not found)."""
+    (perf unusable, CPUs the machine lacks, a catalog of another CPU (`cpu`, the --cpu asked
+    for), the command not found)."""
     findings = preflight.check(
         system_wide=options.system_wide or bool(options.cpu_list or options.cgroup),
         kernel=False,
         counters=any(not p.unconstrained for p in catalog.pmus.values()),
+        cpu_list=options.cpu_list,
     )
     preflight.fail_on_fatal(findings)
+    here = host.cpu_id()
+    # family and model decide the events (a platform's representative id may differ in stepping)
+    if cpu and catalog.cpu.split("-")[:3] != here.split("-")[:3]:
+        raise AutoprofError(
+            f"--cpu {cpu} ({catalog.cpu}) is not this machine ({here}): profile counts here; "
+            f"plan for another CPU with: autoprof schedule --cpu {cpu}"
+        )
     if options.attached:
         attach.check_target(options)
     elif shutil.which(command[0]) is None:
@@ -94,6 +101,74 @@ def check_machine(catalog: Catalog, options: ProfileOptions, command: list[str])
             fix = f" (fix: {finding.fix})" if finding.fix else ""
             warnings.append(f"{finding.message}{fix}")
     return warnings
+
+
+def manifest_options(options: ProfileOptions) -> dict:
+    """The options a manifest records: what the numbers mean and which part this is (a plain
+    profile's manifest has no part/parts)."""
+    skip = {"force", "fail_fast", "retries"} | ({"part", "parts"} if options.parts == 1 else set())
+    if not options.attached:
+        skip |= {"pids", "cgroup", "duration"}
+    return {k: v for k, v in asdict(options).items() if k not in skip}
+
+
+def open_profile(
+    out: Path,
+    command: list[str],
+    plan: Plan,
+    options: ProfileOptions,
+    facts: MachineFacts,
+    profile_id: str | None = None,
+) -> Manifest:
+    """The manifest of `out`: created for a new profile, or the existing one when `out`
+    holds this very profile (same command, plan, measurement options and part) to resume.
+
+    `profile_id` names the profile (the parts of a split profile share one); default a new uuid.
+    """
+    wanted = manifest_options(options)
+    path = out / outdir.MANIFEST
+    if path.exists():
+        try:
+            manifest = outdir.read_manifest(out)
+        except (ValueError, KeyError, TypeError) as err:
+            raise AutoprofError(f"{path} is unreadable ({err}); use another -o") from None
+        if manifest.command != command:
+            raise AutoprofError(
+                f"{out} holds a profile of another command "
+                f"({' '.join(manifest.command)}); use another -o"
+            )
+        if manifest.plan != plan.to_json():
+            raise AutoprofError(f"{out} holds a profile with another event plan; use another -o")
+        if profile_id is not None and manifest.id != profile_id:
+            raise AutoprofError(f"{out} holds another profile ({manifest.id}); use another -o")
+        here = (manifest.options.get("part", 1), manifest.options.get("parts", 1))
+        if here != (options.part, options.parts):
+            raise AutoprofError(
+                f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
+                f"{options.part} of {options.parts}; use another -o"
+            )
+        changed = [k for k in MEASUREMENT_OPTIONS if manifest.options.get(k) != wanted.get(k)]
+        if changed:
+            raise AutoprofError(
+                f"{out} was profiled with other {', '.join(changed)}; "
+                "use the same options or another -o"
+            )
+        if manifest.options.get("repeat", 1) < options.repeat:
+            manifest.options["repeat"] = options.repeat
+            outdir.write_manifest(out, manifest)
+        return manifest
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest(
+        id=profile_id or str(uuid.uuid4()),
+        autoprof_version=__version__,
+        created=now(),
+        command=list(command),
+        machine=facts,
+        plan=plan.to_json(),
+        options=wanted,
+    )
+    outdir.write_manifest(out, manifest)
+    return manifest
 
 
 def profile(
@@ -109,7 +184,8 @@ def profile(
     on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
     resume: bool = False,
 ) -> Outcome:
-    """Run (or resume) the profile in `out`; raises runner.Interrupted on Ctrl-C.
+    """Run (or resume) the profile in `out`; raises procgroup.Interrupted on Ctrl-C, SIGTERM or
+    SIGHUP (after stopping the run in progress).
 
     `facts` default to this machine's; `job` is recorded in the manifest (the queue job that
     asked for this profile). An attached profile (`options.attached`) continues against

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from autoprof.errors import AutoprofError
-from autoprof.preflight import FATAL, WARNING, System, evaluate, fail_on_fatal, read_system
+from autoprof.preflight import (
+    FATAL,
+    WARNING,
+    System,
+    evaluate,
+    fail_on_fatal,
+    parse_cpu_list,
+    read_system,
+)
 
 ROOT_CAPS = (1 << 41) - 1
 USER_CAPS = 0
@@ -90,3 +98,43 @@ def test_read_system_on_this_machine():
     read = read_system()
     text = Path("/proc/sys/kernel/perf_event_paranoid").read_text()
     assert read.paranoid == int(text)
+
+
+def test_a_user_namespace_root_is_an_ordinary_user_to_perf():
+    """Capabilities count in the initial user namespace only (the kernel's perfmon_capable)."""
+    rootless = system(capabilities=ROOT_CAPS, user_namespace=True)
+    found = keyed(evaluate(rootless, system_wide=False, kernel=False))
+    assert found["user-namespace"].severity == WARNING
+    assert "user space only" in found["user-namespace"].message
+    assert found["user-namespace"].fix == "sudo sysctl -w kernel.perf_event_paranoid=1 on the host"
+    wide = keyed(evaluate(rootless, system_wide=True, kernel=False))
+    assert wide["paranoid"].severity == FATAL and "user namespace" in wide["paranoid"].message
+    assert "user-namespace" not in wide  # one line: the fatal one
+    assert evaluate(system(capabilities=ROOT_CAPS), system_wide=True, kernel=False) == []
+    assert evaluate(system(user_namespace=True, paranoid=1), system_wide=False, kernel=True) == []
+
+
+def test_read_system_sees_a_user_namespace_in_uid_map(tmp_path: Path):
+    (tmp_path / "self").mkdir()
+    uid_map = tmp_path / "self" / "uid_map"
+    uid_map.write_text("         0          0 4294967295\n")
+    assert not read_system(tmp_path).user_namespace
+    uid_map.write_text("         0       1000          1\n")
+    assert read_system(tmp_path).user_namespace
+
+
+def test_cpu_lists_are_parsed_and_checked_against_the_online_cpus(tmp_path: Path):
+    assert parse_cpu_list("0-3,5") == {0, 1, 2, 3, 5}
+    with pytest.raises(AutoprofError, match="expected numbers"):
+        parse_cpu_list("0-x")
+    two = system(online_cpus=frozenset({0, 1}), capabilities=ROOT_CAPS)
+    found = keyed(evaluate(two, system_wide=True, kernel=False, cpu_list="5-9"))
+    assert found["cpu-list"].severity == FATAL
+    assert found["cpu-list"].message == (
+        "--cpu-list 5-9: CPU 5-9 not online; this machine has CPUs 0-1"
+    )
+    assert evaluate(two, system_wide=True, kernel=False, cpu_list="1") == []
+    online = tmp_path / "devices" / "system" / "cpu" / "online"
+    online.parent.mkdir(parents=True)
+    online.write_text("0-3,6\n")
+    assert read_system(tmp_path, tmp_path).online_cpus == {0, 1, 2, 3, 6}

@@ -100,7 +100,7 @@ def test_interrupted_profile_resumes_without_rerunning(writes, tmp_path):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 2 and "interrupted" in stderr and "Traceback" not in stderr
+    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
     first = [json.loads(line) for line in journal.read_text().splitlines()]
     assert 1 <= len(first) < 6
     resumed = subprocess.run(args, capture_output=True, text=True)

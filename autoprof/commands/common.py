@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from autoprof import preflight
 from autoprof.catalog import host
-from autoprof.catalog.host import build_catalog
+from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.runner import ProfileOptions
 
@@ -22,6 +23,14 @@ __all__ = [
     "redis_option",
     "selection_options",
 ]
+
+
+def build_catalog(**options) -> Catalog:
+    """The catalog the command-line options describe (host.build_catalog), refusing a
+    --reserve that the CPU's counters cannot honour."""
+    catalog = host.build_catalog(**options)
+    preflight.check_reserve(catalog.pmus.values(), options.get("reserve", 0))
+    return catalog
 
 
 def _apply(func: Callable, options: list) -> Callable:

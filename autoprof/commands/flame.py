@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from autoprof.errors import AutoprofError
-from autoprof.flame.capture import PERF_DATA, record
-from autoprof.flame.diff import changes, diff_folded_lines, diff_tree
-from autoprof.flame.fold import Folded
-from autoprof.flame.renderer import FoldedRenderer
-from autoprof.flame.source import FoldOptions, load
-from autoprof.flame.speedscope import SpeedscopeRenderer
-from autoprof.flame.svg import SvgRenderer
 from autoprof.perf.record import CALL_GRAPHS, RecordOptions
+
+if TYPE_CHECKING:
+    from autoprof.flame.fold import Folded
+    from autoprof.flame.source import FoldOptions
 
 
 @click.command("record")
@@ -31,6 +30,12 @@ from autoprof.perf.record import CALL_GRAPHS, RecordOptions
 @click.option("-p", "--pid", type=int, help="Sample this running process.")
 @click.option("-a", "--all-cpus", "system_wide", is_flag=True, help="Sample the whole system.")
 @click.option(
+    "--duration",
+    type=float,
+    metavar="S",
+    help="With -p or -a: stop after S seconds (else Ctrl-C or SIGTERM stops it, samples kept).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(path_type=Path, file_okay=False),
@@ -45,6 +50,7 @@ def record_command(
     events: tuple[str, ...],
     pid: int | None,
     system_wide: bool,
+    duration: float | None,
     output: Path,
     command: tuple[str, ...],
 ) -> None:
@@ -54,7 +60,9 @@ def record_command(
     Example:  autoprof record -o out/rec -- ./myprog --input data
     Then:     autoprof flamegraph out/rec -o flame.svg
     """
-    options = RecordOptions(frequency, call_graph, list(events), pid, system_wide)
+    from autoprof.flame.capture import PERF_DATA, record
+
+    options = RecordOptions(frequency, call_graph, list(events), pid, system_wide, duration)
     info = record(options, output, list(command))
     for finding in info.findings:
         click.echo(f"autoprof: {finding}", err=True)
@@ -65,6 +73,9 @@ def record_command(
         )
     following = f"report {output}" if len(events) > 1 else f"flamegraph {output} -o flame.svg"
     click.echo(f"wrote {output / PERF_DATA}; next: autoprof {following}")
+    if info.stopped_by in ("SIGTERM", "SIGHUP"):
+        click.echo(f"autoprof: stopped by {info.stopped_by}; samples kept", err=True)
+        sys.exit(128 + signal.Signals[info.stopped_by])
 
 
 @click.command("flamegraph")
@@ -134,6 +145,12 @@ def flamegraph_command(
     Example:  autoprof flamegraph out/rec -o flame.svg --title "myprog"
               autoprof flamegraph --diff before.data after.data -o diff.svg
     """
+    from autoprof.flame.diff import diff_folded_lines
+    from autoprof.flame.renderer import FoldedRenderer
+    from autoprof.flame.source import FoldOptions
+    from autoprof.flame.speedscope import SpeedscopeRenderer
+    from autoprof.flame.svg import SvgRenderer
+
     if len(inputs) != (2 if diff else 1):
         want = "two inputs (BEFORE AFTER) with --diff" if diff else "one input (or --diff A B)"
         raise AutoprofError(f"flamegraph takes {want}, got {len(inputs)}")
@@ -181,6 +198,8 @@ def flamegraph_command(
 
 
 def _load(path: Path, options: FoldOptions) -> Folded:
+    from autoprof.flame.source import load
+
     folded = load(path, options)
     for note in folded.notes:
         click.echo(f"autoprof: note: {path}: {note}", err=True)
@@ -198,6 +217,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _print_changes(before: Folded, after: Folded, err: bool, top: int = 5) -> None:
+    from autoprof.flame.diff import changes, diff_tree
+
     found = changes(diff_tree(before, after))
     grown = [c for c in found if c.delta > 0][:top]
     shrunk = [c for c in reversed(found) if c.delta < 0][:top]

@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from autoprof import attach, outdir
-from autoprof import profile as library
 from autoprof.commands import common
-from autoprof.commands.common import (
-    build_catalog,
-    catalog_options,
-    measure_options,
-    profile_options,
-)
+from autoprof.commands.common import catalog_options, measure_options, profile_options
 from autoprof.errors import AutoprofError
-from autoprof.runner import Interrupted
 
 
 def attach_options(func):
@@ -101,7 +86,14 @@ MEASURE_KEYS = (
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def profile(event_names, events_file, output, force, dry_run, command, **opts) -> None:
     """Measure every event (or the chosen ones) for COMMAND, without multiplexing; or attach
-    to running processes (-p), a cgroup or the whole system (-a) for --duration per group."""
+    to running processes (-p), a cgroup or the whole system (-a) for --duration per group.
+
+    Ctrl-C, SIGTERM or SIGHUP stop the run in progress (perf and the command's whole process
+    group), keep the finished runs (run the same command again to resume) and exit with
+    128 + the signal's number (130 for Ctrl-C).
+    """
+    from autoprof import profile as library
+
     command = list(command)
     measure = {k: opts.pop(k) for k in MEASURE_KEYS}
     target = {k: opts.pop(k) for k in ("pids", "cgroup", "duration")}
@@ -109,61 +101,65 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
     check_attach(command, measure["system_wide"], **target)
     options = profile_options(**measure, **target, force=force)
     names = common.event_names(event_names, events_file)
-    catalog, plan = library.plan_for(build_catalog(**opts), names, options.anchor)
+    catalog, plan = library.plan_for(common.build_catalog(**opts), names, options.anchor)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return
-    console = Console(stderr=True)
-    for warning in library.check_machine(catalog, options, command):
-        console.print(f"[yellow]warning:[/] {warning}")
+    warnings = library.check_machine(catalog, options, command, cpu=opts["cpu"])
+    _run(library, out, command, catalog, plan, options, warnings, resume)
+
+
+def _run(library, out, command, catalog, plan, options, warnings, resume) -> None:
+    """Run the profile, reporting progress; a signal ends it with 128 + its number."""
+    from autoprof import attach, outdir
+    from autoprof.procgroup import Interrupted
+
     if options.attached:
-        console.print(f"[yellow]warning:[/] {attach.WARNING}")
+        warnings = [*warnings, attach.WARNING]
     what = attach.describe(options) if options.attached else shlex.join(command)
-    console.print(
-        f"profiling [bold]{what}[/]: {len(catalog.events)} events in "
-        f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
-    )
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=not sys.stderr.isatty(),
-    ) as progress:
-        bar = progress.add_task("runs", total=len(plan) * options.repeat)
+
+    with _reporter(len(plan) * options.repeat) as report:
+        for warning in warnings:
+            report.say(f"warning: {warning}", "yellow")
+        report.say(
+            f"profiling {what}: {len(catalog.events)} events in "
+            f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
+        )
 
         def on_event(kind, task, record):
             if kind == "start":
                 names = ", ".join(e.name for e in task.events[:3])
                 more = f" +{len(task.events) - 3}" if len(task.events) > 3 else ""
-                progress.update(bar, description=f"run {task.run} rep {task.repeat}: {names}{more}")
+                report.describe(f"run {task.run} rep {task.repeat}: {names}{more}")
             elif kind == "retry":
-                progress.console.print(
+                report.say(
                     f"run {task.run} rep {task.repeat}: {record.status}: {record.error}; "
                     f"running it again (attempt {record.attempt + 1} of {options.retries + 1})"
                 )
             else:
-                progress.advance(bar)
+                report.advance()
                 if record is not None and record.status != outdir.RUN_OK:
-                    progress.console.print(
-                        f"run {task.run} rep {task.repeat}: {record.status}: {record.error}"
-                    )
+                    report.say(f"run {task.run} rep {task.repeat}: {record.status}: {record.error}")
 
         try:
             outcome = library.profile(
                 out, command, catalog, plan, options, on_event=on_event, resume=resume
             )
-        except Interrupted:
-            raise AutoprofError(
-                f"interrupted; finished runs are kept in {out}/: run the same "
-                "command again to resume"
-            ) from None
+        except Interrupted as stop:
+            interrupted = stop
+        else:
+            interrupted = None
+    if interrupted is not None:
+        click.echo(
+            f"autoprof: error: interrupted by {interrupted.name}; finished runs are kept in "
+            f"{out}/: run the same command again to resume",
+            err=True,
+        )
+        sys.exit(interrupted.exit_code)
     failed = outcome.failed
-    console.print(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}")
+    click.echo(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}", err=True)
     if outcome.missing:
         listed = ", ".join(f"{run}.{rep}" for run, rep in outcome.missing[:20])
         more = " ..." if len(outcome.missing) > 20 else ""
@@ -178,3 +174,50 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
             f"{len(failed)} runs failed (run.repeat {listed}); the others' "
             f"results are kept in {out}/"
         )
+
+
+class _Lines:
+    """Progress as plain lines on stderr (not a terminal: a log, a pipe, a test)."""
+
+    def say(self, text: str, style: str | None = None) -> None:
+        click.echo(text, err=True)
+
+    def describe(self, text: str) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _reporter(total: int) -> Iterator[_Lines]:
+    """A progress bar on a terminal (rich, imported only then), plain lines elsewhere."""
+    if not sys.stderr.isatty():
+        yield _Lines()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True, soft_wrap=True)  # one line per message
+    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(TextColumn("{task.description}"), *columns, console=console) as progress:
+        bar = progress.add_task("runs", total=total)
+
+        class Bar(_Lines):
+            def say(self, text: str, style: str | None = None) -> None:
+                progress.console.print(text, style=style, markup=False, highlight=False)
+
+            def describe(self, text: str) -> None:
+                progress.update(bar, description=text)
+
+            def advance(self) -> None:
+                progress.advance(bar)
+
+        yield Bar()

@@ -9,6 +9,7 @@ Layout of the folder::
 
 from __future__ import annotations
 
+import signal
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,8 @@ class RecordInfo:
     status: str = ""  # "ok", "workload-failed" (samples kept) or "perf-failed"
     error: str | None = None
     findings: list[str] = field(default_factory=list)
+    # the signal that ended the recording: SIGINT for Ctrl-C and --duration, SIGTERM, SIGHUP
+    stopped_by: str | None = None
 
 
 def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
@@ -49,13 +52,17 @@ def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
     started = datetime.now(UTC)
     info.start = started.isoformat()
     write_json(out / RECORD_INFO, asdict(info))
-    result = run_record(argv, out / STDERR)
+    result = run_record(argv, out / STDERR, options.duration)
     ended = datetime.now(UTC)
     info.end, info.elapsed_s = ended.isoformat(), (ended - started).total_seconds()
     info.perf_exit = result.exit_code
+    if result.stopped_by is not None:
+        info.stopped_by = signal.Signals(result.stopped_by).name
     wrote = "Captured and wrote" in result.stderr
+    # a PID or the whole system is sampled until stopped: being stopped is its normal end
+    until_stopped = not command and result.stopped_by is not None
     if wrote:
-        info.status = "ok" if result.exit_code == 0 else "workload-failed"
+        info.status = "ok" if result.exit_code == 0 or until_stopped else "workload-failed"
     else:
         info.status, info.error = "perf-failed", perf_error_line(result.stderr)
     write_json(out / RECORD_INFO, asdict(info))

@@ -16,6 +16,9 @@ _OPEN_FAILED = re.compile(
 )
 # "event syntax error: 'nosuch:event'"
 _SYNTAX = re.compile(r"event syntax error: '(.+?)'", re.MULTILINE)
+# "No permission to enable ftrace:function event." (EACCES/EPERM; perf names no errno)
+_NO_PERMISSION = re.compile(r"^No permission to enable (\S+) event\.", re.MULTILINE)
+_EPERM = 1
 
 
 def stat_argv(
@@ -112,6 +115,9 @@ def open_failure(stderr: str) -> OpenFailure | None:
         return OpenFailure(
             match.group(3), int(match.group(1)), f"{match.group(2)} (errno {match.group(1)})"
         )
+    match = _NO_PERMISSION.search(stderr)
+    if match:
+        return OpenFailure(match.group(1), _EPERM, match[0].rstrip("."))
     match = _SYNTAX.search(stderr)
     if match:
         hint = stderr[match.end() :].strip().splitlines()

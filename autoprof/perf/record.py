@@ -7,6 +7,7 @@ failures into one line the user can act on.
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from autoprof.errors import AutoprofError
+from autoprof.procgroup import Interrupted, Stopper, stop_group
 
 CALL_GRAPHS = ("fp", "dwarf", "lbr")
 # `perf script` fields: perf's default layout plus the pid (for --pid), so the output stays what
@@ -32,6 +34,7 @@ class RecordOptions:
     events: list[str] = field(default_factory=list)
     pid: int | None = None
     system_wide: bool = False
+    duration: float | None = None  # seconds to sample a -p PID or -a target, then stop perf
 
 
 def record_argv(options: RecordOptions, output: Path, command: Sequence[str]) -> list[str]:
@@ -46,6 +49,10 @@ def record_argv(options: RecordOptions, output: Path, command: Sequence[str]) ->
         raise AutoprofError("choose one of -p PID and -a, not both")
     if not command and options.pid is None and not options.system_wide:
         raise AutoprofError("nothing to record: give a command after --, or -p PID, or -a")
+    if options.duration is not None and (command or options.duration <= 0):
+        raise AutoprofError(
+            "--duration S (S > 0) applies to -p PID and -a; a command ends by itself"
+        )
     argv = ["perf", "record", "-F", str(options.frequency), "--call-graph", options.call_graph]
     for event in options.events:
         argv += ["-e", event]
@@ -64,32 +71,51 @@ def script_argv(perf_data: Path) -> list[str]:
     return ["perf", "script", "-F", SCRIPT_FIELDS, "-i", str(perf_data)]
 
 
+# perf record finishes its file after SIGINT (and builds its build-id table): give it time
+FINISH_GRACE_S = 10.0
+
+
 @dataclass
 class RecordResult:
     exit_code: int
     stderr: str  # perf's messages (and the workload's standard error)
+    stopped_by: int | None = None  # the signal that ended the recording (SIGINT for --duration)
 
 
-def run_record(argv: list[str], stderr_copy: Path) -> RecordResult:
+def run_record(argv: list[str], stderr_copy: Path, duration: float | None = None) -> RecordResult:
     """Run `perf record`: standard error goes both to the terminal and to `stderr_copy`.
 
-    Ctrl-C stops the workload, as with perf itself; perf then still writes its data file, so we
-    wait for it instead of dying with it.
+    perf and the workload run in a process group of their own. Ctrl-C, SIGTERM or SIGHUP (and
+    the end of `duration`) send SIGINT to that group, as Ctrl-C in a terminal would: the
+    workload stops, perf writes its data file; what still runs after a grace period is killed.
     """
-    proc = _start(argv, stderr=subprocess.PIPE)
-    chunks: list[bytes] = []
-    tee = threading.Thread(target=_tee, args=(proc.stderr, chunks), daemon=True)
-    tee.start()
-    while True:
+    with Stopper() as stopper:
+        proc = _start(argv, stderr=subprocess.PIPE, start_new_session=True)
+        chunks: list[bytes] = []
+        tee = threading.Thread(target=_tee, args=(proc.stderr, chunks), daemon=True)
+        tee.start()
+        stopped_by = None
         try:
-            code = proc.wait()
-            break
-        except KeyboardInterrupt:
-            continue  # perf got the SIGINT too and is finishing its file
+            code = proc.wait(timeout=duration)
+        except subprocess.TimeoutExpired:
+            # a signal meanwhile must not cut the stop short; it is what stopped the recording
+            with contextlib.suppress(Interrupted), stopper.deferred():
+                code = _finish(proc)
+            stopped_by = stopper.signum or signal.SIGINT
+        except Interrupted as stop:
+            stopped_by, code = stop.signum, _finish(proc)
+        except BaseException:
+            with stopper.deferred():
+                _finish(proc)
+            raise
     tee.join()
     text = b"".join(chunks).decode("utf-8", "replace")
     stderr_copy.write_text(text)
-    return RecordResult(code, text)
+    return RecordResult(code, text, stopped_by)
+
+
+def _finish(proc: subprocess.Popen) -> int:
+    return stop_group(proc, FINISH_GRACE_S)
 
 
 def _start(argv: list[str], **popen) -> subprocess.Popen:

@@ -19,8 +19,6 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
-import networkx as nx
-
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 from autoprof.schedule.bounds import pmu_bound
@@ -35,6 +33,10 @@ def _b_matching(
     times; `reserved` x capacity extra items accept any slot. Returns mask -> list of slots."""
     if not groups and not reserved:
         return {}
+    if not reserved and len(groups) == 1 and set(next(iter(groups))) >= set(slots):
+        return _spread(groups, slots, capacity)
+    import networkx as nx  # 0.2-0.6 s to import: only when a flow must be searched
+
     graph = nx.DiGraph()
     for k, (mask, count) in enumerate(groups.items()):
         graph.add_edge("source", ("group", k), capacity=count)
@@ -60,6 +62,14 @@ def _b_matching(
             slot for slot in slots for _ in range(flow["reserved"].get(("slot", slot), 0))
         ]
     return result
+
+
+def _spread(groups: dict[frozenset, int], slots: list, capacity: int) -> dict[frozenset, list]:
+    """`_b_matching` of one group whose items take any slot (breakpoints): round-robin."""
+    [(mask, count)] = groups.items()
+    if count > len(slots) * capacity:
+        raise AssertionError(f"b-matching short by {count - len(slots) * capacity}")
+    return {mask: [slots[i % len(slots)] for i in range(count)]}
 
 
 def _pack_normal(pmu: Pmu, events: list[Event], runs: int) -> list[tuple[Event, int, int]]:

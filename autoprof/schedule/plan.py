@@ -13,8 +13,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
 
@@ -130,16 +128,20 @@ class Plan:
 
 def _matches_all(left: dict[Any, frozenset], extra: int, slots: set) -> bool:
     """Whether every left item (plus `extra` items that accept any slot) gets its own slot."""
-    graph = nx.Graph()
     lefts = [("item", k) for k in left] + [("any", i) for i in range(extra)]
+    if len(lefts) > len(slots):
+        return False
+    if all(allowed >= slots for allowed in left.values()):
+        return True  # every item takes any slot, and there are enough (breakpoints)
+    import networkx as nx  # 0.2-0.6 s to import: only when a matching must be searched
+
+    graph = nx.Graph()
     graph.add_nodes_from(lefts, bipartite=0)
     graph.add_nodes_from((("slot", s) for s in slots), bipartite=1)
     for k, allowed in left.items():
         graph.add_edges_from((("item", k), ("slot", s)) for s in allowed)
     for i in range(extra):
         graph.add_edges_from((("any", i), ("slot", s)) for s in slots)
-    if len(lefts) > len(slots):
-        return False
     matching = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=lefts)
     return all(node in matching for node in lefts)
 

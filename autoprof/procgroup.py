@@ -1,0 +1,157 @@
+"""perf and its workload as one process group: stopping it whole, and the signals that ask to.
+
+perf runs in a session of its own (`start_new_session=True`), so its process group holds perf,
+the workload and whatever the workload started, and nothing else. `stop_group` ends all of it:
+SIGINT first (perf then writes what it counted), then SIGTERM, then SIGKILL, each after a grace
+period while perf or any process of the group is still alive, so a workload that ignores
+SIGINT (or SIGTERM) is never left running.
+
+`Stopper` turns SIGINT, SIGTERM and SIGHUP into `Interrupted(signum)`, raised in the main thread,
+except inside `deferred()` sections (starting perf, appending to the journal) where it is raised
+when the section ends: a signal never leaves a started perf unknown or a journal line cut short.
+After the first signal the stopper raises no more, so a second Ctrl-C cannot abandon a stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from autoprof import outdir
+
+STOP_GRACE_S = 2.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_POLL_S = 0.01
+
+
+class Interrupted(Exception):
+    """A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the work; what finished is kept."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention: 128 + the signal number (130 for Ctrl-C)."""
+        return 128 + self.signum
+
+
+def group_members(pgid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The live (not zombie) processes of process group `pgid`, read from /proc."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []  # the common case, answered by one system call
+    except PermissionError:
+        pass
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def stop_group(
+    proc: subprocess.Popen,
+    grace: float = STOP_GRACE_S,
+    signals: tuple[int, ...] = STOP_SIGNALS,
+) -> int:
+    """Stop `proc` (the leader of its own process group) and every process of its group, with
+    `signals` in turn, `grace` seconds apart while any of them lives. Returns proc's exit code."""
+    for sig in signals:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        deadline = time.monotonic() + grace
+        while True:
+            code = proc.poll()
+            if code is not None and not group_members(proc.pid):
+                return code
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(_POLL_S)
+    return proc.wait()
+
+
+class Stopper:
+    """Installs handlers for SIGINT, SIGTERM and SIGHUP (main thread only; elsewhere a no-op)
+    that raise `Interrupted`; restores the previous handlers on exit."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._depth = 0
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> Stopper:
+        if threading.current_thread() is threading.main_thread():
+            # installed even when started with SIGINT ignored (`cmd &`): Ctrl-C must stop it
+            self._previous = {sig: signal.signal(sig, self._handle) for sig in HANDLED}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.signum is not None:
+            return  # already stopping
+        self.signum = signum
+        if not self._depth:
+            raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A section a signal must not cut: a signal that arrives in it is raised at its end."""
+        before = self.signum
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+        if before is None and self.signum is not None and not self._depth:
+            raise Interrupted(self.signum)
+
+
+def stop_leftovers(root: Path) -> list[int]:
+    """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
+    still unfinished in its run.json. Returns the process groups killed.
+
+    perf runs in a session of its own (so that a timeout can stop perf and workload together),
+    which also means it outlives a profiler killed with SIGKILL and would disturb whatever is
+    measured next. Only a live process named perf that leads its own group is killed.
+    """
+    killed = []
+    for path in sorted(root.glob(f"**/{outdir.RUNS}/run*/{outdir.RUN_RECORD}")):
+        try:
+            record = outdir.read_run_record(path.parent)
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+        pid = record.perf_pid
+        if record.status or not pid:
+            continue
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            if comm == "perf" and os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+                killed.append(pid)
+        except (OSError, ProcessLookupError):
+            continue  # gone already
+    return killed

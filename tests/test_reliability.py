@@ -1,0 +1,279 @@
+"""Nothing left running, nothing silently missing (issue 17 items 1, 2, 3, 5, 7, 9).
+
+Signals go by PID to real `autoprof profile` / `autoprof record` processes started in a session
+of their own; afterwards no process of that session's group, nor of perf's own group, may live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autoprof import outdir, results
+from autoprof.catalog import host
+
+pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+
+AUTOPROF = [sys.executable, "-m", "autoprof"]
+# a workload that ignores Ctrl-C (and, in the second form, SIGTERM too) and burns a CPU
+DEAF = "trap '' INT; while :; do :; done"
+DEAFER = "trap '' INT TERM; while :; do :; done"
+
+
+def live_processes(pgid: int) -> list[str]:
+    """The live (not zombie) processes of process group `pgid`, as "pid comm", from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        state, _ppid, group = text[text.rindex(")") + 2 :].split()[:3]
+        if int(group) == pgid and state != "Z":
+            found.append(f"{stat.parent.name} {text[text.index('(') + 1 : text.rindex(')')]}")
+    return found
+
+
+def poll(condition, timeout: float = 60.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def autoprof(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*AUTOPROF, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def reaper():
+    """The process groups a test started: whatever of them still lives after the test is
+    killed, so that a failing test leaves nothing spinning."""
+    groups: list[int] = []
+    yield groups
+    for group in groups:
+        if live_processes(group):
+            os.killpg(group, signal.SIGKILL)
+
+
+def start(reaper: list[int], *args: str) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [*AUTOPROF, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    reaper.append(proc.pid)
+    return proc
+
+
+def assert_nothing_left(*groups: int) -> None:
+    """No live process in any of `groups`."""
+    left = {g: live_processes(g) for g in groups}
+    assert not any(left.values()), left
+
+
+def perf_group(reaper: list[int], out: Path) -> int:
+    """perf's pid (the leader of its own group, perf + workload) of run 1, once it runs."""
+    folder = outdir.run_dir(out, 1, 1)
+
+    def pid():
+        path = folder / outdir.RUN_RECORD
+        return path.exists() and outdir.read_run_record(folder).perf_pid
+
+    group = poll(pid, what="perf to start")
+    reaper.append(group)
+    poll(lambda: len(live_processes(group)) >= 3, what="perf, the shell and the workload")
+    return group
+
+
+def test_timeout_stops_a_workload_that_ignores_sigint(tmp_path, reaper):
+    out = tmp_path / "out"
+    proc = start(
+        reaper,
+        "profile",
+        "--timeout",
+        "1",
+        "-e",
+        "task-clock",
+        "-o",
+        str(out),
+        "--",
+        "sh",
+        "-c",
+        DEAF,
+    )
+    group = perf_group(reaper, out)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "timeout" in stderr and "Traceback" not in stderr
+    assert outdir.read_run_record(outdir.run_dir(out, 1, 1)).status == outdir.RUN_TIMEOUT
+    assert_nothing_left(group, proc.pid)
+
+
+@pytest.mark.parametrize(
+    ("sig", "workload"),
+    [(signal.SIGTERM, DEAFER), (signal.SIGHUP, DEAF), (signal.SIGINT, "sleep 100")],
+)
+def test_a_signal_stops_the_profile_and_its_whole_process_group(tmp_path, reaper, sig, workload):
+    out = tmp_path / "out"
+    proc = start(reaper, "profile", "-e", "task-clock", "-o", str(out), "--", "sh", "-c", workload)
+    group = perf_group(reaper, out)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    name = signal.Signals(sig).name
+    assert proc.returncode == 128 + sig, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("autoprof:")]
+    assert lines == [
+        f"autoprof: error: interrupted by {name}; finished runs are kept in {out}/: "
+        "run the same command again to resume"
+    ]
+    record = outdir.read_run_record(outdir.run_dir(out, 1, 1))
+    assert record.status == outdir.RUN_INTERRUPTED and record.error == f"interrupted by {name}"
+    assert_nothing_left(group, proc.pid)
+
+
+def perf_child(proc: subprocess.Popen) -> int:
+    """The pid of the perf that `autoprof record` (`proc`) started, from /proc."""
+
+    def child():
+        for task in Path(f"/proc/{proc.pid}/task").iterdir():
+            for pid in (task / "children").read_text().split():
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "perf":
+                    return int(pid)
+        return None
+
+    return poll(child, what="perf record to start")
+
+
+def counting(pid: int) -> bool:
+    """`pid` holds perf events open (it samples)."""
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        return any(os.readlink(fd) == "anon_inode:[perf_event]" for fd in fds)
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 0)])
+def test_record_a_stops_on_sigterm_and_ends_normally_on_sigint(tmp_path, reaper, sig, code):
+    out = tmp_path / "rec"
+    proc = start(reaper, "record", "-a", "-o", str(out))
+    perf = perf_child(proc)
+    reaper.append(os.getpgid(perf))
+    poll(lambda: counting(perf), what="perf record to open its events")
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr and "workload" not in stderr
+    info = json.loads((out / "record.json").read_text())
+    assert info["status"] == "ok" and info["stopped_by"] == signal.Signals(sig).name
+    assert (out / "perf.data").stat().st_size > 0
+    assert_nothing_left(perf, proc.pid)  # perf's own group, and autoprof's
+
+
+def test_record_a_duration_ends_by_itself(tmp_path):
+    out = tmp_path / "rec"
+    started = time.monotonic()
+    proc = autoprof("record", "-a", "--duration", "0.5", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 30
+    info = json.loads((out / "record.json").read_text())
+    assert info["status"] == "ok" and info["stopped_by"] == "SIGINT"
+    refused = autoprof("record", "--duration", "1", "-o", str(out), "--", "true")
+    assert refused.returncode == 2 and "applies to -p PID and -a" in refused.stderr
+
+
+def test_an_event_perf_refuses_is_not_supported_and_the_rest_counted(tmp_path):
+    bare = subprocess.run(
+        ["perf", "stat", "-e", "ftrace:function", "--", "true"], capture_output=True, text=True
+    )
+    if bare.returncode == 0:
+        pytest.skip("perf may enable ftrace:function here (paranoid -1?): nothing is refused")
+    assert "No permission to enable ftrace:function event" in bare.stderr
+    out = tmp_path / "out"
+    proc = autoprof(
+        "profile", "-e", "ftrace:function", "-e", "task-clock", "-o", str(out), "--", "sleep", "0.3"
+    )  # longer than perf's 100 ms interval: a row for each counted event
+    assert proc.returncode == 0, proc.stderr
+    record = outdir.read_run_record(outdir.run_dir(out, 1, 1))
+    assert record.status == outdir.RUN_OK
+    assert [e.name for e in record.events] == ["task-clock"]
+    assert record.unsupported == [
+        {
+            "name": "ftrace:function",
+            "pmu": "tracepoint",
+            "reason": "No permission to enable ftrace:function event",
+        }
+    ]
+    agg = autoprof("aggregate", str(out))
+    assert agg.returncode == 0, agg.stderr
+    frame = results.read_csv(out / outdir.RESULTS)
+    status = frame.groupby("EVENT_NAME")["STATUS"].agg(set).to_dict()
+    assert "ok" in status["task-clock"] and status["ftrace:function"] == {"not supported"}
+    assert frame.loc[frame["EVENT_NAME"] == "task-clock", "SAMPLE_VALUE"].sum() > 0
+    report = json.loads((out / outdir.REPORT).read_text())
+    assert [e["event"] for e in report["events"]["not_supported"]] == ["ftrace:function"]
+
+
+def rootless(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["unshare", "-r", *AUTOPROF, *args], capture_output=True, text=True)
+
+
+@pytest.fixture
+def user_namespace():
+    probe = subprocess.run(["unshare", "-r", "true"], capture_output=True)
+    if shutil.which("unshare") is None or probe.returncode != 0:
+        pytest.skip("cannot create a user namespace here (unshare -r)")
+    paranoid = host.perf_event_paranoid()
+    if paranoid is None or paranoid < 2:
+        pytest.skip(f"kernel.perf_event_paranoid={paranoid}: no user-only fallback to detect")
+
+
+def test_rootless_container_is_detected_and_a_refused_up_front(user_namespace, tmp_path):
+    proc = rootless("profile", "-e", "task-clock", "-o", str(tmp_path / "o"), "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "user namespace" in line]
+    assert len(lines) == 1 and "user space only" in lines[0], proc.stderr
+    wide = rootless("profile", "-a", "-e", "task-clock", "-o", str(tmp_path / "a"), "--", "true")
+    assert wide.returncode == 2 and not (tmp_path / "a").exists()
+    assert wide.stderr.count("\n") == 1 and "refused in a user namespace" in wide.stderr
+    rec = rootless("record", "-a", "--duration", "1", "-o", str(tmp_path / "r"))
+    assert rec.returncode == 2 and "refused in a user namespace" in rec.stderr
+
+
+def test_cpus_the_machine_lacks_are_refused_naming_its_cpus(tmp_path):
+    online = Path("/sys/devices/system/cpu/online").read_text().strip()
+    last = max(int(part.split("-")[-1]) for part in online.split(","))
+    wanted = f"{last + 1}-{last + 5}"
+    args = ["--cpu-list", wanted, "-e", "task-clock", "-o", str(tmp_path / "o")]
+    proc = autoprof("profile", *args, "--", "true")
+    assert proc.returncode == 2 and not (tmp_path / "o").exists()
+    assert f"this machine has CPUs {online}" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_another_cpus_catalog_and_an_impossible_reserve_are_refused(intel_dir, tmp_path):
+    here = host.cpu_id()
+    if here.startswith("GenuineIntel-6-55-"):
+        pytest.skip("this machine is a Skylake-X: --cpu SKX describes it")
+    catalog = ["--events-dir", str(intel_dir), "--cpu", "SKX"]
+    args = [*catalog, "-e", "INST_RETIRED.ANY", "-o", str(tmp_path / "o")]
+    proc = autoprof("profile", *args, "--", "true")
+    assert proc.returncode == 2 and not (tmp_path / "o").exists()
+    assert f"is not this machine ({here})" in proc.stderr
+    reserve = autoprof("schedule", *catalog, "--reserve", "8")
+    assert reserve.returncode == 2
+    assert "the cpu PMU has 4 generic counters, at most 3 can be reserved" in reserve.stderr
+    fine = autoprof("schedule", *catalog, "--reserve", "3", "--json")
+    assert fine.returncode == 0, fine.stderr
