@@ -26,6 +26,7 @@ from autoprof.commands.common import (
     measure_options,
     profile_options,
 )
+from autoprof.commands.metrics import metric_plan, planning_options
 from autoprof.errors import AutoprofError
 from autoprof.runner import Interrupted
 
@@ -54,14 +55,21 @@ MEASURE_KEYS = (
 )
 @click.option("--force", is_flag=True, help="Run again the runs already finished.")
 @click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")
+@planning_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def profile(event_names, events_file, output, force, dry_run, command, **opts) -> None:
     """Measure every event (or the chosen ones) for COMMAND, without multiplexing."""
     command = list(command)
     measure = {k: opts.pop(k) for k in MEASURE_KEYS}
+    metric_args = [opts.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
     options = profile_options(**measure, force=force)
     names = common.event_names(event_names, events_file)
-    catalog, plan = library.plan_for(build_catalog(**opts), names, options.anchor)
+    if metric_args[0] or metric_args[1]:
+        planned = metric_plan(opts, *metric_args, anchor=options.anchor)
+        Console(stderr=True).print(planned.summary())
+        catalog, plan = planned.catalog, planned.plan
+    else:
+        catalog, plan = library.plan_for(build_catalog(**opts), names, options.anchor)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, plan, options):

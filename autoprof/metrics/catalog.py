@@ -221,7 +221,13 @@ def load(events_dir: Path | None, cpu: str, extra: list[Path] = ()) -> MetricSet
     """Every metric of a CPU from the perfmon directory, plus YAML metric files `extra`.
     Hybrid parts: a metric of a non-``cpu_core`` core type is named ``<pmu>/<name>``."""
     found = MetricSet(cpu)
-    files = metric_files(events_dir, cpu) if events_dir is not None else []
+    files = []
+    if events_dir is not None:
+        try:
+            files = metric_files(events_dir, cpu)
+        except AutoprofError:
+            if not extra:  # with metric files of one's own, an unknown CPU has none of Intel's
+                raise
     for path, pmu in files:
         for metric in load_json(path, pmu):
             key = metric.name if pmu in ("cpu", "cpu_core") else f"{pmu}/{metric.name}"

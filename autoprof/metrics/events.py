@@ -152,3 +152,19 @@ def perf_pmus(events: list[Event]) -> dict[str, Pmu]:
 
 
 _PERF_SPECS = {spec for spec, _, _ in PERF_EVENTS.values()}
+
+
+def result_name(text: str) -> tuple[str, float, bool]:
+    """How results name the event `resolve` chose for `text`: (name, factor to apply, whether
+    to take the mean over uncore boxes instead of their sum, for ``:one_unit``)."""
+    base, mods = split(text)
+    upper = base.upper()
+    if upper in PERF_EVENTS:
+        spec, _, factor = PERF_EVENTS[upper]
+        return spec, factor, False
+    if upper in TOPDOWN:
+        return base, 1.0, False
+    lowered = [m.lower() for m in mods]
+    if all(m in SAME_EVENT for m in lowered):
+        return base, 1.0, "one_unit" in lowered
+    return text, 1.0, False

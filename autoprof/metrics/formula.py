@@ -64,14 +64,7 @@ class Formula:
 
     text: str
     tree: ast.Expression
-
-    @property
-    def names(self) -> frozenset[str]:
-        return frozenset(
-            n.id
-            for n in ast.walk(self.tree)
-            if isinstance(n, ast.Name) and n.id != NA and not _is_function(n, self.tree)
-        )
+    names: frozenset[str]  # the names it reads (not min/max)
 
     def needed(self, known: Mapping[str, float]) -> frozenset[str]:
         """The names evaluation reads when the `known` names (constants) have these values:
@@ -81,10 +74,6 @@ class Formula:
 
     def __call__(self, values: Mapping[str, object]):
         return evaluate(self, values)
-
-
-def _is_function(node: ast.Name, tree: ast.AST) -> bool:
-    return any(isinstance(c, ast.Call) and c.func is node for c in ast.walk(tree))
 
 
 NA = "NA"  # Intel's ``#NA``: a value that does not exist (NaN)
@@ -113,7 +102,13 @@ def parse(text: str, what: str = "formula") -> Formula:
             or len(node.args) < 2
         ):
             raise FormulaError(f"{what} {text!r}: only min(a, b, ...) and max(a, b, ...) calls")
-    return Formula(str(text), tree)
+    functions = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    names = frozenset(
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and n.id != NA and id(n) not in functions
+    )
+    return Formula(str(text), tree, names)
 
 
 def evaluate(formula: Formula, values: Mapping[str, object]):

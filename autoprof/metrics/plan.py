@@ -11,8 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autoprof.catalog.model import Catalog, Event
+from autoprof.errors import AutoprofError
+from autoprof.metrics import constants
 from autoprof.metrics import events as metric_events
 from autoprof.metrics.catalog import Metric
+from autoprof.schedule import schedule
+from autoprof.schedule.cosched import CoSchedule, coschedule
+from autoprof.schedule.plan import Placement, Plan
 
 
 @dataclass
@@ -72,9 +77,7 @@ def metric_needs(
     resolver = _Resolver(catalog, retire or {})
     result = []
     for metric in metrics:
-        values = {a: known[c] for a, c in metric.constants.items() if c in known}
-        values.update((a, float(c)) for a, c in metric.constants.items() if _number(c))
-        read = metric.formula.needed(values)
+        read = metric.formula.needed(constants.for_metric(metric.constants, known))
         needs = Needs(metric, constants={a: c for a, c in metric.constants.items() if a in read})
         for alias in sorted(read & set(metric.events)):
             resolved = resolver(metric.events[alias], metric.pmu)
@@ -83,14 +86,6 @@ def metric_needs(
                 needs.missing.append(f"{resolved.text}: {resolved.missing}")
         result.append(needs)
     return result
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def needed_catalog(catalog: Catalog, needs: list[Needs]) -> Catalog:
@@ -125,3 +120,62 @@ def groups(needs: list[Needs]) -> dict[str, list[Event]]:
         result["(topdown-* with TOPDOWN.SLOTS)"] = topdown
     result.update((n.metric.name, n.measured) for n in order)
     return result
+
+
+@dataclass
+class MetricPlan:
+    """A profile plan for metrics: the events measured, the co-scheduled plan, and what
+    could not be planned (metric -> missing events)."""
+
+    catalog: Catalog
+    needs: list[Needs]
+    schedule: CoSchedule
+
+    @property
+    def plan(self) -> Plan:
+        return self.schedule.plan
+
+    @property
+    def unmeasurable(self) -> dict[str, list[str]]:
+        return {n.metric.name: n.missing for n in self.needs if n.missing}
+
+    def summary(self) -> str:
+        """How many metrics have their events in one run (the TMA tree's share too)."""
+        placed = {n.metric.name: n.metric for n in self.needs if not n.missing and n.measured}
+        tma = [name for name, m in placed.items() if m.tma]
+        together = [name for name in placed if self.schedule.runs.get(name) is not None]
+        tma_together = [name for name in tma if self.schedule.runs.get(name) is not None]
+        return (
+            f"{len(placed)} metrics from {len(self.catalog.events)} events in "
+            f"{len(self.plan)} runs (lower bound {self.plan.lower_bound}); co-scheduled "
+            f"(all events in one run): {len(together)} of {len(placed)}, TMA "
+            f"{len(tma_together)} of {len(tma)}"
+            + (f"; {len(self.unmeasurable)} metrics lack events" if self.unmeasurable else "")
+        )
+
+
+def plan_metrics(
+    catalog: Catalog,
+    metrics: list[Metric],
+    smt: bool,
+    consistent: bool = False,
+    retire: dict[str, float] | None = None,
+    extra: list[str] = (),
+) -> MetricPlan:
+    """The co-scheduled plan measuring exactly what `metrics` need (plus `extra` events such
+    as an anchor, resolved by name); an error when none of them can be measured."""
+    needs = metric_needs(metrics, catalog, smt_constants(smt), retire)
+    wanted = needed_catalog(catalog, needs)
+    if extra:
+        wanted = wanted.merge(catalog.select([e for e in extra if not wanted.find(e)]))
+    if not wanted.events:
+        missing = "; ".join(m for n in needs for m in n.missing[:1])
+        raise AutoprofError(f"none of the metrics can be measured here ({missing[:300]})")
+    cosched = coschedule(schedule(wanted), groups(needs), consistent)
+    for event in wanted.select(list(extra)).events if extra else []:
+        if not wanted.pmus[event.pmu].unconstrained:
+            raise AutoprofError(f"anchor event {event.name} needs a counter; choose task-clock")
+        for run in cosched.plan.runs:  # in every run, once (the runner adds it nowhere else)
+            if event not in run.events:
+                run.placements.append(Placement(event, None))
+    return MetricPlan(wanted, needs, cosched)
