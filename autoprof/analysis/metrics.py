@@ -59,7 +59,8 @@ class Value:
     scope: str = ""
     run: int | None = None
     missing: list[str] = field(default_factory=list)
-    series: pd.Series | None = None
+    series: pd.Series | None = None  # per interval INDEX
+    times: np.ndarray | None = None  # the intervals' mean TIME (s)
     crossed: bool | None = None
 
     @property
@@ -78,12 +79,12 @@ class Value:
 
 def _inputs(metric: Metric, counts: Counts, constants: dict, retire: dict) -> tuple:
     """(alias -> (label, factor, use_mean), alias -> constant value, missing reasons)."""
-    known = consts.for_metric(metric.constants, constants)
+    known = consts.for_metric(metric.constants, constants)  # retire latencies join them
     read = metric.formula.needed(known)
     missing = [
         f"constant {c} (give --set {c}=VALUE)"
         for a, c in metric.constants.items()
-        if a in read and a not in known
+        if a in read and a not in known and c not in (consts.DURATION_MS, consts.DURATION_S)
     ]
     labels = {}
     for alias in sorted(read & set(metric.events)):
@@ -131,15 +132,19 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
         lengths = lengths[lengths["RUN"] == result.run]
         durations = durations.loc[[result.run]]
     try:
-        values = consts.with_duration(known, float(durations.mean()))
+        seconds = float(durations.mean())
+        values = {**consts.for_metric(metric.constants, consts.with_duration(constants, seconds))}
+        values.update(known)
         result.value = float(metric.formula({**values, **total}))
         index = (
             sorted(set().union(*(s.index for s in per_interval.values()))) if per_interval else []
         )
         series_values = {a: s.reindex(index).to_numpy() for a, s in per_interval.items()}
-        length = lengths.groupby("INDEX")["LENGTH"].mean().reindex(index).to_numpy()
-        every = consts.with_duration(known, 0.0)
-        every[consts.DURATION_MS], every[consts.DURATION_S] = length * 1000, length
+        by_index = lengths.groupby("INDEX")[["LENGTH", "TIME"]].mean().reindex(index)
+        length = by_index["LENGTH"].to_numpy()
+        result.times = by_index["TIME"].to_numpy()
+        timed = {**constants, consts.DURATION_MS: length * 1000, consts.DURATION_S: length}
+        every = {**consts.for_metric(metric.constants, timed), **known}
         result.series = pd.Series(
             np.broadcast_to(metric.formula({**every, **series_values}), (len(index),)),
             index=pd.Index(index, name="INDEX"),
@@ -197,12 +202,13 @@ def table(values: dict[str, Value]) -> pd.DataFrame:
 
 
 def series(values: dict[str, Value]) -> pd.DataFrame:
-    """metrics_series.csv: METRIC, INDEX, VALUE, SCOPE (long format)."""
+    """metrics_series.csv: METRIC, INDEX, TIME, VALUE, SCOPE (long format)."""
     parts = [
         pd.DataFrame(
             {
                 "METRIC": name,
                 "INDEX": v.series.index,
+                "TIME": v.times,
                 "VALUE": v.series.to_numpy(),
                 "SCOPE": v.scope,
             }
@@ -211,5 +217,5 @@ def series(values: dict[str, Value]) -> pd.DataFrame:
         if v.series is not None and len(v.series)
     ]
     if not parts:
-        return pd.DataFrame(columns=["METRIC", "INDEX", "VALUE", "SCOPE"])
+        return pd.DataFrame(columns=["METRIC", "INDEX", "TIME", "VALUE", "SCOPE"])
     return pd.concat(parts, ignore_index=True)

@@ -17,7 +17,7 @@ def metric_file_option(func: Callable) -> Callable:
         "metrics_files",
         multiple=True,
         type=click.Path(dir_okay=False),
-        help="A YAML file of your own metrics (repeatable).",
+        help="A YAML file of your own metrics, or `software` (shipped; repeatable).",
     )(func)
 
 
@@ -45,11 +45,20 @@ def load_metrics(events_dir: str | None, cpu: str | None, files: tuple[str, ...]
     from autoprof.metrics import catalog
 
     directory = host.events_dir(events_dir)
+    files = tuple(f if Path(f).exists() else _builtin(f) for f in files)
     if directory is None and not files:
         raise AutoprofError(
             f"no metrics: pass --events-dir (or set {host.ENV_EVENTS_DIR}) or --metrics-file"
         )
     return catalog.load(directory, cpu or host.cpu_id(), [Path(f) for f in files])
+
+
+def _builtin(name: str) -> str:
+    """A metrics file shipped with autoprof (``software``), or the name as given."""
+    from autoprof.catalog.yaml import BUILTIN_DIR
+
+    shipped = BUILTIN_DIR / "metrics" / f"{name}.yaml"
+    return str(shipped) if shipped.is_file() else name
 
 
 def metric_plan(options: dict, words, files, consistent: bool, anchor: str | None = None):
