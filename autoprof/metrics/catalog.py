@@ -15,7 +15,7 @@ from pathlib import Path
 
 from autoprof.catalog import intel
 from autoprof.errors import AutoprofError
-from autoprof.metrics.formula import Formula, parse
+from autoprof.metrics.formula import ONE_UNIT, Formula, parse
 
 # mapfile "Core Role Name" -> the kernel's hybrid core PMU (as the event catalog does)
 _HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_lowpower"}
@@ -129,6 +129,10 @@ def load_json(path: Path, pmu: str = "cpu") -> list[Metric]:
         events = _aliases(raw.get("Events"), "Name", where)
         constants = _aliases(raw.get("Constants"), "Name", where)
         formula = parse(raw["Formula"], f"formula of {where}")
+        for read in formula.names:  # ``a[0]``: event a counted on one unit (one socket's PCU)
+            base = read.removesuffix(ONE_UNIT)
+            if read != base and base in events:
+                events[read] = f"{events[base]}:one_unit"
         # names no alias defines are global constants (DURATIONTIMEINSECONDS)
         constants.update((n, n) for n in formula.names - set(events) - set(constants))
         threshold, refs = _threshold(raw, legacy, where)

@@ -67,7 +67,7 @@ def split(text: str) -> tuple[str, list[str]]:
 def modify(base: Event, text: str, modifiers: list[str]) -> Event:
     """The event `base` with perf modifiers: ``cN eN iN eqN uXX`` become format terms,
     ``USER``/``SUP`` the ``u``/``k`` suffix, ``filter1=`` the CHA filter (config1 bits
-    32-63), ``ocr_msr_val=`` the offcore response value, ``opc=`` the C-box opcode filter."""
+    32-63), ``ocr_msr_val=`` the offcore response value, ``opc=``/``tid=`` the C-box filters."""
     pmu, _, body = base.spec.partition("/")
     terms = [t for t in body.rstrip("/").split(",") if t and not t.startswith("name=")]
     suffix = ""
@@ -91,8 +91,8 @@ def modify(base: Event, text: str, modifiers: list[str]) -> Event:
             put("config1", hex(int(value, 0) << 32))
         elif key == "ocr_msr_val":
             put("offcore_rsp", value)
-        elif key == "opc":
-            put("filter_opc", value)
+        elif key in ("opc", "tid"):  # Haswell/Broadwell-EP C-box filters
+            put(f"filter_{key}", value)
         else:
             raise ValueError(f"unknown modifier {mod!r}")
     spec = f"{pmu}/{','.join([*terms, f'name={_quote(text)}'])}/{suffix}"

@@ -29,8 +29,6 @@ _BINARY = {
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
     ast.Div: np.divide,
-    ast.BitAnd: np.logical_and,
-    ast.BitOr: np.logical_or,
 }
 _COMPARE = {
     ast.Lt: np.less,
@@ -40,6 +38,7 @@ _COMPARE = {
     ast.Eq: np.equal,
     ast.NotEq: np.not_equal,
 }
+_BOOLEAN = {ast.And: np.logical_and, ast.Or: np.logical_or}
 _FUNCTIONS = {"min": np.minimum, "max": np.maximum}
 _ALLOWED = (
     ast.Expression,
@@ -48,6 +47,7 @@ _ALLOWED = (
     ast.USub,
     ast.UAdd,
     ast.Compare,
+    ast.BoolOp,
     ast.IfExp,
     ast.Call,
     ast.Name,
@@ -55,6 +55,7 @@ _ALLOWED = (
     ast.Constant,
     *_BINARY,
     *_COMPARE,
+    *_BOOLEAN,
 )
 
 
@@ -76,6 +77,8 @@ class Formula:
         return evaluate(self, values)
 
 
+ONE_UNIT = "__one_unit"  # suffix of a name read on one unit (``a[0]``)
+_FIRST_UNIT = re.compile(r"\b([A-Za-z_]\w*)\[0\]")
 NA = "NA"  # Intel's ``#NA``: a value that does not exist (NaN)
 _SPACED_OPERATOR = re.compile(r"([<>!=])\s+=")
 
@@ -84,6 +87,11 @@ def parse(text: str, what: str = "formula") -> Formula:
     """Parse a formula, checking that it uses only the allowed constructs."""
     source = _SPACED_OPERATOR.sub(r"\1=", str(text).strip())  # Intel writes `> =` at times
     source = source.replace("#NA", NA)  # "not available" (a branch never taken)
+    source = _FIRST_UNIT.sub(r"\1" + ONE_UNIT, source)  # a[0]: event a on its first unit
+    # `&` and `|` join comparisons (``a > 10 & b > 15``): Python's `and`/`or` have that
+    # precedence, its `&`/`|` would bind tighter than `>`
+    source = source.replace("&&", "&").replace("||", "|")  # GRR writes C's operators
+    source = source.replace("&", " and ").replace("|", " or ")
     if not source:
         raise FormulaError(f"empty {what}")
     try:
@@ -141,6 +149,11 @@ def _eval(node: ast.AST, values: Mapping[str, object], text: str):
             step = _COMPARE[type(op)](left, right)
             result = step if result is None else np.logical_and(result, step)
             left = right
+        return np.asarray(result, dtype=np.float64)
+    if isinstance(node, ast.BoolOp):
+        result = _eval(node.values[0], values, text)
+        for operand in node.values[1:]:
+            result = _BOOLEAN[type(node.op)](result, _eval(operand, values, text))
         return np.asarray(result, dtype=np.float64)
     if isinstance(node, ast.IfExp):
         test = _eval(node.test, values, text)
