@@ -14,7 +14,9 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from autoprof.catalog.model import Catalog, Event, Pmu
+from autoprof.catalog import host
+from autoprof.catalog.model import Catalog, Event
+from autoprof.errors import AutoprofError
 
 # event text -> (perf event, PMU, factor turning perf's value into the formula's unit)
 PERF_EVENTS = {
@@ -111,6 +113,14 @@ def resolve(
     retire_latency: dict[str, float] | None = None,
 ) -> Resolved:
     """Resolve one metric event text against a catalog (case-insensitive names)."""
+    whole = catalog.find(text) if ":" in text else []  # tracepoints: sched:sched_switch
+    if whole:
+        return Resolved(text, whole[0])
+    if text.startswith("mem:"):  # a hardware breakpoint: any address is an event
+        try:
+            return Resolved(text, host.breakpoint_event(text))
+        except AutoprofError as err:
+            return Resolved(text, missing=str(err))
     base_name, modifiers = split(text)
     upper = base_name.upper()
     if upper in PERF_EVENTS:
@@ -144,14 +154,6 @@ def resolve(
 def _find(catalog: Catalog, name: str, pmu: str) -> Event | None:
     found = catalog.find(name)
     return next((e for e in found if e.pmu == pmu), found[0] if found else None)
-
-
-def perf_pmus(events: list[Event]) -> dict[str, Pmu]:
-    """PMUs for events that came from perf's own list (msr, power): no counter limit."""
-    return {e.pmu: Pmu(e.pmu, unconstrained=True) for e in events if e.spec in _PERF_SPECS}
-
-
-_PERF_SPECS = {spec for spec, _, _ in PERF_EVENTS.values()}
 
 
 def result_name(text: str) -> tuple[str, float, bool]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autoprof.catalog.model import Catalog, Event
+from autoprof.catalog import host
+from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 from autoprof.metrics import constants
 from autoprof.metrics import events as metric_events
@@ -57,7 +58,7 @@ class _Resolver:
         key = (text, pmu)
         if key not in self.cache:
             base = metric_events.split(text)[0].upper()
-            extra = list(self.by_name.get(base, []))
+            extra = self.by_name.get(text.upper(), []) + self.by_name.get(base, [])
             if base in metric_events.TOPDOWN:
                 extra += self.by_name.get(metric_events.SLOTS, [])
             spec = metric_events.PERF_EVENTS.get(base, ("",))[0]
@@ -96,8 +97,10 @@ def needed_catalog(catalog: Catalog, needs: list[Needs]) -> Catalog:
             continue
         for event in item.measured:
             chosen.setdefault(event.key, event)
-    pmus = dict(metric_events.perf_pmus(list(chosen.values())))
-    pmus.update({p: catalog.pmus[p] for p in {e.pmu for e in chosen.values()} if p in catalog.pmus})
+    pmus: dict[str, Pmu] = {}
+    for name in {e.pmu for e in chosen.values()}:
+        fallback = host.breakpoint_pmu() if name == "breakpoint" else Pmu(name, unconstrained=True)
+        pmus[name] = catalog.pmus.get(name) or pmus.get(name) or fallback
     return Catalog(catalog.cpu, pmus, list(chosen.values()), [], catalog.source)
 
 
