@@ -3,6 +3,7 @@ values from a results file); the options `profile --metrics` and `schedule --met
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def list_command(events_dir, cpu, metrics_files, group) -> None:
         table.add_column(column)
     for m in chosen:
         table.add_row(m.name, str(m.level), m.parent or "", ";".join(m.groups), m.unit)
-    Console(highlight=False).print(table)
+    Console(highlight=False, width=shutil.get_terminal_size((160, 24)).columns).print(table)
 
 
 @metrics.command("show")
@@ -189,7 +190,7 @@ def analyze_metrics(
     folder.mkdir(parents=True, exist_ok=True)
     analysis.table(values).to_csv(folder / "metrics.csv", index=False)
     analysis.series(values).to_csv(folder / "metrics_series.csv", index=False)
-    console = Console(highlight=False, width=160)
+    console = Console(highlight=False, width=shutil.get_terminal_size((160, 24)).columns)
     done = [v for v in values.values() if not v.missing]
     nodes = [
         Node(v.metric.name, v.metric.parent, v.value, v.metric.unit, v.crossed, v.scope, v.flag)
