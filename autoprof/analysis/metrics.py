@@ -39,6 +39,7 @@ class Counts:
     by_event: dict[str, pd.DataFrame] = field(default_factory=dict)
     durations: pd.Series | None = None  # seconds per (RUN, REPEAT)
     lengths: pd.DataFrame | None = None  # interval length (s) per RUN, REPEAT, INDEX
+    multiplexed: frozenset[str] = frozenset()  # labels with a multiplexed count somewhere
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> Counts:
@@ -49,7 +50,18 @@ class Counts:
         times = times.reset_index().sort_values(["RUN", "REPEAT", "INDEX"])
         times["LENGTH"] = times.groupby(["RUN", "REPEAT"])["TIME"].diff().fillna(times["TIME"])
         durations = times.groupby(["RUN", "REPEAT"])["TIME"].max()
-        return cls(intervals, labels, by_event, durations, times)
+        shared = frame["PERCENT_RUNNING"] < 100 if "PERCENT_RUNNING" in frame else None
+        if "STATUS" in frame:
+            status = frame["STATUS"].astype("string") == "multiplexed"
+            shared = status if shared is None else shared | status
+        multiplexed = (
+            frozenset()
+            if shared is None
+            else frozenset(
+                str(e) for e in frame.loc[shared.fillna(False).to_numpy(bool), data.EVENT].unique()
+            )
+        )
+        return cls(intervals, labels, by_event, durations, times, multiplexed)
 
 
 @dataclass
@@ -62,6 +74,7 @@ class Value:
     series: pd.Series | None = None  # per interval INDEX
     times: np.ndarray | None = None  # the intervals' mean TIME (s)
     crossed: bool | None = None
+    multiplexed: bool = False  # an input count was multiplexed (perf scaled it)
 
     @property
     def flag(self) -> str:
@@ -72,9 +85,12 @@ class Value:
             return "undefined (0/0)"
         if math.isinf(v):
             return "infinite (division by zero)"
+        flags = ["multiplexed input"] if self.multiplexed else []
         if self.metric.percent and not -1e-9 <= v <= 100 + 1e-9:
-            return "outside 0-100%"
-        return "negative" if v < 0 else ""
+            flags.append("outside 0-100%")
+        elif v < 0:
+            flags.append("negative")
+        return "; ".join(flags)
 
 
 def _inputs(metric: Metric, counts: Counts, constants: dict, retire: dict) -> tuple:
@@ -112,6 +128,7 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
     if missing:
         return result
     frames = {a: counts.by_event[label] for a, (label, _, _) in labels.items()}
+    result.multiplexed = any(label in counts.multiplexed for label, _, _ in labels.values())
     common = (
         set.intersection(*(set(f["RUN"].unique()) for f in frames.values())) if frames else set()
     )
