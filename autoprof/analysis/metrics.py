@@ -113,7 +113,8 @@ def _inputs(metric: Metric, counts: Counts, constants: dict, retire: dict) -> tu
                 missing.append(f"{text}: retire latency (needs perf record sampling)")
             continue
         name, factor, use_mean = metric_events.result_name(text)
-        label = counts.labels.get(name.upper())
+        # a name on two PMUs (hybrid cores) is labelled pmu/name in the results
+        label = counts.labels.get(f"{metric.pmu}/{name}".upper()) or counts.labels.get(name.upper())
         if label is None:
             missing.append(f"{text}: not in the results")
         else:
