@@ -111,6 +111,7 @@ def _metric_platforms(intel_dir):
     return sorted({r.platform for r in rows if r.kind == "metrics"})
 
 
+@pytest.mark.slow
 def test_every_platform_parses_and_resolves(intel_dir):
     """Every formula and threshold parses; every event resolves, except retire latencies
     (sampled by perf record; GNR ships their means, which stand in)."""

@@ -49,6 +49,7 @@ def _metrics_file(tmp_path, addresses):
     return path
 
 
+@pytest.mark.slow
 def test_profile_metrics_end_to_end(writes, tmp_path):
     from autoprof.examples import slot_addresses
 
@@ -111,6 +112,23 @@ def test_analyze_metrics_errors_are_one_line(tmp_path):
         "analyze", "metrics", str(broken), "--metrics-file", "software", "--set", "X"
     )
     assert "NAME=VALUE" in bad_set.stderr or "results" in bad_set.stderr
+
+
+def test_profile_metrics_dry_run_for_skx(intel_dir, tmp_path):
+    """The perf command lines of a metrics profile planned for another CPU: derived events
+    with their terms, perf's own TSC and energy events, CHA filters."""
+    words = ["ICache_Misses", "Info_System_Power", "cpu_utilization"]
+    args = [f"--metrics={w}" for w in words]
+    shown = autoprof(
+        "profile", "--events-dir", str(intel_dir), "--cpu", "SKX", *args, "--dry-run",
+        "-o", str(tmp_path / "out"), "--", "true",
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "cmask=1,edge=1,name='\"'\"'ICACHE_16B.IFDATA_STALL:c1:e1'\"'\"'/" in text
+    for spec in ("msr/tsc/", "power/energy-pkg/", "power/energy-ram/"):
+        assert f" -e {spec} " in text
+    assert "co-scheduled (all events in one run): 3 of 3" in " ".join(shown.stderr.split())
 
 
 @pytest.mark.parametrize("platform", ["SKX", "SPR"])
