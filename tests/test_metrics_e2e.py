@@ -177,3 +177,20 @@ def test_quoted_metric_names_come_back_from_perf(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert ",PF.X:c1:e1," in out.read_text()
+
+
+def test_metrics_list_and_show(intel_dir):
+    listed = autoprof(
+        "metrics", "list", "--events-dir", str(intel_dir), "--cpu", "SKX", "--group", "TmaL1"
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "SKX: 7 metrics" in listed.stdout
+    for name in ("Frontend_Bound", "Bad_Speculation", "Backend_Bound", "Retiring"):
+        assert name in listed.stdout
+    shown = autoprof(
+        "metrics", "show", "--events-dir", str(intel_dir), "--cpu", "SPR", "Frontend_Bound"
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "f = TOPDOWN.SLOTS:perf_metrics" in shown.stdout and "threshold: a > 15" in shown.stdout
+    unknown = autoprof("metrics", "show", "--events-dir", str(intel_dir), "--cpu", "SKX", "Nope")
+    assert unknown.returncode != 0 and "no metric or metric group 'Nope'" in unknown.stderr
