@@ -40,6 +40,7 @@ def _metrics_file(tmp_path, addresses):
 - {{name: Ratio_1_0, formula: s1 / s0, events: {events("s0", "s1")}}}
 - {{name: Ratio_3_2, formula: s3 / s2, events: {events("s2", "s3")}}}
 - {{name: Ratio_5_4, formula: s5 / s4, events: {events("s4", "s5")}}}
+- {{name: Ratio_4_0, formula: s4 / s0, events: {events("s0", "s4")}}}
 - {{name: Four_per_s0, formula: (s0 + s1 + s2 + s3) / s0, events: {events("s0", "s1", "s2", "s3")}}}
 - {{name: Six_per_s0, formula: (s0 + s1 + s2 + s3 + s4 + s5) / s0,
     events: {events("s0", "s1", "s2", "s3", "s4", "s5")}}}
@@ -56,9 +57,10 @@ def test_profile_metrics_end_to_end(writes, tmp_path):
     mine = _metrics_file(tmp_path, slot_addresses(writes))
     planned = autoprof("schedule", "--metrics-file", str(mine), "--metrics", "all")
     assert planned.returncode == 0, planned.stderr
-    # six breakpoints on four debug registers: 2 runs; every metric that fits one run is in one
+    # six breakpoints on four debug registers: 2 runs; every metric that fits one run is in
+    # one: Ratio_4_0 has slot 0 counted a second time, in the run of slot 4
     assert "in 2 runs (lower bound 2)" in planned.stdout
-    assert "co-scheduled (all events in one run): 5 of 6" in " ".join(planned.stdout.split())
+    assert "co-scheduled (all events in one run): 6 of 7" in " ".join(planned.stdout.split())
     out = tmp_path / "out"
     run = autoprof(
         "profile", "--metrics-file", str(mine), "--metrics", "all", "--retries", "2",
@@ -70,13 +72,21 @@ def test_profile_metrics_end_to_end(writes, tmp_path):
     assert shown.returncode == 0, shown.stderr
     table = pd.read_csv(out / "analysis" / "metrics.csv").set_index("METRIC")
     # writes N: slot i is written N * (i + 1) times, counted exactly by a breakpoint
-    expected = {"Ratio_1_0": 2.0, "Ratio_3_2": 4 / 3, "Ratio_5_4": 6 / 5, "Four_per_s0": 10.0}
+    expected = {
+        "Ratio_1_0": 2.0,
+        "Ratio_3_2": 4 / 3,
+        "Ratio_5_4": 6 / 5,
+        "Ratio_4_0": 5.0,
+        "Four_per_s0": 10.0,
+    }
     for name, value in expected.items():
         assert table.loc[name, "VALUE"] == pytest.approx(value, rel=1e-12), name
         assert table.loc[name, "SCOPE"] == "same-run"
     assert table.loc["Six_per_s0", "VALUE"] == pytest.approx(21.0, rel=1e-12)
     assert table.loc["Six_per_s0", "SCOPE"] == "cross-run"
     counts = results.read_csv(out / outdir.RESULTS)
+    slot0 = counts[counts["EVENT_NAME"].eq(f"mem:{slot_addresses(writes)[0]}:w")]
+    assert sorted(slot0.groupby("RUN")["SAMPLE_VALUE"].sum()) == [N, N]  # exact in both runs
     faults = counts[counts.EVENT_NAME == "page-faults"]["SAMPLE_VALUE"].sum()
     clock = counts[counts.EVENT_NAME == "task-clock"]["SAMPLE_VALUE"].sum()
     assert table.loc["Faults_per_ms", "VALUE"] == pytest.approx(faults / clock)
