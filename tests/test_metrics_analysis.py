@@ -84,3 +84,13 @@ def test_cross_run_flags_and_missing(skx):
     missing = analysis.compute(frame(rows), [skx["cpi"]], {})["cpi"]
     assert missing.missing == ["INST_RETIRED.ANY: not in the results"]
     assert pd.isna(analysis.table({"cpi": missing})["VALUE"].iloc[0])
+
+
+def test_percore_event_read_per_thread_is_flagged(intel_dir):
+    spr = metric_catalog.load(intel_dir, "SPR").metrics
+    metric = spr["Info_Thread_Slots_Utilization"]  # ( a ) / ( b / 2 ) if smt_on else 1
+    rows = [("TOPDOWN.SLOTS", 1, 0, 4_000_000)]
+    on = analysis.compute(frame(rows), [metric], {"HYPERTHREADING_ON": 1})[metric.name]
+    assert on.value == 2.0 and on.flag == ":percore event read per thread"
+    off = analysis.compute(frame(rows), [metric], {"HYPERTHREADING_ON": 0})[metric.name]
+    assert off.value == 1.0 and off.flag == ""

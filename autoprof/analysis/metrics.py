@@ -75,6 +75,7 @@ class Value:
     times: np.ndarray | None = None  # the intervals' mean TIME (s)
     crossed: bool | None = None
     multiplexed: bool = False  # an input count was multiplexed (perf scaled it)
+    percore: bool = False  # reads an EVENT:percore (a core's sum over SMT threads) per thread
 
     @property
     def flag(self) -> str:
@@ -86,6 +87,8 @@ class Value:
         if math.isinf(v):
             return "infinite (division by zero)"
         flags = ["multiplexed input"] if self.multiplexed else []
+        if self.percore:
+            flags.append(":percore event read per thread")
         if self.metric.percent and not -1e-9 <= v <= 100 + 1e-9:
             flags.append("outside 0-100%")
         elif v < 0:
@@ -130,6 +133,7 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
         return result
     frames = {a: counts.by_event[label] for a, (label, _, _) in labels.items()}
     result.multiplexed = any(label in counts.multiplexed for label, _, _ in labels.values())
+    result.percore = any(":percore" in metric.events[a].lower() for a in labels)
     common = (
         set.intersection(*(set(f["RUN"].unique()) for f in frames.values())) if frames else set()
     )
