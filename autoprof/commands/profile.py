@@ -65,6 +65,8 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
     options = profile_options(**measure, force=force)
     names = common.event_names(event_names, events_file)
     if metric_args[0] or metric_args[1]:
+        if names:
+            raise AutoprofError("give events (-e, --events) or --metrics, not both")
         planned = metric_plan(opts, *metric_args, anchor=options.anchor)
         Console(stderr=True).print(planned.summary())
         catalog, plan = planned.catalog, planned.plan

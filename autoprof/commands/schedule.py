@@ -11,6 +11,7 @@ from rich.table import Table
 
 from autoprof.commands.common import build_catalog, catalog_options
 from autoprof.commands.metrics import metric_plan, planning_options
+from autoprof.errors import AutoprofError
 from autoprof.schedule import schedule as make_plan
 from autoprof.schedule.bounds import pmu_bound
 
@@ -29,6 +30,8 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
     metric_args = [options.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
     started = time.perf_counter()
     if metric_args[0] or metric_args[1]:
+        if event_names:
+            raise AutoprofError("give events (-e) or --metrics, not both")
         planned = metric_plan(options, *metric_args)
         catalog, plan = planned.catalog, planned.plan
     else:
