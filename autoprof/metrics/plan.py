@@ -42,29 +42,28 @@ def smt_constants(smt: bool) -> dict[str, float]:
 
 
 class _Resolver:
-    """Catalog look-ups by upper-cased name (the catalog's own `find` scans every event)."""
+    """Resolves event texts against the few catalog events each can mean (the catalog's own
+    `find` scans every event, and a platform's metrics name hundreds)."""
 
     def __init__(self, catalog: Catalog, retire: dict[str, float]):
         self.catalog = catalog
         self.retire = retire
         self.cache: dict[tuple[str, str], metric_events.Resolved] = {}
-        by_name: dict[str, list[Event]] = {}
+        self.by_name: dict[str, list[Event]] = {}
         for event in catalog.events:
-            by_name.setdefault(event.name.upper(), []).append(event)
-        self.index = Catalog(catalog.cpu, catalog.pmus, [], source=catalog.source)
-        self.by_name = by_name
+            self.by_name.setdefault(event.name.upper(), []).append(event)
+            self.by_name.setdefault(event.spec.upper(), []).append(event)
 
     def __call__(self, text: str, pmu: str) -> metric_events.Resolved:
         key = (text, pmu)
         if key not in self.cache:
             base = metric_events.split(text)[0].upper()
-            extra = self.by_name.get(text.upper(), []) + self.by_name.get(base, [])
+            names = [text.upper(), base, metric_events.PERF_EVENTS.get(base, ("",))[0].upper()]
             if base in metric_events.TOPDOWN:
-                extra += self.by_name.get(metric_events.SLOTS, [])
-            spec = metric_events.PERF_EVENTS.get(base, ("",))[0]
-            extra += [e for e in self.catalog.events if spec and e.spec == spec]
-            self.index.events = extra
-            self.cache[key] = metric_events.resolve(text, self.index, pmu, self.retire)
+                names.append(metric_events.SLOTS)
+            events = list({e.key: e for n in names for e in self.by_name.get(n, [])}.values())
+            small = Catalog(self.catalog.cpu, self.catalog.pmus, events)
+            self.cache[key] = metric_events.resolve(text, small, pmu, self.retire)
         return self.cache[key]
 
 
