@@ -10,6 +10,7 @@ COMMANDS: dict[str, str] = {
     "events": "autoprof.commands.events:events",
     "schedule": "autoprof.commands.schedule:schedule",
     "profile": "autoprof.commands.profile:profile",
+    "metrics": "autoprof.commands.metrics:metrics",
     "aggregate": "autoprof.commands.aggregate:aggregate",
     "upload": "autoprof.commands.store:upload_command",
     "runs": "autoprof.commands.store:runs_group",

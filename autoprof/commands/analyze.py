@@ -21,6 +21,7 @@ from autoprof.analysis import correlation as correlation_
 from autoprof.analysis import data
 from autoprof.analysis import event_detail as event_detail_
 from autoprof.analysis import stats as stats_
+from autoprof.commands.metrics import analyze_metrics
 
 RESULTS = click.Path(exists=False, path_type=Path)
 
@@ -95,7 +96,10 @@ class _Names(click.Group):
 
 @click.group("analyze", cls=_Names)
 def analyze() -> None:
-    """Analyses of a results.csv: correlation, event-detail, stats, compare."""
+    """Analyses of a results.csv: correlation, event-detail, stats, compare, metrics."""
+
+
+analyze.add_command(analyze_metrics)
 
 
 @analyze.command("correlation")

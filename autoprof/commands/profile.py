@@ -12,6 +12,7 @@ import click
 
 from autoprof.commands import common
 from autoprof.commands.common import catalog_options, measure_options, profile_options
+from autoprof.commands.metrics import metric_plan, planning_options
 from autoprof.errors import AutoprofError
 
 
@@ -83,6 +84,7 @@ MEASURE_KEYS = (
 @click.option("--force", is_flag=True, help="Run again the runs already finished.")
 @click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")
 @attach_options
+@planning_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def profile(event_names, events_file, output, force, dry_run, command, **opts) -> None:
     """Measure every event (or the chosen ones) for COMMAND, without multiplexing; or attach
@@ -98,10 +100,18 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
     measure = {k: opts.pop(k) for k in MEASURE_KEYS}
     target = {k: opts.pop(k) for k in ("pids", "cgroup", "duration")}
     resume = opts.pop("resume")
+    metric_args = [opts.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
     check_attach(command, measure["system_wide"], **target)
     options = profile_options(**measure, **target, force=force)
     names = common.event_names(event_names, events_file)
-    catalog, plan = library.plan_for(common.build_catalog(**opts), names, options.anchor)
+    if metric_args[0] or metric_args[1]:
+        if names:
+            raise AutoprofError("give events (-e, --events) or --metrics, not both")
+        planned = metric_plan(opts, *metric_args, anchor=options.anchor)
+        click.echo(planned.summary(), err=True)
+        catalog, plan = planned.catalog, planned.plan
+    else:
+        catalog, plan = library.plan_for(common.build_catalog(**opts), names, options.anchor)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, plan, options):

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from autoprof.commands.common import build_catalog, catalog_options
+from autoprof.commands.metrics import metric_plan, planning_options
+from autoprof.errors import AutoprofError
 from autoprof.schedule import schedule as make_plan
 from autoprof.schedule.bounds import pmu_bound
 
@@ -20,20 +22,30 @@ from autoprof.schedule.bounds import pmu_bound
     "-e", "--event", "event_names", multiple=True, help="Schedule only these events (repeatable)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the contract).")
+@planning_options
 def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
     """Pack every event into the fewest runs without multiplexing."""
     from autoprof.catalog.host import resolve_events
 
-    catalog = build_catalog(**options)
-    if event_names:
-        catalog = resolve_events(catalog, list(event_names))
+    metric_args = [options.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
     started = time.perf_counter()
-    plan = make_plan(catalog)
+    if metric_args[0] or metric_args[1]:
+        if event_names:
+            raise AutoprofError("give events (-e) or --metrics, not both")
+        planned = metric_plan(options, *metric_args)
+        catalog, plan = planned.catalog, planned.plan
+    else:
+        catalog = build_catalog(**options)
+        if event_names:
+            catalog = resolve_events(catalog, list(event_names))
+        plan = make_plan(catalog)
     elapsed = time.perf_counter() - started
     if as_json:
         click.echo(json.dumps(plan.to_json(), indent=1))
         return
     console = Console()
+    if metric_args[0] or metric_args[1]:
+        console.print(f"metrics: {planned.summary()}")
     optimal = "optimal" if len(plan) == plan.lower_bound else "above the bound"
     console.print(
         f"[bold]{catalog.cpu}[/]: {len(catalog.events)} events in "

@@ -1,0 +1,243 @@
+"""Metric values from a results file: totals (`metrics.csv`) and per interval
+(`metrics_series.csv`), each marked same-run or cross-run, thresholds evaluated, values outside
+their physical range flagged.
+
+A metric is `same-run` when one run of the plan counted all its events: its value comes from
+counts of one execution of the program. Otherwise it is `cross-run`: each event's count is
+its mean over the runs that counted it, and the metric mixes executions (less reliable for
+programs that do not repeat exactly). Per-interval values align intervals by index.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis import data
+from autoprof.metrics import constants as consts
+from autoprof.metrics import events as metric_events
+from autoprof.metrics.catalog import Metric
+from autoprof.metrics.formula import FormulaError
+
+SAME_RUN = "same-run"
+CROSS_RUN = "cross-run"
+COLUMNS = [
+    "METRIC", "LEVEL", "PARENT", "VALUE", "UNIT", "SCOPE", "RUN", "THRESHOLD", "FLAG",
+    "MISSING", "GROUPS", "DESCRIPTION",
+]  # fmt: skip
+
+
+@dataclass
+class Counts:
+    """The per-interval counts of a results frame, arranged for metric evaluation."""
+
+    intervals: pd.DataFrame
+    labels: dict[str, str]  # upper-cased event name -> the results' label
+    by_event: dict[str, pd.DataFrame] = field(default_factory=dict)
+    durations: pd.Series | None = None  # seconds per (RUN, REPEAT)
+    lengths: pd.DataFrame | None = None  # interval length (s) per RUN, REPEAT, INDEX
+    multiplexed: frozenset[str] = frozenset()  # labels with a multiplexed count somewhere
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> Counts:
+        intervals = data.per_interval(frame)
+        labels = {str(c).upper(): str(c) for c in intervals[data.EVENT].cat.categories}
+        by_event = {str(k): g for k, g in intervals.groupby(data.EVENT, observed=True)}
+        times = intervals.groupby(["RUN", "REPEAT", "INDEX"], observed=True)["TIME"].max()
+        times = times.reset_index().sort_values(["RUN", "REPEAT", "INDEX"])
+        times["LENGTH"] = times.groupby(["RUN", "REPEAT"])["TIME"].diff().fillna(times["TIME"])
+        durations = times.groupby(["RUN", "REPEAT"])["TIME"].max()
+        shared = frame["PERCENT_RUNNING"] < 100 if "PERCENT_RUNNING" in frame else None
+        if "STATUS" in frame:
+            status = frame["STATUS"].astype("string") == "multiplexed"
+            shared = status if shared is None else shared | status
+        multiplexed = (
+            frozenset()
+            if shared is None
+            else frozenset(
+                str(e) for e in frame.loc[shared.fillna(False).to_numpy(bool), data.EVENT].unique()
+            )
+        )
+        return cls(intervals, labels, by_event, durations, times, multiplexed)
+
+
+@dataclass
+class Value:
+    metric: Metric
+    value: float = math.nan
+    scope: str = ""
+    run: int | None = None
+    missing: list[str] = field(default_factory=list)
+    series: pd.Series | None = None  # per interval INDEX
+    times: np.ndarray | None = None  # the intervals' mean TIME (s)
+    crossed: bool | None = None
+    multiplexed: bool = False  # an input count was multiplexed (perf scaled it)
+    percore: bool = False  # reads an EVENT:percore (a core's sum over SMT threads) per thread
+
+    @property
+    def flag(self) -> str:
+        v = self.value
+        if self.missing:
+            return ""
+        if math.isnan(v):
+            return "undefined (0/0)"
+        if math.isinf(v):
+            return "infinite (division by zero)"
+        flags = ["multiplexed input"] if self.multiplexed else []
+        if self.percore:
+            flags.append(":percore event read per thread")
+        if self.metric.percent and not -1e-9 <= v <= 100 + 1e-9:
+            flags.append("outside 0-100%")
+        elif v < 0:
+            flags.append("negative")
+        return "; ".join(flags)
+
+
+def _inputs(metric: Metric, counts: Counts, constants: dict, retire: dict) -> tuple:
+    """(alias -> (label, factor, use_mean), alias -> constant value, missing reasons)."""
+    known = consts.for_metric(metric.constants, constants)  # retire latencies join them
+    read = metric.formula.needed(known)
+    missing = [
+        f"constant {c} (give --set {c}=VALUE)"
+        for a, c in metric.constants.items()
+        if a in read and a not in known and c not in (consts.DURATION_MS, consts.DURATION_S)
+    ]
+    labels = {}
+    for alias in sorted(read & set(metric.events)):
+        text = metric.events[alias]
+        base, mods = metric_events.split(text)
+        if any(m.lower() == "retire_latency" for m in mods):
+            if base.upper() in retire:
+                known[alias] = retire[base.upper()]
+            else:
+                missing.append(f"{text}: retire latency (needs perf record sampling)")
+            continue
+        name, factor, use_mean = metric_events.result_name(text)
+        # a name on two PMUs (hybrid cores) is labelled pmu/name in the results
+        label = counts.labels.get(f"{metric.pmu}/{name}".upper()) or counts.labels.get(name.upper())
+        if label is None:
+            missing.append(f"{text}: not in the results")
+        else:
+            labels[alias] = (label, factor, use_mean)
+    return labels, known, missing
+
+
+def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> Value:
+    """One metric's total and per-interval value."""
+    labels, known, missing = _inputs(metric, counts, constants, retire)
+    result = Value(metric, missing=missing)
+    if missing:
+        return result
+    frames = {a: counts.by_event[label] for a, (label, _, _) in labels.items()}
+    result.multiplexed = any(label in counts.multiplexed for label, _, _ in labels.values())
+    result.percore = any(":percore" in metric.events[a].lower() for a in labels)
+    common = (
+        set.intersection(*(set(f["RUN"].unique()) for f in frames.values())) if frames else set()
+    )
+    result.run = int(min(common)) if common else None
+    result.scope = SAME_RUN if common or not frames else CROSS_RUN
+    if result.run is not None:
+        frames = {a: f[f["RUN"] == result.run] for a, f in frames.items()}
+    total, per_interval = {}, {}
+    for alias, frame in frames.items():
+        _, factor, use_mean = labels[alias]
+        column = "MEAN" if use_mean else "SUM"
+        runs = frame.groupby(["RUN", "REPEAT"], observed=True)[column].sum(min_count=1)
+        total[alias] = runs.mean() * factor
+        per_interval[alias] = frame.groupby("INDEX")[column].mean() * factor
+    lengths = counts.lengths
+    durations = counts.durations
+    if result.run is not None:
+        lengths = lengths[lengths["RUN"] == result.run]
+        durations = durations.loc[[result.run]]
+    try:
+        seconds = float(durations.mean())
+        values = {**consts.for_metric(metric.constants, consts.with_duration(constants, seconds))}
+        values.update(known)
+        result.value = float(metric.formula({**values, **total}))
+        index = (
+            sorted(set().union(*(s.index for s in per_interval.values()))) if per_interval else []
+        )
+        series_values = {a: s.reindex(index).to_numpy() for a, s in per_interval.items()}
+        by_index = lengths.groupby("INDEX")[["LENGTH", "TIME"]].mean().reindex(index)
+        length = by_index["LENGTH"].to_numpy()
+        result.times = by_index["TIME"].to_numpy()
+        timed = {**constants, consts.DURATION_MS: length * 1000, consts.DURATION_S: length}
+        every = {**consts.for_metric(metric.constants, timed), **known}
+        result.series = pd.Series(
+            np.broadcast_to(metric.formula({**every, **series_values}), (len(index),)),
+            index=pd.Index(index, name="INDEX"),
+        )
+    except FormulaError as err:
+        result.missing.append(str(err))
+    return result
+
+
+def thresholds(values: dict[str, Value]) -> None:
+    """Set `crossed` of each value whose metric has a threshold (None when a metric it reads
+    has no value)."""
+    for item in values.values():
+        metric = item.metric
+        if metric.threshold is None:
+            continue
+        refs = {
+            a: values[m].value if m in values else math.nan
+            for a, m in metric.threshold_metrics.items()
+        }
+        if any(math.isnan(v) for v in refs.values()):
+            continue
+        item.crossed = bool(metric.threshold(refs))
+
+
+def compute(
+    frame: pd.DataFrame, metrics: list[Metric], constants: dict, retire: dict | None = None
+) -> dict[str, Value]:
+    counts = Counts.of(frame)
+    values = {m.name: evaluate(m, counts, constants, retire or {}) for m in metrics}
+    thresholds(values)
+    return values
+
+
+def table(values: dict[str, Value]) -> pd.DataFrame:
+    """metrics.csv: one row per metric."""
+    rows = [
+        {
+            "METRIC": name,
+            "LEVEL": v.metric.level,
+            "PARENT": v.metric.parent or "",
+            "VALUE": v.value,
+            "UNIT": v.metric.unit,
+            "SCOPE": v.scope,
+            "RUN": v.run,
+            "THRESHOLD": {None: "", True: "crossed", False: "no"}[v.crossed],
+            "FLAG": v.flag,
+            "MISSING": "; ".join(v.missing),
+            "GROUPS": ";".join(v.metric.groups),
+            "DESCRIPTION": v.metric.description,
+        }
+        for name, v in values.items()
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS).astype({"RUN": "Int64"})
+
+
+def series(values: dict[str, Value]) -> pd.DataFrame:
+    """metrics_series.csv: METRIC, INDEX, TIME, VALUE, SCOPE (long format)."""
+    parts = [
+        pd.DataFrame(
+            {
+                "METRIC": name,
+                "INDEX": v.series.index,
+                "TIME": v.times,
+                "VALUE": v.series.to_numpy(),
+                "SCOPE": v.scope,
+            }
+        )
+        for name, v in values.items()
+        if v.series is not None and len(v.series)
+    ]
+    if not parts:
+        return pd.DataFrame(columns=["METRIC", "INDEX", "TIME", "VALUE", "SCOPE"])
+    return pd.concat(parts, ignore_index=True)

@@ -1,0 +1,248 @@
+"""The metric catalog: Intel's ``<PLATFORM>/metrics/*.json`` (listed in mapfile.csv as
+``metrics``) and autoprof's own YAML metric files, as `Metric` records.
+
+A metric is a formula over named events and constants, e.g. CPI = ``a / b`` with
+``a = CPU_CLK_UNHALTED.THREAD`` and ``b = INST_RETIRED.ANY``. TMA metrics form a tree
+(`parent`) and have a threshold formula over other metrics (``a > 10 & b > 15``), which Intel
+writes over their legacy names; here every threshold name maps to a metric name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autoprof.catalog import intel
+from autoprof.errors import AutoprofError
+from autoprof.metrics.formula import ONE_UNIT, Formula, parse
+
+# mapfile "Core Role Name" -> the kernel's hybrid core PMU (as the event catalog does)
+_HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_lowpower"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: its formula reads `events` (alias -> event text, modifiers included) and
+    `constants` (alias -> constant name); its threshold reads `threshold_metrics` (alias ->
+    metric name)."""
+
+    name: str
+    formula: Formula
+    events: dict[str, str] = field(default_factory=dict)
+    constants: dict[str, str] = field(default_factory=dict)
+    level: int = 1
+    parent: str | None = None
+    groups: tuple[str, ...] = ()
+    unit: str = ""
+    description: str = ""
+    threshold: Formula | None = None
+    threshold_metrics: dict[str, str] = field(default_factory=dict)
+    category: str = ""
+    pmu: str = "cpu"
+    source: str = ""
+
+    @property
+    def tma(self) -> bool:
+        """A node of the Top-down tree (the TMA levels, not Info or Bottleneck metrics)."""
+        return self.category == "TMA" and not self.name.startswith(("Info_", "Bottleneck_"))
+
+    @property
+    def percent(self) -> bool:
+        return self.unit.lower() in ("percent", "%")
+
+
+@dataclass
+class MetricSet:
+    """The metrics of one CPU (or one file), by name, in file order."""
+
+    cpu: str
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+
+    def select(self, wanted: list[str]) -> list[Metric]:
+        """Metrics by name, by group (``TmaL1``) or ``all``; an unknown word is an error."""
+        chosen: dict[str, Metric] = {}
+        for word in wanted:
+            if word.lower() == "all":
+                found = list(self.metrics.values())
+            else:
+                found = [m for m in self.metrics.values() if m.name.lower() == word.lower()]
+                found = found or [
+                    m for m in self.metrics.values() if word.lower() in map(str.lower, m.groups)
+                ]
+            if not found:
+                raise AutoprofError(
+                    f"no metric or metric group {word!r} for {self.cpu} "
+                    "(see `autoprof metrics list`)"
+                )
+            chosen.update((m.name, m) for m in found)
+        return list(chosen.values())
+
+    def children(self, name: str | None) -> list[Metric]:
+        return [m for m in self.metrics.values() if m.parent == name and m.tma]
+
+
+def _threshold(raw: dict, legacy: dict[str, str], where: str) -> tuple[Formula | None, dict]:
+    """The threshold formula with every name mapped to a metric name. Intel names metrics by
+    their legacy name, either through ThresholdMetrics aliases or (GRR, SRF) in the text."""
+    block = raw.get("Threshold") or {}
+    text = str(block.get("Formula") or "").strip()
+    if not text:
+        return None, {}
+    refs: dict[str, str] = {}
+    for item in block.get("ThresholdMetrics") or []:
+        target = legacy.get(item.get("Value", ""))
+        if target is None:
+            raise AutoprofError(f"{where}: threshold names unknown metric {item.get('Value')!r}")
+        refs[item["Alias"]] = target
+    for k, old in enumerate(sorted((n for n in legacy if n in text), key=len, reverse=True)):
+        alias = f"m{k}_"
+        text = text.replace(old, alias)
+        refs[alias] = legacy[old]
+    return parse(text, f"threshold of {where}"), refs
+
+
+def _aliases(items: list[dict], key: str, where: str) -> dict[str, str]:
+    try:
+        return {str(item["Alias"]): str(item[key]) for item in items or []}
+    except (KeyError, TypeError):
+        raise AutoprofError(f"{where}: malformed {key} list") from None
+
+
+def load_json(path: Path, pmu: str = "cpu") -> list[Metric]:
+    """The metrics of one Intel metrics file (every formula parsed, every name checked)."""
+    try:
+        data = json.loads(Path(path).read_text())
+        raws = data["Metrics"] if isinstance(data, dict) else data
+    except FileNotFoundError:
+        raise AutoprofError(f"missing metrics file {path} (named by mapfile.csv)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
+        raise AutoprofError(f"malformed metrics file {path}: {err!r}") from None
+    legacy = {str(r.get("LegacyName")): str(r.get("MetricName")) for r in raws if "LegacyName" in r}
+    metrics = []
+    for raw in raws:
+        name = str(raw.get("MetricName") or "")
+        where = f"{Path(path).name}: {name or '?'}"
+        if not name or "Formula" not in raw:
+            raise AutoprofError(f"{where}: a metric without MetricName or Formula")
+        events = _aliases(raw.get("Events"), "Name", where)
+        constants = _aliases(raw.get("Constants"), "Name", where)
+        formula = parse(raw["Formula"], f"formula of {where}")
+        for read in formula.names:  # ``a[0]``: event a counted on one unit (one socket's PCU)
+            base = read.removesuffix(ONE_UNIT)
+            if read != base and base in events:
+                events[read] = f"{events[base]}:one_unit"
+        # names no alias defines are global constants (DURATIONTIMEINSECONDS)
+        constants.update((n, n) for n in formula.names - set(events) - set(constants))
+        threshold, refs = _threshold(raw, legacy, where)
+        metrics.append(
+            Metric(
+                name=name,
+                formula=formula,
+                events=events,
+                constants=constants,
+                level=int(raw.get("Level") or 1),
+                parent=raw.get("ParentCategory") or None,
+                groups=tuple(g for g in str(raw.get("MetricGroup") or "").split(";") if g),
+                unit=str(raw.get("UnitOfMeasure") or ""),
+                description=str(raw.get("BriefDescription") or ""),
+                threshold=threshold,
+                threshold_metrics=refs,
+                category=str(raw.get("Category") or ""),
+                pmu=pmu,
+                source=Path(path).name,
+            )
+        )
+    return metrics
+
+
+def load_yaml(path: Path, pmu: str = "cpu") -> list[Metric]:
+    """autoprof's own metric files: a list of ``{name, formula, events: {alias: EVENT}, unit,
+    description, groups, threshold, constants}`` (see events/metrics/*.yaml)."""
+    import yaml
+
+    try:
+        items = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise AutoprofError(f"cannot read metrics file {path}: {err}") from None
+    if not isinstance(items, list):
+        raise AutoprofError(f"{path}: expected a list of metrics")
+    metrics = []
+    for item in items:
+        where = f"{Path(path).name}: {item.get('name', '?') if isinstance(item, dict) else '?'}"
+        if not isinstance(item, dict) or "name" not in item or "formula" not in item:
+            raise AutoprofError(f"{where}: each metric needs a name and a formula")
+        formula = parse(item["formula"], f"formula of {where}")
+        events = {str(k): str(v) for k, v in (item.get("events") or {}).items()}
+        constants = {str(k): str(v) for k, v in (item.get("constants") or {}).items()}
+        unknown = formula.names - set(events) - set(constants)
+        if unknown:
+            raise AutoprofError(f"{where}: formula names undefined {sorted(unknown)}")
+        threshold = item.get("threshold")
+        metrics.append(
+            Metric(
+                name=str(item["name"]),
+                formula=formula,
+                events=events,
+                constants=constants,
+                groups=tuple(item.get("groups") or ()),
+                unit=str(item.get("unit") or ""),
+                description=str(item.get("description") or ""),
+                threshold=parse(threshold, f"threshold of {where}") if threshold else None,
+                threshold_metrics={"value": str(item["name"])} if threshold else {},
+                pmu=pmu,
+                source=Path(path).name,
+            )
+        )
+    return metrics
+
+
+def metric_files(events_dir: Path, cpu: str) -> list[tuple[Path, str]]:
+    """(metrics file, core PMU) for a CPU id or platform: core, or one per hybrid core type."""
+    rows = [r for r in intel.rows_for_cpu(events_dir, cpu) if r.kind == "metrics"]
+    return [
+        (Path(events_dir) / r.path.lstrip("/"), _HYBRID_PMU.get(r.core_role, "cpu")) for r in rows
+    ]
+
+
+def retire_latencies(events_dir: Path, cpu: str) -> dict[str, float]:
+    """Mean retire latency per event (``retire latency`` files, GNR): what ``EVENT:retire_latency``
+    stands for when it is not sampled."""
+    means: dict[str, float] = {}
+    for row in intel.rows_for_cpu(events_dir, cpu):
+        if row.kind != "retire latency":
+            continue
+        try:
+            data = json.loads((Path(events_dir) / row.path.lstrip("/")).read_text())
+            means.update({k.upper(): float(v["MEAN"]) for k, v in data["Data"].items()})
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise AutoprofError(f"malformed retire latency file {row.path}: {err!r}") from None
+    return means
+
+
+def load(events_dir: Path | None, cpu: str, extra: list[Path] = ()) -> MetricSet:
+    """Every metric of a CPU from the perfmon directory, plus YAML metric files `extra`.
+    Hybrid parts: a metric of a non-``cpu_core`` core type is named ``<pmu>/<name>``."""
+    found = MetricSet(cpu)
+    files = []
+    if events_dir is not None:
+        try:
+            files = metric_files(events_dir, cpu)
+        except AutoprofError:
+            if not extra:  # with metric files of one's own, an unknown CPU has none of Intel's
+                raise
+    for path, pmu in files:
+        for metric in load_json(path, pmu):
+            key = metric.name if pmu in ("cpu", "cpu_core") else f"{pmu}/{metric.name}"
+            found.metrics.setdefault(key, metric)
+        found.sources.append(str(path))
+    for path in extra:
+        found.metrics.update((m.name, m) for m in load_yaml(Path(path)))
+        found.sources.append(str(path))
+    if not found.metrics:
+        raise AutoprofError(
+            f"no metrics for {cpu}: its perfmon data lists no metrics file "
+            "(give --metrics-file FILE.yaml for your own)"
+        )
+    return found
