@@ -142,7 +142,9 @@ def _base(name="ICACHE_16B.IFDATA_STALL"):
     return Event(
         name=name,
         pmu="cpu",
-        spec=f"cpu/event=0x80,umask=0x4,name={name}/",
+        style="core",
+        code=0x80,
+        umask=0x4,
         counters=frozenset({0, 1, 2, 3}),
     )
 
@@ -150,20 +152,23 @@ def _base(name="ICACHE_16B.IFDATA_STALL"):
 def test_modifiers_become_perf_terms_with_the_base_constraints():
     edge = modify(_base(), "ICACHE_16B.IFDATA_STALL:c1:e1", ["c1", "e1"])
     assert (
-        edge.spec == "cpu/event=0x80,umask=0x4,cmask=1,edge=1,name='ICACHE_16B.IFDATA_STALL:c1:e1'/"
+        edge.spec == "cpu/event=0x80,umask=4,cmask=1,edge=1,name='ICACHE_16B.IFDATA_STALL:c1:e1'/"
     )
     assert edge.counters == frozenset({0, 1, 2, 3}) and edge.name == "ICACHE_16B.IFDATA_STALL:c1:e1"
     assert modify(_base(), "X:SUP", ["SUP"]).spec.endswith("/k")
     assert modify(_base(), "X:USER", ["USER"]).spec.endswith("/u")
     assert "umask=0xfc" in modify(_base(), "X:u0xfc", ["u0xfc"]).spec
-    assert "umask=0x4" not in modify(_base(), "X:u0xfc", ["u0xfc"]).spec
-    assert "inv=1,cmask=1" in modify(_base(), "X:i1:c1", ["i1", "c1"]).spec
-    cha = Event("UNC_CHA_TOR_INSERTS.IA_MISS", "uncore_cha", "uncore_cha/event=0x35,umask=0x21/")
+    assert "umask=4" not in modify(_base(), "X:u0xfc", ["u0xfc"]).spec
+    assert "cmask=1,inv=1" in modify(_base(), "X:i1:c1", ["i1", "c1"]).spec
+    cha = Event("UNC_CHA_TOR_INSERTS.IA_MISS", "uncore_cha", style="uncore", code=0x35, umask=0x21)
     assert "config1=0x4043300000000" in modify(cha, "T:filter1=0x40433", ["filter1=0x40433"]).spec
     ocr = Event(
         "OCR.X",
         "cpu",
-        "cpu/event=0x2a,umask=0x1,offcore_rsp=0x1,name=OCR.X/",
+        style="core",
+        code=0x2A,
+        umask=0x1,
+        msr_value=0x1,
         registers=frozenset({"0x1a6"}),
     )
     derived = modify(ocr, "OCR.X:ocr_msr_val=0x103b800002", ["ocr_msr_val=0x103b800002"])
@@ -177,10 +182,13 @@ def test_perf_own_events_and_topdown(intel_dir):
     energy = resolve("FREERUN_PKG_ENERGY_STATUS", spr)
     assert energy.event.spec == "power/energy-pkg/" and energy.factor == pytest.approx(1 / 61e-6)
     fe = resolve("PERF_METRICS.FRONTEND_BOUND", spr)
-    assert fe.event.spec == "cpu/topdown-fe-bound,name=PERF_METRICS.FRONTEND_BOUND/"
+    assert fe.event.spec == "cpu/event=0,umask=0x82,name=PERF_METRICS.FRONTEND_BOUND/"
+    assert fe.event.leader == "TOPDOWN.SLOTS"  # perf gets {slots,...} as one group
     slots = resolve("TOPDOWN.SLOTS:perf_metrics", spr)
     assert slots.event.name == "TOPDOWN.SLOTS" and slots.event.fixed == 3
     assert resolve("NO_SUCH.EVENT:c1", spr).missing
+    with pytest.raises(ValueError, match="no modifiers apply"):
+        modify(Event("task-clock", "software"), "task-clock:c1", ["c1"])
 
 
 def test_constants_from_machine_facts_and_sets():

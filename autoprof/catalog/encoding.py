@@ -90,7 +90,7 @@ def spec(event: Event) -> str:
     if event.style not in STYLES:
         raise ValueError(f"unknown encoding style {event.style!r} for {event.name}")
     body = ",".join(f"{t}={number(v)}" for t, v in terms(event))
-    return f"{event.pmu}/{body},{name_term(event.name)}/"
+    return f"{event.pmu}/{body},{name_term(event.name)}/{event.suffix}"
 
 
 _SPEC = re.compile(r"^([\w.-]+)/(.*)/$")

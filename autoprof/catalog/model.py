@@ -28,7 +28,8 @@ class Event:
 
     How perf is told to count it: an event with a `style` (the kind of its PMU, see
     `autoprof.catalog.encoding`) is encoded by its explicit fields (`code`, `umask`, `cmask`,
-    `edge`, `inv`, `anythread`, `msr_value`, extra format `terms`), and its `spec` is always
+    `edge`, `inv`, `anythread`, `msr_value`, extra format `terms`, the `suffix` of modifiers
+    such as ``u``), and its `spec` is always
     derived from them, also after ``dataclasses.replace(event, cmask=1, ...)``. An event
     without a style (software events, tracepoints, breakpoints) is given by its `spec`.
     `leader` names the event that must lead any group holding this one (topdown metrics need
@@ -56,6 +57,7 @@ class Event:
     msr_value: int = 0
     terms: tuple[tuple[str, int], ...] = ()
     leader: str | None = None
+    suffix: str = ""  # perf's modifiers after the last slash: u (user only), k (kernel only)
 
     def __post_init__(self) -> None:
         if self.style:

@@ -67,43 +67,40 @@ def split(text: str) -> tuple[str, list[str]]:
 
 
 def modify(base: Event, text: str, modifiers: list[str]) -> Event:
-    """The event `base` with perf modifiers: ``cN eN iN eqN uXX`` become format terms,
-    ``USER``/``SUP`` the ``u``/``k`` suffix, ``filter1=`` the CHA filter (config1 bits
-    32-63), ``ocr_msr_val=`` the offcore response value, ``opc=``/``tid=`` the C-box filters."""
-    pmu, _, body = base.spec.partition("/")
-    terms = [t for t in body.rstrip("/").split(",") if t and not t.startswith("name=")]
-    suffix = ""
-
-    def put(term: str, value: str) -> None:
-        nonlocal terms
-        terms = [t for t in terms if t.split("=")[0] != term] + [f"{term}={value}"]
-
+    """The event `base` with perf modifiers, as explicit encoding fields (the catalog's
+    encoding writes the string): ``cN eN iN uXX`` the counter mask, edge, invert and umask,
+    ``eqN`` the uncore ``eq`` term, ``USER``/``SUP`` the ``u``/``k`` suffix, ``filter1=`` the
+    CHA filter (config1 bits 32-63), ``ocr_msr_val=`` the offcore response value, ``opc=`` /
+    ``tid=`` the C-box filters."""
+    if not base.style:
+        raise ValueError(f"{base.name} is not encoded by format terms: no modifiers apply")
+    changes: dict = {}
+    terms = dict(base.terms)
     for mod in modifiers:
         key, _, value = mod.partition("=")
         simple = _TERM.match(mod)
         if mod.lower() in SAME_EVENT:
             continue
         if simple:
-            put(_TERM_NAMES[simple.group(1).lower()], simple.group(2))
+            field, digits = _TERM_NAMES[simple.group(1).lower()], simple.group(2)
+            number = int(digits, 16) if digits.lower().startswith("0x") else int(digits)
+            if field == "eq":
+                terms["eq"] = number
+            else:
+                changes[field] = bool(number) if field in ("edge", "inv") else number
         elif mod.lower() == "user":
-            suffix = "u"
+            changes["suffix"] = "u"
         elif mod.lower() == "sup":
-            suffix = "k"
+            changes["suffix"] = "k"
         elif key == "filter1":
-            put("config1", hex(int(value, 0) << 32))
+            terms["config1"] = int(value, 0) << 32
         elif key == "ocr_msr_val":
-            put("offcore_rsp", value)
+            changes["msr_value"] = int(value, 0)
         elif key in ("opc", "tid"):  # Haswell/Broadwell-EP C-box filters
-            put(f"filter_{key}", value)
+            terms[f"filter_{key}"] = int(value, 0)
         else:
             raise ValueError(f"unknown modifier {mod!r}")
-    spec = f"{pmu}/{','.join([*terms, f'name={_quote(text)}'])}/{suffix}"
-    return dataclasses.replace(base, name=text, spec=spec)
-
-
-def _quote(name: str) -> str:
-    """perf's name term: plain when it has only plain characters, else single-quoted."""
-    return name if re.fullmatch(r"[A-Za-z_][\w.\-]*", name) else f"'{name}'"
+    return dataclasses.replace(base, name=text, terms=tuple(terms.items()), **changes)
 
 
 def resolve(
@@ -129,6 +126,9 @@ def resolve(
         event = found[0] if found else Event(name=spec, pmu=perf_pmu, spec=spec)
         return Resolved(text, event, factor)
     if upper in TOPDOWN:
+        listed = _find(catalog, base_name, pmu)
+        if listed is not None:  # the catalog's own, led by TOPDOWN.SLOTS in perf's group
+            return Resolved(text, listed)
         slots = _find(catalog, SLOTS, pmu)
         if slots is None:
             return Resolved(text, missing=f"{SLOTS} is not in the catalog")

@@ -47,7 +47,12 @@ def _match(masks: list[frozenset]) -> dict[int, object] | None:
 
 
 def fit(events: Iterable[Event], pmus: dict[str, Pmu]) -> list[Placement] | None:
-    """The events of one run placed on counters, or None when they cannot all count at once."""
+    """The events of one run placed on counters, or None when they cannot all count at once
+    (an event with a `leader`, a topdown metric, counts only in its leader's group)."""
+    events = list(events)
+    keys = {e.key for e in events}
+    if any(e.leader and (e.pmu, e.leader) not in keys for e in events):
+        return None
     placements: list[Placement] = []
     by_pmu: dict[str, list[Event]] = {}
     for event in events:
@@ -75,6 +80,7 @@ def fit(events: Iterable[Event], pmus: dict[str, Pmu]) -> list[Placement] | None
             for e in evs
             if not e.counters
         ]
+    placements.sort(key=lambda p: p.event.leader is not None)  # led events after their leaders
     return placements
 
 
