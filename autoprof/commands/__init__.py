@@ -21,4 +21,5 @@ COMMANDS: dict[str, str] = {
     "flamegraph": "autoprof.commands.flame:flamegraph_command",
     "demo": "autoprof.commands.demo:demo",
     "analyze": "autoprof.commands.analyze:analyze",
+    "serve": "autoprof.commands.serve:serve",
 }

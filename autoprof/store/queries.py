@@ -84,17 +84,16 @@ def find_run(conn: Connection, ident: str) -> Run:
     return found[0]
 
 
-def list_runs(
-    conn: Connection,
-    *,
+def _filtered(
+    query,
     machine: str | None = None,
     command: str | None = None,
     since: dt.datetime | None = None,
     tags: dict[str, str] | None = None,
-) -> list[RunSummary]:
-    """Runs matching every filter given, oldest first. `machine` matches hostname, CPU id or
-    model name (substring, any case); `command` a substring of the command line."""
-    query = select(Run).order_by(Run.created, Run.id)
+    text: str | None = None,
+    until: dt.datetime | None = None,
+):
+    """`query` over Run restricted by every filter given (see `list_runs`)."""
     if machine:
         pattern = f"%{machine.lower()}%"
         query = query.where(
@@ -112,12 +111,52 @@ def list_runs(
         )
     if command:
         query = query.where(Run.command_line.contains(command, autoescape=True))
+    if text:
+        query = query.where(
+            or_(
+                Run.command_line.contains(text, autoescape=True),
+                Run.uuid.startswith(text.lower(), autoescape=True),
+                Run.id.in_(select(Tag.run_id).where(Tag.value.contains(text, autoescape=True))),
+            )
+        )
     if since:
         query = query.where(Run.created >= since)
+    if until:
+        query = query.where(Run.created < until)
     for key, value in (tags or {}).items():
         query = query.where(
             Run.id.in_(select(Tag.run_id).where(Tag.key == key, Tag.value == value))
         )
+    return query
+
+
+def count_runs(conn: Connection, **filters) -> int:
+    """How many runs `list_runs` with the same filters returns (for paging)."""
+    return conn.scalar(_filtered(select(func.count()).select_from(Run), **filters)) or 0
+
+
+def list_runs(
+    conn: Connection,
+    *,
+    machine: str | None = None,
+    command: str | None = None,
+    since: dt.datetime | None = None,
+    tags: dict[str, str] | None = None,
+    text: str | None = None,
+    until: dt.datetime | None = None,
+    newest_first: bool = False,
+    offset: int = 0,
+    limit: int | None = None,
+) -> list[RunSummary]:
+    """Runs matching every filter given, oldest first (or newest first), optionally one page.
+    `machine` matches hostname, CPU id or model name (substring, any case); `command` a
+    substring of the command line; `text` the command line, a uuid prefix or a tag value."""
+    order = (Run.created.desc(), Run.id.desc()) if newest_first else (Run.created, Run.id)
+    query = _filtered(
+        select(Run).order_by(*order), machine, command, since, tags, text=text, until=until
+    )
+    if offset or limit is not None:
+        query = query.offset(offset).limit(limit)
     runs = conn.execute(query).all()
     ids = [r.id for r in runs]
     machines: dict[int, list[tuple[str, str]]] = {i: [] for i in ids}

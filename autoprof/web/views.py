@@ -1,0 +1,264 @@
+"""What the pages show, read from the store: plain data (dicts and lists), the same for the HTML
+pages and the JSON API.
+
+A run may hold millions of rows, so nothing here ships rows: the event table is aggregated in
+SQL per series, a chart's series is summed per interval and cut to a chart's width with LTTB.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Connection, func, select
+
+from autoprof.errors import AutoprofError
+from autoprof.store import queries
+from autoprof.store.models import Measurement, Run, RunPart, Series
+from autoprof.web.downsample import lttb
+
+PER_PAGE = 50
+CHART_POINTS = 1000  # a chart is about this many pixels wide: more points show nothing more
+HISTOGRAM_BINS = 30
+
+
+@dataclass
+class RunFilters:
+    """The runs list's filters, as the page's form and the API's query string give them."""
+
+    text: str = ""
+    machine: str = ""
+    tag: str = ""  # KEY=VALUE
+    since: str = ""  # ISO date or 7d
+    until: str = ""  # ISO date (exclusive)
+
+    def query(self) -> dict[str, Any]:
+        """Keyword arguments of `queries.list_runs` / `count_runs`."""
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        tags = None
+        if self.tag.strip():
+            key, sep, value = self.tag.strip().partition("=")
+            if not sep:
+                raise AutoprofError(f"tag filter {self.tag!r}: expected KEY=VALUE")
+            tags = {key.strip(): value.strip()}
+        return {
+            "text": self.text.strip() or None,
+            "machine": self.machine.strip() or None,
+            "tags": tags,
+            "since": queries.parse_since(self.since, now) if self.since.strip() else None,
+            "until": queries.parse_since(self.until, now) if self.until.strip() else None,
+        }
+
+
+def _sanity_flags(report: dict | None) -> dict[str, int]:
+    """How many events (or runs) each sanity list of a report names; empty lists left out."""
+    if not report:
+        return {}
+    flags = {k: len(v) for k, v in (report.get("events") or {}).items() if v}
+    runs = report.get("runs") or {}
+    flags.update({f"runs {k}": len(runs[k]) for k in ("failed", "missing") if runs.get(k)})
+    return flags
+
+
+def runs_page(conn: Connection, filters: RunFilters, page: int = 1, per_page: int = PER_PAGE):
+    """One page of the runs list, newest first, with each run's events and sanity flags."""
+    where = filters.query()
+    total = queries.count_runs(conn, **where)
+    pages = max(1, math.ceil(total / per_page))
+    page = min(max(1, page), pages)
+    runs = queries.list_runs(
+        conn, **where, newest_first=True, offset=(page - 1) * per_page, limit=per_page
+    )
+    reports: dict[str, list[dict]] = {}
+    if runs:
+        for uuid, report in conn.execute(
+            select(Run.uuid, RunPart.report)
+            .join(RunPart, RunPart.run_id == Run.id)
+            .where(Run.uuid.in_([r.uuid for r in runs]))
+        ):
+            reports.setdefault(uuid, []).append(report or {})
+    items = []
+    for run in runs:
+        parts = reports.get(run.uuid, [])
+        flags: dict[str, int] = {}
+        for report in parts:
+            for key, count in _sanity_flags(report).items():
+                flags[key] = flags.get(key, 0) + count
+        item = asdict(run)
+        item["created"] = run.created.isoformat(sep=" ", timespec="seconds")
+        item["events"] = sum(int(r.get("events_measured") or 0) for r in parts)
+        item["sanity"] = flags
+        items.append(item)
+    return {"total": total, "page": page, "pages": pages, "per_page": per_page, "runs": items}
+
+
+def _part_ids(conn: Connection, uuid: str) -> list[int]:
+    return list(
+        conn.scalars(select(RunPart.id).join(Run).where(Run.uuid == uuid).order_by(RunPart.id))
+    )
+
+
+def _series_table(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
+    rows = conn.execute(
+        select(
+            Series.part_id,
+            Series.number,
+            Series.event_name,
+            Series.pmu,
+            Series.plan_run,
+            Series.repeat,
+            Series.value_unit,
+        ).where(Series.part_id.in_(part_ids))
+    ).all()
+    columns = ["part_id", "number", "event", "pmu", "run", "repeat", "unit"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def event_table(conn: Connection, uuid: str) -> list[dict[str, Any]]:
+    """Per event: PMU, unit, runs, rows, counted rows, intervals, the mean run total (summed over
+    CPUs and intervals, averaged over repeats) and the lowest percent running."""
+    part_ids = _part_ids(conn, uuid)
+    series = _series_table(conn, part_ids)
+    if series.empty:
+        return []
+    counts = pd.DataFrame(
+        conn.execute(
+            select(
+                Measurement.part_id,
+                Measurement.series,
+                func.count(),
+                func.count(Measurement.sample_value),
+                func.sum(Measurement.sample_value),
+                func.count(func.distinct(Measurement.interval_index)),
+                func.min(Measurement.percent_running),
+            )
+            .where(Measurement.part_id.in_(part_ids))
+            .group_by(Measurement.part_id, Measurement.series)
+        ).all(),
+        columns=["part_id", "number", "rows", "samples", "sum", "intervals", "min_running"],
+    )
+    merged = series.merge(counts, on=["part_id", "number"], how="left")
+    merged["event"] = merged["event"].fillna("")
+    per_exec = merged.groupby(["event", "run", "repeat"], dropna=False)["sum"].sum(min_count=1)
+    by_event = merged.groupby("event", sort=True)
+    table = pd.DataFrame(
+        {
+            "pmu": by_event["pmu"].first(),
+            "unit": by_event["unit"].first(),
+            "runs": by_event["run"].nunique(),
+            "rows": by_event["rows"].sum(),
+            "samples": by_event["samples"].sum(),
+            "intervals": by_event["intervals"].max(),
+            "total": per_exec.groupby(level="event").mean(),
+            "min_percent_running": by_event["min_running"].min(),
+        }
+    )
+    table = table.reset_index()
+    return [_plain(row) for row in table.to_dict(orient="records")]
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """JSON-safe values: numpy scalars to Python, NaN to None."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, float) and math.isnan(value):
+            value = None
+        out[key] = value
+    return out
+
+
+def event_series(
+    conn: Connection, uuid: str, event: str, points: int = CHART_POINTS
+) -> dict[str, Any]:
+    """An event's count per interval (summed over CPUs/boxes), one line per (run, repeat), each
+    cut to `points` with LTTB; and a histogram of all its interval counts."""
+    part_ids = _part_ids(conn, uuid)
+    series = _series_table(conn, part_ids)
+    chosen = series[series["event"] == event]
+    if chosen.empty:
+        raise AutoprofError(f"no event {event!r} in run {uuid}")
+    rows = pd.DataFrame(
+        conn.execute(
+            select(
+                Measurement.part_id,
+                Measurement.series,
+                Measurement.interval_index,
+                Measurement.time,
+                Measurement.sample_value,
+            ).where(
+                Measurement.part_id.in_(sorted(set(chosen["part_id"]))),
+                Measurement.series.in_(sorted(set(chosen["number"]))),
+            )
+        ).all(),
+        columns=["part_id", "number", "index", "time", "value"],
+    )
+    rows = rows.merge(chosen[["part_id", "number", "run", "repeat"]], on=["part_id", "number"])
+    per_interval = (
+        rows.groupby(["run", "repeat", "index"], dropna=False)
+        .agg(time=("time", "max"), value=("value", lambda v: v.sum(min_count=1)))
+        .reset_index()
+    )
+    lines = []
+    for (run, repeat), line in per_interval.groupby(["run", "repeat"], dropna=False):
+        x = line["time"].to_numpy(np.float64, na_value=np.nan)
+        y = line["value"].to_numpy(np.float64, na_value=np.nan)
+        keep = lttb(x, y, points)
+        lines.append(
+            {
+                "name": f"run {_int(run)} repeat {_int(repeat)}",
+                "x": x[keep].tolist(),
+                "y": y[keep].tolist(),
+                "intervals": len(line),
+            }
+        )
+    values = per_interval["value"].to_numpy(np.float64, na_value=np.nan)
+    values = values[~np.isnan(values)]
+    counts, edges = np.histogram(values, bins=HISTOGRAM_BINS) if len(values) else ([], [])
+    return {
+        "event": event,
+        "unit": chosen["unit"].dropna().iloc[0] if chosen["unit"].notna().any() else None,
+        "lines": lines,
+        "histogram": {"counts": list(map(int, counts)), "edges": list(map(float, edges))},
+    }
+
+
+def _int(value: Any) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def run_overview(conn: Connection, ident: str) -> dict[str, Any]:
+    """Facts, plan, options, tags and the sanity report of a run (parts merged for display)."""
+    details = queries.run_details(conn, ident)
+    uuid = details["id"]
+    manifests = conn.scalars(select(RunPart.manifest).join(Run).where(Run.uuid == uuid)).all()
+    plan = manifests[0].get("plan", {}) if manifests else {}
+    for key in ("created", "started", "ended"):
+        if details[key] is not None:
+            details[key] = details[key].isoformat(sep=" ", timespec="seconds")
+    for part in details["parts"]:
+        part["uploaded"] = part["uploaded"].isoformat(sep=" ", timespec="seconds")
+        part["sanity"] = _sanity_flags(part["report"])
+    details["plan"] = {"runs": len(plan.get("runs", [])), "lower_bound": plan.get("lower_bound")}
+    details["plan_runs"] = [
+        [e.get("name") for e in run.get("events", [])] for run in plan.get("runs", [])
+    ]
+    details["command_line"] = conn.scalar(select(Run.command_line).where(Run.uuid == uuid))
+    return details
+
+
+def event_usage(conn: Connection) -> dict[str, int]:
+    """How many stored run parts measured each event: the new-measurement page lists the most
+    used events first."""
+    return dict(
+        conn.execute(
+            select(Series.event_name, func.count(func.distinct(Series.part_id))).group_by(
+                Series.event_name
+            )
+        ).all()
+    )
