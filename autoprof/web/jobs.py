@@ -149,7 +149,8 @@ class Job:
         return self.state in ("done", "failed", "stopped")
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in asdict(self).items() if k not in ("proc", "folder", "request")}
+        keys = ("id", "state", "created", "started", "ended", "error", "run_id")
+        data = {k: getattr(self, k) for k in keys}
         data["request"] = asdict(self.request)
         data["command_line"] = self.request.command_line
         return data
