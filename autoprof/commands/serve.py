@@ -61,6 +61,8 @@ def read_token(path: Path | None) -> str:
 def serve(store_text, host, port, allow, token_file, data_dir) -> None:
     """Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
     measurements with live plots. Binds 127.0.0.1 unless told otherwise."""
+    import os
+
     import uvicorn
 
     from autoprof.queue.spec import compile_allow
@@ -72,6 +74,7 @@ def serve(store_text, host, port, allow, token_file, data_dir) -> None:
         data_dir=data_dir,
         token=read_token(token_file),
         allow=compile_allow(list(allow)),
+        redis_url=os.environ.get("AUTOPROF_REDIS") or None,
     )
     data_dir.mkdir(parents=True, exist_ok=True)
     app = create_app(settings)
@@ -79,7 +82,9 @@ def serve(store_text, host, port, allow, token_file, data_dir) -> None:
     click.echo(f"autoprof serve: {where}/ (store {settings.store.shown})")
     if settings.read_only:
         click.echo("read-only: start with --allow REGEX to run measurements")
-    elif token_file is None:
+    elif settings.redis_url:
+        click.echo("jobs go to RQ ($AUTOPROF_REDIS): run `autoprof worker` on this host")
+    if not settings.read_only and token_file is None:
         click.echo(f"token (shown once): {settings.token}")
         click.echo(f"log in: {where}/login?token={settings.token}")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,6 +32,9 @@ from autoprof.store.queries import export_frame, find_run
 from autoprof.web.analyses import FrameCache
 from autoprof.web.jobs import LocalQueue
 
+if TYPE_CHECKING:
+    from autoprof.web.rqjobs import RqQueue
+
 TOKEN_HEADER = "X-Autoprof-Token"
 TOKEN_COOKIE = "autoprof_token"
 HERE = Path(__file__).parent
@@ -42,6 +46,7 @@ class Settings:
     data_dir: Path  # jobs' folders (out/, logs, flame graphs)
     token: str
     allow: list[re.Pattern] = field(default_factory=list)
+    redis_url: str | None = None  # jobs go to RQ (a worker for this host runs them)
 
     @property
     def read_only(self) -> bool:
@@ -51,7 +56,7 @@ class Settings:
 @dataclass
 class State:
     settings: Settings
-    queue: LocalQueue
+    queue: LocalQueue | RqQueue
     frames: FrameCache = field(default_factory=FrameCache)
     catalog_events: list[dict] | None = None  # this machine's events, built on first use
 
@@ -159,7 +164,12 @@ def _attachment(data: bytes, name: str, media_type: str) -> Response:
 def create_app(settings: Settings) -> Starlette:
     from autoprof.web import routes
 
-    queue = LocalQueue(settings.data_dir, settings.store.text)
+    if settings.redis_url:
+        from autoprof.web.rqjobs import RqQueue
+
+        queue = RqQueue(settings.redis_url)
+    else:
+        queue = LocalQueue(settings.data_dir, settings.store.text)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):

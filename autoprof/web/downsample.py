@@ -20,15 +20,18 @@ def lttb(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
         return keep[[0, -1]][:n]
     x, y = x[keep], y[keep]
     edges = np.linspace(1, len(x) - 1, n - 1).astype(np.int64)  # n-2 buckets between the ends
+    # mean point of each bucket, and of the last point as the bucket after the last one
+    sizes = np.diff(np.append(edges, len(x)))
+    mean_x = np.add.reduceat(x, edges) / sizes
+    mean_y = np.add.reduceat(y, edges) / sizes
     chosen = np.empty(n, dtype=np.int64)
     chosen[0], chosen[-1] = 0, len(x) - 1
     previous = 0
     for b in range(n - 2):
         lo, hi = edges[b], edges[b + 1]
-        nlo, nhi = hi, edges[b + 2] if b + 2 < len(edges) else len(x)
-        mean_x, mean_y = x[nlo:nhi].mean(), y[nlo:nhi].mean()
         px, py = x[previous], y[previous]
-        area = np.abs((px - mean_x) * (y[lo:hi] - py) - (px - x[lo:hi]) * (mean_y - py))
+        nx, ny = mean_x[b + 1], mean_y[b + 1]
+        area = np.abs((px - nx) * (y[lo:hi] - py) - (px - x[lo:hi]) * (ny - py))
         previous = lo + int(np.argmax(area))
         chosen[b + 1] = previous
     return keep[chosen]

@@ -102,6 +102,13 @@ def _part_ids(conn: Connection, uuid: str) -> list[int]:
     )
 
 
+def _frame(rows: list, columns: list[str]) -> pd.DataFrame:
+    """Fetched rows -> a frame, column by column (building it from Row objects costs seconds
+    for a few hundred thousand rows)."""
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    return pd.DataFrame({name: list(v) for name, v in zip(columns, values, strict=True)})
+
+
 def _series_table(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
     rows = conn.execute(
         select(
@@ -114,50 +121,27 @@ def _series_table(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
             Series.value_unit,
         ).where(Series.part_id.in_(part_ids))
     ).all()
-    columns = ["part_id", "number", "event", "pmu", "run", "repeat", "unit"]
-    return pd.DataFrame(rows, columns=columns)
+    return _frame(rows, ["part_id", "number", "event", "pmu", "run", "repeat", "unit"])
 
 
 def event_table(conn: Connection, uuid: str) -> list[dict[str, Any]]:
-    """Per event: PMU, unit, runs, rows, counted rows, intervals, the mean run total (summed over
-    CPUs and intervals, averaged over repeats) and the lowest percent running."""
-    part_ids = _part_ids(conn, uuid)
-    series = _series_table(conn, part_ids)
+    """Per event: PMU, unit, plan runs, repeats and locations (CPUs/boxes), from the series
+    alone: a page opens without reading the measurements. Totals come with the run's stats
+    (`analyses.run_analyses`), which the page loads next."""
+    series = _series_table(conn, _part_ids(conn, uuid))
     if series.empty:
         return []
-    counts = pd.DataFrame(
-        conn.execute(
-            select(
-                Measurement.part_id,
-                Measurement.series,
-                func.count(),
-                func.count(Measurement.sample_value),
-                func.sum(Measurement.sample_value),
-                func.count(func.distinct(Measurement.interval_index)),
-                func.min(Measurement.percent_running),
-            )
-            .where(Measurement.part_id.in_(part_ids))
-            .group_by(Measurement.part_id, Measurement.series)
-        ).all(),
-        columns=["part_id", "number", "rows", "samples", "sum", "intervals", "min_running"],
-    )
-    merged = series.merge(counts, on=["part_id", "number"], how="left")
-    merged["event"] = merged["event"].fillna("")
-    per_exec = merged.groupby(["event", "run", "repeat"], dropna=False)["sum"].sum(min_count=1)
-    by_event = merged.groupby("event", sort=True)
+    series["event"] = series["event"].fillna("")
+    by_event = series.groupby("event", sort=True)
     table = pd.DataFrame(
         {
             "pmu": by_event["pmu"].first(),
             "unit": by_event["unit"].first(),
             "runs": by_event["run"].nunique(),
-            "rows": by_event["rows"].sum(),
-            "samples": by_event["samples"].sum(),
-            "intervals": by_event["intervals"].max(),
-            "total": per_exec.groupby(level="event").mean(),
-            "min_percent_running": by_event["min_running"].min(),
+            "repeats": by_event["repeat"].nunique(),
+            "series": by_event.size(),
         }
-    )
-    table = table.reset_index()
+    ).reset_index()
     return [_plain(row) for row in table.to_dict(orient="records")]
 
 
@@ -173,37 +157,44 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _numbers(conn: Connection, query) -> np.ndarray:
+    """A query of numeric columns as one float array (NULL -> NaN), fetched from the driver's
+    cursor: SQLAlchemy's Row objects cost seconds for a million values."""
+    rows = conn.execute(query).cursor.fetchall()
+    return np.array(rows, dtype=np.float64).reshape(len(rows), -1)
+
+
 def event_series(
     conn: Connection, uuid: str, event: str, points: int = CHART_POINTS
 ) -> dict[str, Any]:
     """An event's count per interval (summed over CPUs/boxes), one line per (run, repeat), each
     cut to `points` with LTTB; and a histogram of all its interval counts."""
-    part_ids = _part_ids(conn, uuid)
-    series = _series_table(conn, part_ids)
+    series = _series_table(conn, _part_ids(conn, uuid))
     chosen = series[series["event"] == event]
     if chosen.empty:
         raise AutoprofError(f"no event {event!r} in run {uuid}")
-    rows = pd.DataFrame(
-        conn.execute(
-            select(
-                Measurement.part_id,
-                Measurement.series,
-                Measurement.interval_index,
-                Measurement.time,
-                Measurement.sample_value,
-            ).where(
-                Measurement.part_id.in_(sorted(set(chosen["part_id"]))),
-                Measurement.series.in_(sorted(set(chosen["number"]))),
-            )
-        ).all(),
-        columns=["part_id", "number", "index", "time", "value"],
+    values = _numbers(
+        conn,
+        select(
+            Measurement.part_id,
+            Measurement.series,
+            Measurement.interval_index,
+            Measurement.time,
+            Measurement.sample_value,
+        ).where(
+            Measurement.part_id.in_(sorted(set(chosen["part_id"]))),
+            Measurement.series.in_(sorted(set(chosen["number"]))),
+        ),
     )
-    rows = rows.merge(chosen[["part_id", "number", "run", "repeat"]], on=["part_id", "number"])
-    per_interval = (
-        rows.groupby(["run", "repeat", "index"], dropna=False)
-        .agg(time=("time", "max"), value=("value", lambda v: v.sum(min_count=1)))
-        .reset_index()
+    rows = pd.DataFrame(values, columns=["part_id", "number", "index", "time", "value"])
+    keys = chosen[["part_id", "number", "run", "repeat"]].astype(
+        {"part_id": float, "number": float}
     )
+    rows = rows.merge(keys, on=["part_id", "number"])  # drops other parts' same numbers
+    grouped = rows.groupby(["run", "repeat", "index"], dropna=False)
+    per_interval = pd.DataFrame(
+        {"time": grouped["time"].max(), "value": grouped["value"].sum(min_count=1)}
+    ).reset_index()
     lines = []
     for (run, repeat), line in per_interval.groupby(["run", "repeat"], dropna=False):
         x = line["time"].to_numpy(np.float64, na_value=np.nan)
@@ -217,9 +208,9 @@ def event_series(
                 "intervals": len(line),
             }
         )
-    values = per_interval["value"].to_numpy(np.float64, na_value=np.nan)
-    values = values[~np.isnan(values)]
-    counts, edges = np.histogram(values, bins=HISTOGRAM_BINS) if len(values) else ([], [])
+    counted = per_interval["value"].to_numpy(np.float64, na_value=np.nan)
+    counted = counted[~np.isnan(counted)]
+    counts, edges = np.histogram(counted, bins=HISTOGRAM_BINS) if len(counted) else ([], [])
     return {
         "event": event,
         "unit": chosen["unit"].dropna().iloc[0] if chosen["unit"].notna().any() else None,

@@ -114,6 +114,7 @@ async function initRun() {
     b.addEventListener("click", () => plotSeries([b.dataset.event]).catch(showError("series"))));
   try {
     const analysis = await api("GET", `/api/runs/${encodeURIComponent(DATA.id)}/analysis`);
+    fillEventTable(analysis.stats);
     const stats = document.getElementById("stats");
     stats.replaceChildren(analysis.stats.length ? table(analysis.stats,
       ["event", "pmu", "runs", "repeats", "rows", "samples", "intervals", "total", "mean", "cv", "min_percent_running"])
@@ -133,6 +134,19 @@ async function initRun() {
   } catch (err) {
     showError("heatmap")(err);
   }
+}
+
+// the event table's totals come with the stats (the page opens without reading measurements)
+function fillEventTable(stats) {
+  const byEvent = new Map(stats.map((row) => [row.event, row]));
+  document.querySelectorAll("table.events tbody tr").forEach((tr) => {
+    const row = byEvent.get(tr.dataset.event);
+    if (!row) return;
+    tr.querySelector(".total").textContent = fmt(row.total);
+    tr.querySelector(".mean").textContent = fmt(row.mean);
+    tr.querySelector(".cv").textContent = fmt(row.cv);
+    tr.querySelector(".running").textContent = fmt(row.min_percent_running);
+  });
 }
 
 function showError(id) {
