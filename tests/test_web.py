@@ -7,17 +7,23 @@ The browser tests (test_web_browser.py) drive the same pages in Chromium with re
 from __future__ import annotations
 
 import re
+import shutil
+import socket
+import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
+from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
 from autoprof.store import engine, queries, upload
 from autoprof.web import views
 from autoprof.web.app import TOKEN_HEADER, Settings, create_app
 from autoprof.web.downsample import lttb
+from autoprof.web.live import Tail
 from tests.synthetic_out import EVENTS, make_out
 
 TOKEN = "t" * 24
@@ -168,3 +174,68 @@ def test_lttb_keeps_ends_and_spikes():
     assert list(lttb(x[:100], y[:100], 500)) == list(range(100))
     y[5] = np.nan
     assert 5 not in lttb(x[:100], y[:100], 500)
+
+
+def test_live_tail_sees_intervals_within_a_second(tmp_path):
+    """perf stat -I writes each interval as it ends: the live view's Tail reads it well within
+    the second the page promises (the page polls every 0.2 s on top)."""
+    if shutil.which("perf") is None:
+        pytest.skip("needs perf")
+    folder = tmp_path / "out" / "runs" / "run0001-rep1"
+    folder.mkdir(parents=True)
+    work = "for i in $(seq 25); do dd if=/dev/zero of=/dev/null bs=64k count=3000 2>/dev/null; done"
+    argv = stat_argv(["task-clock"], ["sh", "-c", work], str(folder / "perf.csv"), interval_ms=100)
+    tail = Tail(tmp_path / "out")
+    began = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lags = []
+    while proc.poll() is None:
+        time.sleep(0.05)
+        if tail.poll() or tail.points:
+            lags.append(time.monotonic() - began - max(p["t"] for p in tail.points))
+    tail.poll()
+    assert len(tail.points) >= 5, "the workload ran too short to see intervals"
+    assert max(lags) < 1.0, lags
+    assert {p["event"] for p in tail.points} == {"task-clock"}
+
+
+def test_jobs_go_to_rq_when_redis_is_set(stored, tmp_path):
+    from tests.queue_helpers import WorkerProcess, claim, wait_ready
+    from tests.test_queue import REDIS
+
+    if shutil.which("perf") is None:
+        pytest.skip("needs perf")
+    try:
+        claimed = claim(REDIS)
+    except Exception as err:
+        pytest.skip(f"Redis not reachable at {REDIS}: {err}")
+    if claimed is None:
+        pytest.skip(f"no empty Redis database index at {REDIS}")
+    redis_url, conn = claimed
+    url, _ = stored
+    host = socket.gethostname()
+    worker = WorkerProcess(tmp_path, redis_url, url, host, "dd .*")
+    try:
+        wait_ready(conn, [host])
+        settings = Settings(engine.open_store(url), tmp_path, TOKEN, compile_allow(["dd .*"]))
+        settings.redis_url = redis_url
+        with TestClient(create_app(settings)) as web:
+            auth = {TOKEN_HEADER: TOKEN}
+            job = {"tool": "profile", "command": "dd if=/dev/zero of=/dev/null count=2000",
+                   "events": ["task-clock"], "tags": "via=rq"}  # fmt: skip
+            refused = web.post("/api/jobs", json=dict(job, env="A=1"), headers=auth)
+            assert refused.status_code == 400 and "profiles only" in refused.json()["error"]
+            answer = web.post("/api/jobs", json=job, headers=auth)
+            assert answer.status_code == 202
+            job_id = answer.json()["id"]
+            for _ in range(240):
+                state = web.get(f"/api/jobs/{job_id}").json()
+                if state["state"] in ("done", "failed", "stopped"):
+                    break
+                time.sleep(0.5)
+            assert state["state"] == "done", state["error"]
+            run = web.get(f"/api/runs/{state['run_id']}").json()
+            assert run["tags"] == {"via": "rq"} and run["command"][0] == "dd"
+    finally:
+        worker.stop()
+        conn.flushdb()

@@ -75,7 +75,7 @@ class RqQueue:
             )
         options = {"interval_ms": request.interval_ms, "repeat": request.repeat}
         spec = JobSpec(request.command, request.events, options, tags=request.tags)
-        (job,) = jobs.submit(self.conn, self.queue_name, [spec])
+        (job,) = jobs.submit(self.conn, self.queue_name, jobs.split_specs(spec, 1))
         self.requests[job.id] = request
         return self.get(job.id)
 
