@@ -259,3 +259,26 @@ def test_refusals(page, server):
     page.wait_for_function("document.getElementById('form-error').textContent != ''")
     assert "does not match this server's --allow" in page.text_content("#form-error")
     shot(page, "new")
+
+
+def test_record_job_shows_flame_graph_and_top_functions(page, server):
+    login(page, server)
+    page.goto(server["base"] + "/new")
+    job = page.evaluate(
+        """async (token) => (await (await fetch('/api/jobs', {method: 'POST',
+        headers: {'Content-Type': 'application/json', 'X-Autoprof-Token': token},
+        body: JSON.stringify({tool: 'record',
+        command: 'dd if=/dev/zero of=/dev/null bs=4k count=300000'})})).json())""",
+        TOKEN,
+    )
+    page.goto(f"{server['base']}/jobs/{job['id']}")
+    page.wait_for_url("**/records/*", timeout=120_000)
+    svg = urllib.request.urlopen(f"{server['base']}/records/{job['id']}/files/flame.svg").read()
+    functions = page.locator("table.top tbody tr td:first-child").all_text_contents()
+    assert functions and all(f'data-n="{name}"'.encode() in svg for name in functions[:5])
+    percents = [
+        float(p) for p in page.locator("table.top tbody tr td:last-child").all_text_contents()
+    ]
+    assert percents == sorted(percents, reverse=True) and 0 < sum(percents) <= 100.01
+    page.wait_for_timeout(500)
+    shot(page, "record")

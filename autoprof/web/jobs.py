@@ -186,8 +186,23 @@ class LocalQueue:
         self.waiting: deque[str] = deque()
         self.cond = threading.Condition()
         self.closed = False
+        self._load_past()
         self.thread = threading.Thread(target=self._work, name="autoprof-jobs", daemon=True)
         self.thread.start()
+
+    def _load_past(self) -> None:
+        """Jobs of earlier runs of the server (their folders under `root`), as they ended; one
+        that never wrote its result was cut short by the server's end."""
+        for path in sorted(self.root.glob(f"*/{REQUEST}")):
+            try:
+                job = Job(path.parent.name, JobRequest(**json.loads(path.read_text())), path.parent)
+            except (OSError, ValueError, TypeError):
+                continue
+            job.created = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).isoformat(
+                timespec="seconds"
+            )
+            self._finish(job, default="the server stopped before the job ended")
+            self.jobs[job.id] = job
 
     def submit(self, request: JobRequest) -> Job:
         job_id = uuid.uuid4().hex[:12]
@@ -268,11 +283,12 @@ class LocalQueue:
             env["AUTOPROF_STORE"] = self.store_text
         return env
 
-    def _finish(self, job: Job) -> None:
+    def _finish(self, job: Job, default: str | None = None) -> None:
         try:
             result = json.loads((job.folder / RESULT).read_text())
         except (OSError, ValueError):
-            result = {"state": "failed", "error": f"the job died (exit {job.proc.returncode})"}
+            why = default or f"the job died (exit {job.proc.returncode if job.proc else '?'})"
+            result = {"state": "failed", "error": why}
         with self.cond:
             job.state = result.get("state", "failed")
             job.error = result.get("error")
