@@ -6,6 +6,7 @@ The browser tests (test_web_browser.py) drive the same pages in Chromium with re
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import socket
@@ -143,8 +144,8 @@ def test_refusals(web, stored, tmp_path):
         assert answer.status_code == 403 and "read-only" in answer.json()["error"]
 
 
-def test_delete_with_token(stored, tmp_path):
-    url, _ = stored
+def test_delete_with_token(tmp_path):
+    url = f"sqlite:///{tmp_path / 'delete.db'}"
     out = make_out(tmp_path / "out", seed=42)
     uuid = upload.upload(engine.open_store(url), out).uuid
     with client(url, tmp_path / "d", ["x"]) as web:
@@ -239,3 +240,16 @@ def test_jobs_go_to_rq_when_redis_is_set(stored, tmp_path):
     finally:
         worker.stop()
         conn.flushdb()
+
+
+def test_metrics_in_the_report_are_shown(tmp_path):
+    url = f"sqlite:///{tmp_path / 'metrics.db'}"
+    out = make_out(tmp_path / "out", seed=7)
+    report = json.loads((out / "report.json").read_text())
+    report["metrics"] = {"IPC": 1.25, "<b>bold</b>": 2}
+    (out / "report.json").write_text(json.dumps(report))
+    uuid = upload.upload(engine.open_store(url), out).uuid
+    with client(url, tmp_path / "m") as web:
+        page = web.get(f"/runs/{uuid}").text
+    assert "<h2>Metrics" in page and "<td>IPC</td>" in page and "1.25" in page
+    assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
