@@ -253,3 +253,11 @@ def test_metrics_in_the_report_are_shown(tmp_path):
         page = web.get(f"/runs/{uuid}").text
     assert "<h2>Metrics" in page and "<td>IPC</td>" in page and "1.25" in page
     assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
+
+
+def test_new_form_takes_a_past_runs_settings(web, stored):
+    _, ids = stored
+    page = web.get(f"/new?run={ids[1]}").text
+    assert 'value="./w 2000"' in page
+    data = json.loads(re.search(r'id="page-data"[^>]*>(.*?)</script>', page, re.S).group(1))
+    assert set(data["events"]) == {e[0] for e in EVENTS}
