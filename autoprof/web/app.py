@@ -16,6 +16,7 @@ import io
 import re
 import tarfile
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -27,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
 from autoprof import outdir, results
+from autoprof.errors import AutoprofError
 from autoprof.store.engine import Store
 from autoprof.store.queries import export_frame, find_run
 from autoprof.web.analyses import FrameCache
@@ -161,6 +163,14 @@ def _attachment(data: bytes, name: str, media_type: str) -> Response:
     )
 
 
+def _warm_up(state: State) -> None:
+    """Build this machine's event list before a page needs it; a failure shows on that page."""
+    from autoprof.web import routes
+
+    with contextlib.suppress(AutoprofError):
+        routes.catalog_events(state)
+
+
 def create_app(settings: Settings) -> Starlette:
     from autoprof.web import routes
 
@@ -173,9 +183,12 @@ def create_app(settings: Settings) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
+        # this machine's event list (thousands of tracepoints) is built before a page needs it
+        threading.Thread(target=_warm_up, args=(state,), daemon=True).start()
         yield
         queue.close()  # nothing a job started keeps running after the server
 
+    state = State(settings, queue)
     app = Starlette(routes=routes.ROUTES, exception_handlers=routes.HANDLERS, lifespan=lifespan)
-    app.state.autoprof = State(settings, queue)
+    app.state.autoprof = state
     return app

@@ -82,7 +82,7 @@ def _overview(request: Request) -> dict:
     with state.settings.store.read() as conn:
         data = views.run_overview(conn, request.path_params["run_id"])
         data["events"] = views.event_table(conn, data["id"])
-    descriptions = {e["name"]: e["description"] for e in _catalog(state)}
+    descriptions = {e["name"]: e["description"] for e in catalog_events(state)}
     for event in data["events"]:
         event["description"] = descriptions.get(event["event"], "")
     data["local_out"] = local_out(state, data["id"]) is not None
@@ -159,7 +159,8 @@ def api_delete(request: Request) -> Response:
     return _json({"deleted": uuid, "rows": rows})
 
 
-def _catalog(state) -> list[dict]:
+def catalog_events(state) -> list[dict]:
+    """This machine's events, tracepoints included (built once: it takes a second or two)."""
     if state.catalog_events is None:
         from autoprof.catalog import host
 
@@ -175,7 +176,7 @@ def api_events(request: Request) -> Response:
     state = state_of(request)
     with state.settings.store.read() as conn:
         usage = views.event_usage(conn)
-    events = [dict(e, used=usage.get(e["name"], 0)) for e in _catalog(state)]
+    events = [dict(e, used=usage.get(e["name"], 0)) for e in catalog_events(state)]
     events.sort(key=lambda e: (-e["used"], e["name"]))
     return _json(events)
 

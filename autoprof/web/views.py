@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, case, func, select
 
 from autoprof.errors import AutoprofError
 from autoprof.store import queries
@@ -173,30 +173,38 @@ def event_series(
     chosen = series[series["event"] == event]
     if chosen.empty:
         raise AutoprofError(f"no event {event!r} in run {uuid}")
-    values = _numbers(
-        conn,
-        select(
-            Measurement.part_id,
-            Measurement.series,
-            Measurement.interval_index,
-            Measurement.time,
-            Measurement.sample_value,
-        ).where(
-            Measurement.part_id.in_(sorted(set(chosen["part_id"]))),
-            Measurement.series.in_(sorted(set(chosen["number"]))),
-        ),
-    )
-    rows = pd.DataFrame(values, columns=["part_id", "number", "index", "time", "value"])
-    keys = chosen[["part_id", "number", "run", "repeat"]].astype(
-        {"part_id": float, "number": float}
-    )
-    rows = rows.merge(keys, on=["part_id", "number"])  # drops other parts' same numbers
-    grouped = rows.groupby(["run", "repeat", "index"], dropna=False)
-    per_interval = pd.DataFrame(
-        {"time": grouped["time"].max(), "value": grouped["value"].sum(min_count=1)}
-    ).reset_index()
+    # one line per (run, repeat): its series (CPUs/boxes) are summed per interval in SQL, so
+    # a million rows come back as one row per interval
+    chosen = chosen.assign(line=chosen.groupby(["run", "repeat"], dropna=False).ngroup())
+    pieces = []
+    for part_id, of_part in chosen.groupby("part_id"):
+        line = case(
+            dict(zip(of_part["number"].tolist(), of_part["line"].tolist(), strict=True)),
+            value=Measurement.series,
+        )
+        pieces.append(
+            _numbers(
+                conn,
+                select(
+                    line,
+                    Measurement.interval_index,
+                    func.max(Measurement.time),
+                    func.sum(Measurement.sample_value),
+                )
+                .where(
+                    Measurement.part_id == int(part_id),
+                    Measurement.series.in_([int(n) for n in of_part["number"]]),
+                )
+                .group_by(line, Measurement.interval_index),
+            )
+        )
+    per_interval = pd.DataFrame(np.concatenate(pieces), columns=["line", "index", "time", "value"])
+    # the parts of a split run hold different plan runs: a line never spans two parts
+    per_interval = per_interval.sort_values(["line", "index"], kind="stable")
+    names = chosen.drop_duplicates("line").set_index("line")
     lines = []
-    for (run, repeat), line in per_interval.groupby(["run", "repeat"], dropna=False):
+    for number, line in per_interval.groupby("line"):
+        run, repeat = names.loc[int(number), ["run", "repeat"]]
         x = line["time"].to_numpy(np.float64, na_value=np.nan)
         y = line["value"].to_numpy(np.float64, na_value=np.nan)
         keep = lttb(x, y, points)
