@@ -138,6 +138,7 @@ def test_refusals(web, stored, tmp_path):
     for path in ("/runs/%s/files/%%2e%%2e/%%2e%%2e/etc/passwd", "/runs/%s/out.tar.gz"):
         assert web.get(path % ids[0]).status_code == 404
     assert web.get("/runs/ffffffff").status_code == 404
+    assert web.get("/api/runs?page=abc").status_code == 400
     with client(stored[0], tmp_path / "ro") as read_only:
         assert read_only.get("/new").status_code == 404
         answer = read_only.delete(f"/api/runs/{ids[2]}", headers={TOKEN_HEADER: TOKEN})

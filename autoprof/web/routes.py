@@ -58,9 +58,18 @@ def _filters(request: Request) -> views.RunFilters:
     )
 
 
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    """A whole-number query parameter, clamped to low..high; 400 when it is not a number."""
+    text = request.query_params.get(name) or str(default)
+    try:
+        return min(max(int(text), low), high)
+    except ValueError:
+        raise HTTPException(400, f"{name}={text!r} is not a whole number") from None
+
+
 def _runs(request: Request) -> dict:
     state = state_of(request)
-    page_number = int(request.query_params.get("page", "1") or 1)
+    page_number = _int_param(request, "page", 1, 1, 10**9)
     with state.settings.store.read() as conn:
         return views.runs_page(conn, _filters(request), page_number)
 
@@ -107,7 +116,7 @@ def api_series(request: Request) -> Response:
     (default 1000) per (run, repeat), and its histogram."""
     state = state_of(request)
     event = request.query_params.get("event", "")
-    points = min(max(int(request.query_params.get("points", views.CHART_POINTS)), 10), 10_000)
+    points = _int_param(request, "points", views.CHART_POINTS, 10, 10_000)
     with state.settings.store.read() as conn:
         uuid = queries.find_run(conn, request.path_params["run_id"]).uuid
         return _json(views.event_series(conn, uuid, event, points))
