@@ -11,6 +11,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -262,3 +263,21 @@ def test_new_form_takes_a_past_runs_settings(web, stored):
     assert 'value="./w 2000"' in page
     data = json.loads(re.search(r'id="page-data"[^>]*>(.*?)</script>', page, re.S).group(1))
     assert set(data["events"]) == {e[0] for e in EVENTS}
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--allow", "("], "--allow '(' is not a regular expression"),
+        (["--token-file", "/nonexistent/token"], "cannot read a token from it"),
+    ],
+)
+def test_serve_bad_options_are_one_line(args, says, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoprof", "serve", "--store", str(tmp_path / "s.db"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("autoprof: error: ") and says in proc.stderr

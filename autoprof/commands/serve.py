@@ -87,4 +87,7 @@ def serve(store_text, host, port, allow, token_file, data_dir) -> None:
     if not settings.read_only and token_file is None:
         click.echo(f"token (shown once): {settings.token}")
         click.echo(f"log in: {where}/login?token={settings.token}")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"autoprof: warning: listening on {host}: whoever reaches it reads the store")
+    # open live streams must not hold the server up on Ctrl-C
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
