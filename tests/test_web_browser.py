@@ -21,6 +21,8 @@ import pytest
 
 from tests.test_flame_browser import CHROMIUM, FLAGS
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "browser-test-token-0123456789"
 EVENTS = ["task-clock", "context-switches", "page-faults"]
 WORKLOAD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=64k", "count=40000"]
