@@ -91,6 +91,14 @@ def test_run_api_event_table_and_series(web, stored):
     assert len(series["lines"]) == 3 * 2  # runs x repeats of make_out
     assert all(len(line["x"]) == line["intervals"] == 20 for line in series["lines"])
     assert sum(series["histogram"]["counts"]) == 3 * 2 * 20
+    # a per-CPU event: each point is the sum over CPUs of that interval, as in the export
+    per_cpu = web.get(f"/api/runs/{ids[0]}/series", params={"event": "context-switches"}).json()
+    with engine.open_store(stored[0]).read() as conn:
+        frame = queries.export_frame(conn, ids[0])
+    rows = frame[(frame["EVENT_NAME"] == "context-switches") & (frame["RUN"] == 2)]
+    expected = rows[rows["REPEAT"] == 1].groupby("INDEX")["SAMPLE_VALUE"].sum(min_count=1)
+    line = next(x for x in per_cpu["lines"] if x["name"] == "run 2 repeat 1")
+    assert line["y"] == pytest.approx(expected.dropna().tolist())
     small = web.get(f"/api/runs/{ids[0]}/series", params={"event": "task-clock", "points": 10})
     assert all(len(line["x"]) == 10 for line in small.json()["lines"])
 
@@ -281,3 +289,17 @@ def test_serve_bad_options_are_one_line(args, says, tmp_path):
     )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("autoprof: error: ") and says in proc.stderr
+
+
+def test_series_of_a_split_run_come_from_every_part(tmp_path):
+    url = f"sqlite:///{tmp_path / 'split.db'}"
+    store = engine.open_store(url)
+    run_id = "0c0ffee0-0000-4000-8000-000000000001"
+    for part in (1, 2):
+        out = make_out(tmp_path / f"p{part}", runs=3, profile_id=run_id, part=part, parts=2)
+        upload.upload(store, out)
+    with client(url, tmp_path / "d") as web:
+        series = web.get(f"/api/runs/{run_id}/series", params={"event": "context-switches"})
+    names = sorted(line["name"] for line in series.json()["lines"])
+    assert names == [f"run {r} repeat {k}" for r in (1, 2, 3) for k in (1, 2)]
+    assert all(line["intervals"] == 20 for line in series.json()["lines"])
