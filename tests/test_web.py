@@ -194,8 +194,8 @@ def test_live_tail_sees_intervals_within_a_second(tmp_path):
         pytest.skip("needs perf")
     folder = tmp_path / "out" / "runs" / "run0001-rep1"
     folder.mkdir(parents=True)
-    work = "for i in $(seq 25); do dd if=/dev/zero of=/dev/null bs=64k count=3000 2>/dev/null; done"
-    argv = stat_argv(["task-clock"], ["sh", "-c", work], str(folder / "perf.csv"), interval_ms=100)
+    busy = ["timeout", "2", "sh", "-c", "while :; do :; done"]  # 2 s on the CPU: ~20 intervals
+    argv = stat_argv(["task-clock"], busy, str(folder / "perf.csv"), interval_ms=100)
     tail = Tail(tmp_path / "out")
     began = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
