@@ -26,4 +26,5 @@ COMMANDS: dict[str, str] = {
     "bench": "autoprof.commands.bench:bench",
     "demo": "autoprof.commands.demo:demo",
     "analyze": "autoprof.commands.analyze:analyze",
+    "serve": "autoprof.commands.serve:serve",
 }

@@ -86,19 +86,17 @@ def find_run(conn: Connection, ident: str) -> Run:
     return found[0]
 
 
-def list_runs(
-    conn: Connection,
-    *,
+def _filtered(
+    query,
     machine: str | None = None,
     command: str | None = None,
     since: dt.datetime | None = None,
     tags: dict[str, str] | None = None,
+    text: str | None = None,
+    until: dt.datetime | None = None,
     kind: str | None = None,
-) -> list[RunSummary]:
-    """Runs matching every filter given, oldest first. `machine` matches hostname, CPU id or
-    model name (substring, any case); `command` a substring of the command line; `kind` is
-    profile or bench."""
-    query = select(Run).order_by(Run.created, Run.id)
+):
+    """`query` over Run restricted by every filter given (see `list_runs`)."""
     if kind:
         query = query.where(Run.kind == kind)
     if machine:
@@ -118,12 +116,54 @@ def list_runs(
         )
     if command:
         query = query.where(Run.command_line.contains(command, autoescape=True))
+    if text:
+        query = query.where(
+            or_(
+                Run.command_line.contains(text, autoescape=True),
+                Run.uuid.startswith(text.lower(), autoescape=True),
+                Run.id.in_(select(Tag.run_id).where(Tag.value.contains(text, autoescape=True))),
+            )
+        )
     if since:
         query = query.where(Run.created >= since)
+    if until:
+        query = query.where(Run.created < until)
     for key, value in (tags or {}).items():
         query = query.where(
             Run.id.in_(select(Tag.run_id).where(Tag.key == key, Tag.value == value))
         )
+    return query
+
+
+def count_runs(conn: Connection, **filters) -> int:
+    """How many runs `list_runs` with the same filters returns (for paging)."""
+    return conn.scalar(_filtered(select(func.count()).select_from(Run), **filters)) or 0
+
+
+def list_runs(
+    conn: Connection,
+    *,
+    machine: str | None = None,
+    command: str | None = None,
+    since: dt.datetime | None = None,
+    tags: dict[str, str] | None = None,
+    text: str | None = None,
+    until: dt.datetime | None = None,
+    kind: str | None = None,
+    newest_first: bool = False,
+    offset: int = 0,
+    limit: int | None = None,
+) -> list[RunSummary]:
+    """Runs matching every filter given, oldest first (or newest first), optionally one page.
+    `machine` matches hostname, CPU id or model name (substring, any case); `command` a
+    substring of the command line; `text` the command line, a uuid prefix or a tag value;
+    `kind` is profile or bench."""
+    order = (Run.created.desc(), Run.id.desc()) if newest_first else (Run.created, Run.id)
+    query = _filtered(
+        select(Run).order_by(*order), machine, command, since, tags, text=text, until=until, kind=kind
+    )
+    if offset or limit is not None:
+        query = query.offset(offset).limit(limit)
     runs = conn.execute(query).all()
     ids = [r.id for r in runs]
     machines: dict[int, list[tuple[str, str]]] = {i: [] for i in ids}
@@ -232,7 +272,7 @@ def export_frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.D
             )
             .join(RunPart, RunPart.id == Series.part_id)
             .where(Series.part_id.in_(part_ids))
-        ).all(),
+        ).cursor.fetchall(),
         ["part", "number", *SERIES_COLUMNS],
     )
     samples = _frame(
@@ -245,7 +285,7 @@ def export_frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.D
             .join(RunPart, RunPart.id == Measurement.part_id)
             .where(Measurement.part_id.in_(part_ids))
             .order_by(RunPart.part, Measurement.seq)
-        ).all(),
+        ).cursor.fetchall(),
         ["part", "number", *SAMPLE_COLUMNS],
     )
     if samples.empty:
@@ -277,7 +317,8 @@ def export_functions(conn: Connection, ident: str, recording: str | None = None)
 
 
 def _frame(rows: list, columns: list[str]) -> pd.DataFrame:
-    """Rows fetched from the store -> a frame with each column in its results dtype (object
+    """Rows fetched from the store (the driver's plain tuples: SQLAlchemy's Row objects cost
+    seconds per million rows) -> a frame with each column in its results dtype (object
     columns of Python values and None, converted once, column by column)."""
     values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
     data = {}

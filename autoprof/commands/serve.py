@@ -1,0 +1,93 @@
+"""`autoprof serve`: the web pages and JSON API over the store, and new measurements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from autoprof.commands.store import store_option
+from autoprof.errors import AutoprofError
+
+
+def _default_data_dir() -> Path:
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "autoprof" / "serve"
+
+
+def read_token(path: Path | None) -> str:
+    """The token in `path` (first line, stripped), or a fresh random one."""
+    import secrets
+
+    if path is None:
+        return secrets.token_urlsafe(24)
+    try:
+        token = path.read_text().strip().splitlines()[0].strip()
+    except (OSError, IndexError):
+        raise AutoprofError(f"--token-file {path}: cannot read a token from it") from None
+    if len(token) < 16:
+        raise AutoprofError(f"--token-file {path}: the token is shorter than 16 characters")
+    return token
+
+
+@click.command("serve")
+@store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--allow",
+    "allow",
+    multiple=True,
+    metavar="REGEX",
+    help="Allow new measurements of commands whose shell-joined form fully matches REGEX "
+    "(as `autoprof worker --allow`); repeatable. Without it the server is read-only.",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Read the token for starting/stopping jobs and deleting runs from this file "
+    "(default: a random one, printed once).",
+)
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=_default_data_dir,
+    show_default="~/.cache/autoprof/serve",
+    help="Folder for jobs (their out/ folders, logs and flame graphs).",
+)
+def serve(store_text, host, port, allow, token_file, data_dir) -> None:
+    """Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
+    measurements with live plots. Binds 127.0.0.1 unless told otherwise."""
+    import os
+
+    import uvicorn
+
+    from autoprof.queue.spec import compile_allow
+    from autoprof.store import engine
+    from autoprof.web.app import Settings, create_app
+
+    settings = Settings(
+        store=engine.open_store(store_text),
+        data_dir=data_dir,
+        token=read_token(token_file),
+        allow=compile_allow(list(allow)),
+        redis_url=os.environ.get("AUTOPROF_REDIS") or None,
+    )
+    data_dir.mkdir(parents=True, exist_ok=True)
+    app = create_app(settings)
+    where = f"http://{host}:{port}"
+    click.echo(f"autoprof serve: {where}/ (store {settings.store.shown})")
+    if settings.read_only:
+        click.echo("read-only: start with --allow REGEX to run measurements")
+    elif settings.redis_url:
+        click.echo("jobs go to RQ ($AUTOPROF_REDIS): run `autoprof worker` on this host")
+    if not settings.read_only and token_file is None:
+        click.echo(f"token (shown once): {settings.token}")
+        click.echo(f"log in: {where}/login?token={settings.token}")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"autoprof: warning: listening on {host}: whoever reaches it reads the store")
+    # open live streams must not hold the server up on Ctrl-C
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

@@ -1,0 +1,297 @@
+"""New measurements from the web page: requests, a queue that runs one job at a time, and the
+live view of a running job.
+
+Every job runs in a child process of its own (`python -m autoprof.web.task FOLDER`, a process
+group of its own), so Stop is a signal: SIGINT makes the runner stop perf as Ctrl-C does, the
+child writes what it kept, and anything a dead child left is killed by `stop_leftovers`. The
+server never blocks on a job: the page polls or streams its state.
+
+A job's folder: `request.json` (what was asked), `out/` (the profile or record folder),
+`task.log` (the child's messages), `result.json` (state, error, stored run id).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autoprof import outdir
+from autoprof.errors import AutoprofError
+from autoprof.queue.spec import allowed
+from autoprof.runner import stop_leftovers
+
+TOOLS = ("stat", "profile", "record")
+STOP_GRACE_S = 15
+TAIL_BYTES = 4096
+REQUEST = "request.json"
+RESULT = "result.json"
+LOG = "task.log"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class JobRequest:
+    """What the new-measurement form asks for. `stat` streams its intervals live; `profile`
+    repeats; both measure every chosen event without multiplexing. `record` samples for a
+    flame graph."""
+
+    tool: str
+    command: list[str]
+    events: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    pid: int | None = None
+    interval_ms: int = 100
+    repeat: int = 1
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.command)
+
+    @classmethod
+    def from_form(cls, data: dict[str, Any]) -> JobRequest:
+        """Parse the form's JSON (command as one shell line, env and tags as KEY=VALUE lines);
+        raises AutoprofError with what is wrong."""
+        tool = str(data.get("tool", "stat"))
+        if tool not in TOOLS:
+            raise AutoprofError(f"unknown tool {tool!r} (choose {', '.join(TOOLS)})")
+        try:
+            command = shlex.split(str(data.get("command", "")))
+        except ValueError as err:
+            raise AutoprofError(f"command: {err}") from None
+        pid = data.get("pid") or None
+        if not command and pid is None:
+            raise AutoprofError("give a command (or a PID to attach to)")
+        events = [str(e) for e in data.get("events") or [] if str(e).strip()]
+        if tool != "record" and not events:
+            raise AutoprofError("choose at least one event")
+        return cls(
+            tool=tool,
+            command=command,
+            events=events,
+            env=_pairs(data.get("env", ""), "environment variable", _ENV_NAME),
+            pid=int(pid) if pid is not None else None,
+            interval_ms=_bounded(data.get("interval_ms", 100), "interval", 10, 60_000),
+            repeat=_bounded(data.get("repeat", 1), "repeat", 1, 100),
+            tags=_pairs(data.get("tags", ""), "tag", None),
+        )
+
+
+def _bounded(value: Any, what: str, low: int, high: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise AutoprofError(f"{what} {value!r} is not a whole number") from None
+    if not low <= number <= high:
+        raise AutoprofError(f"{what} {number} is outside {low}..{high}")
+    return number
+
+
+def _pairs(text: Any, what: str, name_rule: re.Pattern | None) -> dict[str, str]:
+    """KEY=VALUE lines (or a dict) -> dict; names checked against `name_rule` when given."""
+    items = (
+        text.items()
+        if isinstance(text, dict)
+        else (line.partition("=")[::2] for line in str(text).splitlines() if line.strip())
+    )
+    pairs = {}
+    for key, value in items:
+        key = str(key).strip()
+        if not key or (name_rule is not None and not name_rule.fullmatch(key)):
+            raise AutoprofError(f"{what} {key!r}: expected KEY=VALUE with a plain name")
+        pairs[key] = str(value).strip()
+    return pairs
+
+
+def check_allowed(request: JobRequest, patterns: list[re.Pattern]) -> None:
+    """The queue worker's own rule: the shell-joined command must fully match an --allow."""
+    if not patterns:
+        raise AutoprofError("this server is read-only: start it with --allow REGEX to measure")
+    checked = request.command or ["-p", str(request.pid)]  # attaching: --allow '-p [0-9]+'
+    if not allowed(checked, patterns):
+        raise AutoprofError(
+            f"refused: command {shlex.join(checked)!r} does not match this server's --allow"
+        )
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class Job:
+    id: str
+    request: JobRequest
+    folder: Path
+    state: str = "queued"  # queued, running, done, failed, stopped
+    created: str = field(default_factory=_now)
+    started: str | None = None
+    ended: str | None = None
+    error: str | None = None
+    run_id: str | None = None  # the stored run (stat/profile) once done
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "failed", "stopped")
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = ("id", "state", "created", "started", "ended", "error", "run_id")
+        data = {k: getattr(self, k) for k in keys}
+        data["request"] = asdict(self.request)
+        data["command_line"] = self.request.command_line
+        return data
+
+    def tails(self) -> dict[str, str]:
+        """The last few KB of the workload's stdout and stderr (latest run) and the task log."""
+        out = self.folder / "out"
+        folders = sorted((out / outdir.RUNS).glob("run*")) if (out / outdir.RUNS).is_dir() else []
+        latest = folders[-1] if folders else out
+        return {
+            "stdout": _tail(latest / outdir.STDOUT),
+            "stderr": _tail(latest / outdir.STDERR),
+            "log": _tail(self.folder / LOG),
+        }
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - TAIL_BYTES))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+class LocalQueue:
+    """Jobs run here, one at a time, in order, each in a child process."""
+
+    def __init__(self, root: Path, store_text: str | None):
+        self.root = root
+        self.store_text = store_text
+        self.jobs: dict[str, Job] = {}
+        self.waiting: deque[str] = deque()
+        self.cond = threading.Condition()
+        self.closed = False
+        self._load_past()
+        self.thread = threading.Thread(target=self._work, name="autoprof-jobs", daemon=True)
+        self.thread.start()
+
+    def _load_past(self) -> None:
+        """Jobs of earlier runs of the server (their folders under `root`), as they ended; one
+        that never wrote its result was cut short by the server's end."""
+        for path in sorted(self.root.glob(f"*/{REQUEST}")):
+            try:
+                job = Job(path.parent.name, JobRequest(**json.loads(path.read_text())), path.parent)
+            except (OSError, ValueError, TypeError):
+                continue
+            job.created = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).isoformat(
+                timespec="seconds"
+            )
+            self._finish(job, default="the server stopped before the job ended")
+            self.jobs[job.id] = job
+
+    def submit(self, request: JobRequest) -> Job:
+        job_id = uuid.uuid4().hex[:12]
+        folder = self.root / job_id
+        folder.mkdir(parents=True)
+        outdir.write_json(folder / REQUEST, asdict(request))
+        job = Job(job_id, request, folder)
+        with self.cond:
+            self.jobs[job_id] = job
+            self.waiting.append(job_id)
+            self.cond.notify()
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        return self.jobs.get(job_id)
+
+    def list(self) -> list[Job]:
+        return sorted(self.jobs.values(), key=lambda j: j.created, reverse=True)
+
+    def stop(self, job_id: str) -> Job:
+        """A queued job is dropped; a running one gets SIGINT (perf stops as on Ctrl-C), then
+        SIGKILL after a grace period; either way nothing of it keeps running."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise AutoprofError(f"no job {job_id}")
+        with self.cond:
+            if job.state == "queued":
+                self.waiting.remove(job_id)
+                job.state, job.ended = "stopped", _now()
+                return job
+            proc = job.proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            stop_leftovers(job.folder)
+        return job
+
+    def close(self) -> None:
+        """Stop the running job and drop the queued ones (the server is shutting down)."""
+        with self.cond:
+            self.closed = True
+            running = [j for j in self.jobs.values() if j.state in ("queued", "running")]
+            self.cond.notify()
+        for job in running:
+            self.stop(job.id)
+
+    def _work(self) -> None:
+        while True:
+            with self.cond:
+                while not self.waiting and not self.closed:
+                    self.cond.wait()
+                if self.closed:
+                    return
+                job = self.jobs[self.waiting.popleft()]
+                job.state, job.started = "running", _now()
+                with (job.folder / LOG).open("ab") as log:
+                    job.proc = subprocess.Popen(
+                        [sys.executable, "-m", "autoprof.web.task", str(job.folder)],
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=self._env(),
+                        start_new_session=True,
+                    )
+            job.proc.wait()
+            stop_leftovers(job.folder)  # a child killed hard may have left perf behind
+            self._finish(job)
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.store_text:
+            env["AUTOPROF_STORE"] = self.store_text
+        return env
+
+    def _finish(self, job: Job, default: str | None = None) -> None:
+        try:
+            result = json.loads((job.folder / RESULT).read_text())
+        except (OSError, ValueError):
+            why = default or f"the job died (exit {job.proc.returncode if job.proc else '?'})"
+            result = {"state": "failed", "error": why}
+        with self.cond:
+            job.state = result.get("state", "failed")
+            job.error = result.get("error")
+            job.run_id = result.get("run_id")
+            job.ended = _now()
+            job.proc = None
