@@ -160,7 +160,14 @@ def list_runs(
     `kind` is profile or bench."""
     order = (Run.created.desc(), Run.id.desc()) if newest_first else (Run.created, Run.id)
     query = _filtered(
-        select(Run).order_by(*order), machine, command, since, tags, text=text, until=until, kind=kind
+        select(Run).order_by(*order),
+        machine,
+        command,
+        since,
+        tags,
+        text=text,
+        until=until,
+        kind=kind,
     )
     if offset or limit is not None:
         query = query.offset(offset).limit(limit)
