@@ -5,10 +5,8 @@ from __future__ import annotations
 import re
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from autoprof.commands.common import build_catalog, catalog_options
+from autoprof.commands.common import build_catalog, catalog_options, console
 from autoprof.errors import AutoprofError
 
 
@@ -18,6 +16,8 @@ def events() -> None:
 
 
 def _table(catalog, chosen) -> None:
+    from rich.table import Table
+
     table = Table(title=f"{len(chosen)} events of {catalog.cpu}", show_lines=False)
     for col in ("event", "pmu", "counters", "notes"):
         table.add_column(col)
@@ -36,7 +36,7 @@ def _table(catalog, chosen) -> None:
             if n
         )
         table.add_row(e.name, e.pmu, counters, notes)
-    Console().print(table)
+    console().print(table)
 
 
 @events.command("list")

@@ -6,12 +6,8 @@ import json
 import time
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from autoprof.commands.common import build_catalog, catalog_options
-from autoprof.schedule import schedule as make_plan
-from autoprof.schedule.bounds import pmu_bound
+from autoprof.commands.common import build_catalog, catalog_options, console
 
 
 @click.command("schedule")
@@ -22,7 +18,11 @@ from autoprof.schedule.bounds import pmu_bound
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the contract).")
 def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
     """Pack every event into the fewest runs without multiplexing."""
+    from rich.table import Table
+
     from autoprof.catalog.host import resolve_events
+    from autoprof.schedule import schedule as make_plan
+    from autoprof.schedule.bounds import pmu_bound
 
     catalog = build_catalog(**options)
     if event_names:
@@ -33,9 +33,9 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
     if as_json:
         click.echo(json.dumps(plan.to_json(), indent=1))
         return
-    console = Console()
+    out = console()
     optimal = "optimal" if len(plan) == plan.lower_bound else "above the bound"
-    console.print(
+    out.print(
         f"[bold]{catalog.cpu}[/]: {len(catalog.events)} events in "
         f"[bold]{len(plan)} runs[/] (lower bound {plan.lower_bound}, {optimal}); "
         f"{len(plan.excluded)} excluded; scheduled in {elapsed * 1000:.0f} ms"
@@ -76,4 +76,4 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
             why or "unconstrained",
             f"{min(load[name])}-{max(load[name])}",
         )
-    console.print(table)
+    out.print(table)
