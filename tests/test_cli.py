@@ -35,6 +35,13 @@ HEAVY = (
 )
 
 
+@pytest.fixture(autouse=True)
+def own_data_home(tmp_path, monkeypatch):
+    """The default store of every autoprof run here is under tmp_path, never the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data-home"))
+    monkeypatch.delenv("AUTOPROF_STORE", raising=False)
+
+
 def run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "autoprof", *map(str, args)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, **kwargs)
