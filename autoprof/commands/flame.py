@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from autoprof.commands.common import next_hint
 from autoprof.errors import AutoprofError
 from autoprof.flame.capture import PERF_DATA, record
 from autoprof.flame.diff import changes, diff_folded_lines, diff_tree
@@ -64,8 +63,7 @@ def record_command(
             f"autoprof: warning: the command exited with status {info.perf_exit}; samples kept",
             err=True,
         )
-    hint = next_hint("autoprof", "flamegraph", output, "-o", "flame.svg")
-    click.echo(f"wrote {output / PERF_DATA}; {hint}")
+    click.echo(f"wrote {output / PERF_DATA}; next: autoprof flamegraph {output} -o flame.svg")
 
 
 @click.command("flamegraph")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -66,7 +67,7 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
         for argv in library.dry_run(out, command, plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return
-    console = common.console(stderr=True)
+    console = Console(stderr=True)
     for warning in library.check_machine(catalog, options, command):
         console.print(f"[yellow]warning:[/] {warning}")
     console.print(
@@ -109,8 +110,7 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
                 "command again to resume"
             ) from None
     failed = outcome.failed
-    hint = common.next_hint("autoprof", "aggregate", out)
-    console.print(f"profile {outcome.manifest.id} in {out}/; {hint}", markup=False)
+    console.print(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}")
     if failed:
         listed = ", ".join(f"{run}.{rep}" for run, rep in failed[:10])
         raise AutoprofError(
