@@ -114,14 +114,14 @@ def test_bad_input_is_one_error_line(args, says, tmp_path):
     assert says in one_error_line(run(*args, cwd=tmp_path))
 
 
-def test_events_show_of_a_tracepoint_suggests_tracepoints():
-    """`profile -e syscalls:sys_enter_write` takes it, so `events show` says how to see it."""
+def test_events_show_takes_what_profile_takes():
+    """`profile -e syscalls:sys_enter_write` measures it, so `events show` describes it (it used
+    to say "unknown event" unless --tracepoints was given)."""
     if "syscalls:sys_enter_write" not in host.tracepoints():
         pytest.skip("this machine has no syscalls:sys_enter_write tracepoint (tracefs)")
-    line = one_error_line(run("events", "show", "syscalls:sys_enter_write"))
-    assert "--tracepoints" in line
-    shown = run("events", "show", "syscalls:sys_enter_write", "--tracepoints")
-    assert shown.returncode == 0 and "[tracepoint]" in shown.stdout
+    shown = run("events", "show", "syscalls:sys_enter_write")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("syscalls:sys_enter_write  [tracepoint]")
 
 
 # --- output meant for pipes (#17 item 12) -------------------------------------------------------
@@ -134,6 +134,12 @@ def test_piped_output_is_not_wrapped(intel_dir):
     [summary] = [line for line in proc.stdout.splitlines() if " events in " in line]
     assert len(summary) > 80 and summary.endswith(" ms")
     assert "scheduled in" in summary
+
+
+def test_next_hints_are_shell_quoted():
+    hint = common.next_hint("autoprof", "aggregate", Path("my out/$HOME [1]"))
+    assert hint == "next: autoprof aggregate 'my out/$HOME [1]'"
+    assert shlex.split(hint.removeprefix("next: "))[-1] == "my out/$HOME [1]"
 
 
 def test_next_hint_is_one_shell_quoted_line(tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 
 import click
 
@@ -70,15 +69,6 @@ def search_events(pattern: str, **options) -> None:
 def show_event(name: str, **options) -> None:
     """Everything known about one event."""
     catalog = build_catalog(**options)
-    if (
-        not options["tracepoints"]
-        and re.fullmatch(r"[\w-]+:[\w-]+", name)
-        and not catalog.find(name)
-    ):
-        raise AutoprofError(
-            f"unknown event {name!r} for {catalog.cpu}: tracepoints are in the catalog only "
-            f"with --tracepoints (autoprof events show {shlex.quote(name)} --tracepoints)"
-        )
     for e in catalog.select([name]).events:
         click.echo(f"{e.name}  [{e.pmu}]")
         click.echo(f"  perf spec:   {e.spec}")
