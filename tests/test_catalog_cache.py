@@ -60,3 +60,12 @@ def test_a_broken_entry_is_parsed_again(skx_dir, own_cache):
     entry.write_bytes(b"not a pickle")
     assert cache.load(skx_dir, "SKX") == parsed
     assert entry.read_bytes() != b"not a pickle"  # rewritten whole
+
+
+def test_only_the_newest_entries_are_kept(skx_dir, own_cache, monkeypatch):
+    monkeypatch.setattr(cache, "KEEP", 2)
+    for reserve in range(4):
+        cache.load(skx_dir, "SKX", intel.IntelOptions(reserve=reserve))
+    assert len(list(own_cache.iterdir())) == 2
+    newest = max(own_cache.iterdir(), key=lambda p: p.stat().st_mtime_ns)
+    assert newest.name == cache.key(skx_dir, "SKX", intel.IntelOptions(reserve=3)) + ".pickle"

@@ -3,10 +3,10 @@ to parse on every `schedule`, `profile` or worker job; a pickle of the result lo
 
 An entry is keyed by everything the parse depends on: the CPU and options asked for, the size and
 modification time of every file under the events directory, and the source files of
-`autoprof.catalog` with autoprof's version (so a changed parser never reads an old entry). It
-lives in ``$XDG_CACHE_HOME/autoprof/catalogs/`` (default ``~/.cache``), is written atomically,
-and any problem reading or writing it only means parsing as if there were no cache: errors in
-the catalog itself are raised by the parse, never cached.
+`autoprof.catalog` with autoprof's version (so a changed parser never reads an old entry). The
+entries live in ``$XDG_CACHE_HOME/autoprof/catalogs/`` (default ``~/.cache``), the newest `KEEP`
+of them, each written atomically. Any problem reading or writing one only means parsing as if
+there were no cache; errors in the catalog itself are raised by the parse, never cached.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from autoprof.catalog.model import Catalog
 
 _SOURCES = Path(__file__).parent
 _FORMAT = 1  # bump when the entry's layout changes
+KEEP = 16  # entries kept (about 0.5 MB each for a large CPU); older ones are deleted
 
 
 def cache_dir() -> Path:
@@ -81,11 +82,15 @@ def _read(path: Path) -> Catalog | None:
 
 
 def _store(path: Path, catalog: Catalog) -> None:
-    """Write the entry atomically; a cache that cannot be written is no error."""
+    """Write the entry atomically, keeping the newest KEEP entries; a cache that cannot be
+    written is no error."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL))
         tmp.replace(path)
+        entries = sorted(path.parent.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns)
+        for old in entries[:-KEEP]:
+            old.unlink(missing_ok=True)
     except OSError:
         tmp.unlink(missing_ok=True)
