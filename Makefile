@@ -3,11 +3,12 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG.
-APT_PKGS := linux-perf gcc chromium
-APT_BINS := perf cc chromium
+# Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG,
+# Graphviz (callgraph) and valgrind (memory).
+APT_PKGS := linux-perf gcc chromium graphviz valgrind
+APT_BINS := perf cc chromium dot valgrind
 
-.PHONY: install system-deps test lint bench demo clean
+.PHONY: install system-deps test test-fast lint bench demo clean
 
 install: $(STAMP)
 
@@ -30,6 +31,10 @@ system-deps:
 
 test: install system-deps
 	$(PY) -m pytest -q
+
+# Everything but the tests marked slow (real profiles, workers): under a minute.
+test-fast: install system-deps
+	$(PY) -m pytest -q -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -44,6 +44,7 @@ RUN_WORKLOAD_FAILED = "workload-failed"  # the workload exited non-zero (its cou
 RUN_PERF_FAILED = "perf-failed"  # perf could not count (its stderr says why)
 RUN_TIMEOUT = "timeout"  # killed after --timeout
 RUN_INTERRUPTED = "interrupted"  # Ctrl-C or a signal; partial output kept, run not finished
+RUN_TARGET_EXITED = "target-exited"  # attached: the process exited mid-run; not finished
 
 
 @dataclass
@@ -79,6 +80,8 @@ class Manifest:
     options: dict[str, Any] = field(default_factory=dict)
     # the queue job that ran this profile, when one did: job id, worker, load average seen
     job: dict[str, Any] = field(default_factory=dict)
+    # an attached profile (`profile -p/--cgroup/-a --duration`): targets and run times
+    attach: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,16 +14,24 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoprof import outdir, preflight
+from autoprof import attach, outdir, preflight
 from autoprof.catalog import host
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.outdir import MachineFacts, Manifest, RunRecord
-from autoprof.runner import ProfileOptions, Runner, Task, open_profile, perf_argv, tasks
+from autoprof.runner import (
+    ProfileOptions,
+    Runner,
+    Task,
+    finished,
+    open_profile,
+    perf_argv,
+    tasks,
+)
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
 
@@ -33,6 +41,8 @@ class Outcome:
     manifest: Manifest
     records: list[RunRecord]  # the runs done by this call (resumed ones are not repeated)
     failed: list[tuple[int, int]]  # (run, repeat) whose workload or perf failed
+    # (run, repeat) not finished after this call: an attached target exited before them
+    missing: list[tuple[int, int]] = field(default_factory=list)
 
 
 def plan_for(catalog: Catalog, names: list[str], anchor: str | None = None) -> tuple[Catalog, Plan]:
@@ -69,12 +79,14 @@ def check_machine(catalog: Catalog, options: ProfileOptions, command: list[str])
     """Warnings about this machine for this profile; raises AutoprofError for what cannot work
     (perf unusable, the command not found)."""
     findings = preflight.check(
-        system_wide=options.system_wide or bool(options.cpu_list),
+        system_wide=options.system_wide or bool(options.cpu_list or options.cgroup),
         kernel=False,
         counters=any(not p.unconstrained for p in catalog.pmus.values()),
     )
     preflight.fail_on_fatal(findings)
-    if shutil.which(command[0]) is None:
+    if options.attached:
+        attach.check_target(options)
+    elif shutil.which(command[0]) is None:
         raise AutoprofError(f"command not found: {command[0]}")
     warnings = []
     for finding in findings:
@@ -95,11 +107,13 @@ def profile(
     profile_id: str | None = None,
     job: dict[str, Any] | None = None,
     on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
+    resume: bool = False,
 ) -> Outcome:
     """Run (or resume) the profile in `out`; raises runner.Interrupted on Ctrl-C.
 
     `facts` default to this machine's; `job` is recorded in the manifest (the queue job that
-    asked for this profile).
+    asked for this profile). An attached profile (`options.attached`) continues against
+    another target only with `resume`.
     """
     manifest = open_profile(
         out, command, plan, options, facts or host.read_facts(catalog), profile_id
@@ -107,7 +121,15 @@ def profile(
     if job is not None and manifest.job != job:
         manifest.job = dict(job)
         outdir.write_manifest(out, manifest)
+    if options.attached:
+        attach.start(out, manifest, options, resume)
     todo = tasks(plan, options)
     records = Runner(out, command, options, on_event).run_all(todo)
-    failed = sorted({(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK})
-    return Outcome(manifest, records, failed)
+    if options.attached:
+        attach.record_runs(out, manifest, records, options)
+    done = finished(out)
+    missing = [(t.run, t.repeat) for t in todo if (t.run, t.repeat) not in done]
+    failed = sorted(
+        {(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK} - set(missing)
+    )
+    return Outcome(manifest, records, failed, missing)

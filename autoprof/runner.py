@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autoprof import __version__, outdir
+from autoprof import __version__, attach, outdir
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.outdir import EventRef, MachineFacts, Manifest, RunRecord
 from autoprof.perf import command as perf_command
-from autoprof.schedule.plan import Plan
+from autoprof.schedule.plan import Plan, perf_event_args
 
 # perf stat -I exits 0 whatever the workload did (perf 6.1), so the workload runs under a
 # shell that writes its exit status to a file (the shell is PIE: it never maps the low
@@ -38,7 +38,7 @@ STATUS_FILE = "workload.status"
 LOCK_FILE = ".lock"
 FINAL = {outdir.RUN_OK, outdir.RUN_WORKLOAD_FAILED, outdir.RUN_PERF_FAILED, outdir.RUN_TIMEOUT}
 # Options that change what the numbers mean: a resumed profile must keep them.
-MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor")
+MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,15 @@ class ProfileOptions:
     # a profile split over `parts` machines: this one runs its share (outdir.planned)
     part: int = 1
     parts: int = 1
+    # attached profile (no command): each run watches these processes (perf -p), this cgroup,
+    # or the whole system (system_wide) for `duration` seconds
+    pids: str | None = None
+    cgroup: str | None = None
+    duration: float | None = None
+
+    @property
+    def attached(self) -> bool:
+        return self.duration is not None
 
 
 @dataclass(frozen=True)
@@ -94,10 +103,13 @@ def perf_argv(
     folder: Path, events: list[Event], command: list[str], options: ProfileOptions, perf: str
 ) -> list[str]:
     """The exact argv a run executes (run with LC_ALL=C): `perf stat` over the workload wrapped
-    in the shell that records its exit status in `folder`. `--dry-run` prints this very argv."""
+    in the shell that records its exit status in `folder`, or attached to the running target.
+    `--dry-run` prints this very argv."""
+    if options.attached:
+        return attach.perf_argv(folder, [e.spec for e in events], options, perf)
     wrapped = [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *command]
     return perf_command.stat_argv(
-        [e.spec for e in events],
+        perf_event_args(list(events)),
         wrapped,
         str(folder / outdir.PERF_OUTPUT),
         interval_ms=options.interval_ms,
@@ -112,6 +124,8 @@ def manifest_options(options: ProfileOptions) -> dict:
     """The options a manifest records: what the numbers mean and which part this is (a plain
     profile's manifest has no part/parts)."""
     skip = {"force", "fail_fast", "retries"} | ({"part", "parts"} if options.parts == 1 else set())
+    if not options.attached:
+        skip |= {"pids", "cgroup", "duration"}
     return {k: v for k, v in asdict(options).items() if k not in skip}
 
 
@@ -150,7 +164,7 @@ def open_profile(
                 f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
                 f"{options.part} of {options.parts}; use another -o"
             )
-        changed = [k for k in MEASUREMENT_OPTIONS if manifest.options.get(k) != wanted[k]]
+        changed = [k for k in MEASUREMENT_OPTIONS if manifest.options.get(k) != wanted.get(k)]
         if changed:
             raise AutoprofError(
                 f"{out} was profiled with other {', '.join(changed)}; "
@@ -251,13 +265,15 @@ class Runner:
             parts = self.run_task(task)
             _journal(self.out, parts)
             for attempt in range(2, self.options.retries + 2):
-                if all(p.status == outdir.RUN_OK for p in parts):
+                if all(p.status == outdir.RUN_OK for p in parts) or attach.target_gone(parts):
                     break
                 self.on_event("retry", task, parts[-1])
                 parts = self.run_task(task, attempt)
                 _journal(self.out, parts)
             records += parts
             self.on_event("end", task, parts[-1])
+            if attach.target_gone(parts):
+                break  # nothing left to attach to: the other runs are missing (resume them)
             if self.options.fail_fast and any(
                 p.status == outdir.RUN_WORKLOAD_FAILED for p in parts
             ):
@@ -317,7 +333,9 @@ class Runner:
             repeat=task.repeat,
             part=part,
             perf_argv=argv,
-            events=[EventRef(e.name, e.pmu, e.spec, e.label) for e in events],
+            events=[
+                EventRef(e.name, e.pmu, e.spec, attach.label(e.label, self.options)) for e in events
+            ],
             start=_now(),
         )
         outdir.write_run_record(folder, record)  # what was attempted, even if we die now
@@ -373,10 +391,13 @@ class Runner:
         counted = output.exists() and any(
             line.strip() and not line.startswith("#") for line in output.read_text().splitlines()
         )
+        failure = perf_command.open_failure(stderr)
+        if self.options.attached:
+            attach.classify(record, code, counted, failure, stderr, self.options)
+            return
         status_text = (
             (folder / STATUS_FILE).read_text().strip() if (folder / STATUS_FILE).exists() else ""
         )
-        failure = perf_command.open_failure(stderr)
         if not status_text.isdigit() or (failure and not counted):
             record.status = outdir.RUN_PERF_FAILED
             record.error = (

@@ -448,6 +448,7 @@ def test_correlation_of_a_single_event_is_a_clear_error(tmp_path):
     assert "needs at least 2 events that vary; 1 left (only)" in run.stderr
 
 
+@pytest.mark.slow
 def test_scripts_run_the_same_command(tmp_path, structured):
     path = write(structured, tmp_path)
     proc = subprocess.run(
@@ -508,6 +509,7 @@ def test_a_single_event_is_enough_for_stats_event_detail_and_compare(tmp_path):
     assert pd.read_csv(tmp_path / "compare" / "compare.csv")["ratio"].tolist() == [1.0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("script", "case", "message"),
     [

@@ -62,7 +62,12 @@ def test_minwidth_drops_narrow_frames(tmp_path: Path):
     counts = {}
     for minwidth in ("0.1", "30%"):
         out = tmp_path / f"{minwidth}.svg"
-        assert autoprof("flamegraph", str(TWO_EVENTS), "--minwidth", minwidth, "-o", str(out))
+        assert (
+            autoprof(
+                "flamegraph", str(TWO_EVENTS), "--minwidth", minwidth, "-o", str(out)
+            ).returncode
+            == 0
+        )
         counts[minwidth] = out.read_text().count('<g class="f"')
     assert 0 < counts["30%"] < counts["0.1"]
 

@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
 }
 """
 N = "40000000"
+pytestmark = pytest.mark.slow  # real perf record runs
 
 
 def autoprof(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

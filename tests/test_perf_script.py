@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from autoprof.errors import AutoprofError
-from autoprof.flame.fold import fold, folded_lines, read_folded
-from autoprof.perf.script import INLINED, KERNEL, ParseReport, parse
+from autoprof.flame.fold import event_notes, fold, folded_lines, read_folded
+from autoprof.perf.script import INLINED, KERNEL, ParseReport, ScriptOptions, parse
 
 DATA = Path(__file__).parent / "data"
 INLINE = DATA / "perf61-dwarf-inline.script"  # perf record -F 499 --call-graph dwarf -e cpu-clock
@@ -95,14 +95,16 @@ def test_first_event_by_default_others_on_request():
     text = lines(TWO_EVENTS)
     headers = [line for line in text if line and not line[0].isspace()]
     first, other = ("cpu-clock", "page-faults")[:: 1 if "cpu-clock" in headers[0] else -1]
-    default = fold(parse(text))  # stackcollapse-perf.pl keeps the first event it meets
-    assert default.event == first
+    report = ParseReport()
+    default = fold(parse(text, report))  # stackcollapse-perf.pl keeps the first event it meets
+    event_notes(default, report, None)
+    assert default.event == report.event == first
     assert default.sample_count == sum(f"{first}:" in h for h in headers)
     assert any(other in note for note in default.notes)
-    chosen = fold(parse(text), event=other)
+    chosen = fold(parse(text, options=ScriptOptions(event=other)))
     assert chosen.sample_count == sum(f"{other}:" in h for h in headers)
     with pytest.raises(AutoprofError, match="no samples of event 'cycles'"):
-        fold(parse(text), event="cycles")
+        event_notes(chosen, report, "cycles")
 
 
 def test_truncated_input_drops_the_cut_sample_and_says_so():

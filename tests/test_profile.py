@@ -55,6 +55,7 @@ def check_exact(out: Path, binary: Path, n: int, repeat: int = 1) -> None:
         assert counted[f"mem:{address}:w"] == want * repeat, address
 
 
+@pytest.mark.slow
 def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
     out = tmp_path / "out"
     proc = autoprof("profile", *watch_args(writes), "-o", str(out), "--", str(writes), "3000")
@@ -75,6 +76,7 @@ def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
     assert list(frame.columns[:9]) == results.AUTOPERF_COLUMNS
 
 
+@pytest.mark.slow
 def test_interrupted_profile_resumes_without_rerunning(writes, tmp_path):
     out = tmp_path / "out"
     args = [
@@ -111,6 +113,7 @@ def test_interrupted_profile_resumes_without_rerunning(writes, tmp_path):
     check_exact(out, writes, 6000, repeat=2)
 
 
+@pytest.mark.slow
 def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
     out, state = tmp_path / "out", tmp_path / "state"
     proc = autoprof(
@@ -135,6 +138,7 @@ def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
             assert counted[f"mem:{address}:w"] == want
 
 
+@pytest.mark.slow
 def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_path):
     """The 2nd invocation fails on purpose; with --retries 1 run 2 runs again (invocation 3)."""
     out, state = tmp_path / "out", tmp_path / "state"
@@ -164,6 +168,7 @@ def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_
     check_exact(out, writes, 500)
 
 
+@pytest.mark.slow
 def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_path):
     out = tmp_path / "out"
     args = [*watch_args(writes)[:24], "--anchor", "task-clock", "--interval", "10"]
@@ -188,6 +193,7 @@ def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_p
     assert refused.returncode == 2 and "software event" in refused.stderr
 
 
+@pytest.mark.slow
 def test_perf_left_by_a_killed_profiler_is_stopped(writes, tmp_path):
     """perf has a session of its own (a timeout stops perf and workload together), so it
     outlives `autoprof profile` killed with SIGKILL; `stop_leftovers` (which a resumed profile
@@ -228,6 +234,7 @@ def test_no_room_splits_the_run_and_bad_events_are_unsupported(writes, tmp_path)
     assert (tmp_path / "runs" / "run0001-rep1-part2" / outdir.PERF_OUTPUT).exists()
 
 
+@pytest.mark.slow
 def test_crash_timeout_and_refusals(writes, tmp_path):
     out = tmp_path / "out"
     crash = autoprof(
@@ -258,6 +265,7 @@ def test_crash_timeout_and_refusals(writes, tmp_path):
     assert missing.returncode == 2 and "command not found" in missing.stderr
 
 
+@pytest.mark.slow
 def test_dry_run_prints_exactly_the_argv_that_runs(writes, tmp_path):
     """Software events, two repeats: breakpoints could be split off at run time (ENOSPC when
     another process holds the debug registers), which would change the argv legitimately."""
@@ -275,6 +283,7 @@ def test_dry_run_prints_exactly_the_argv_that_runs(writes, tmp_path):
     assert all("/bin/sh" in argv for argv in executed)
 
 
+@pytest.mark.slow
 def test_demo_checks_every_breakpoint_count_and_can_run_again(writes, tmp_path):
     out = tmp_path / "demo"
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}

@@ -39,6 +39,7 @@ from tests.synthetic_out import make_out
 
 REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
 TERMINAL = {"finished", "failed", "stopped", "canceled"}
+pytestmark = pytest.mark.slow  # real workers, real profiles
 
 
 def cli_run(*args) -> object:

@@ -99,6 +99,7 @@ def real_out(writes, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_real_profile_round_trip_is_byte_identical(real_out, writes, store_url, tmp_path):
     """profile -> aggregate -> upload -> export on real perf output gives the same bytes, and
     the store's copy still holds the exact breakpoint counts."""
@@ -131,7 +132,10 @@ def test_values_survive_losslessly(store_url, tmp_path):
     results.write_csv(frame, out / outdir.RESULTS)
     assert autoprof("upload", out, store=store_url).exit_code == 0
     exported = tmp_path / "exported.csv"
-    assert autoprof("runs", "export", run_ids(store_url)[0], "-o", exported, store=store_url)
+    assert (
+        autoprof("runs", "export", run_ids(store_url)[0], "-o", exported, store=store_url).exit_code
+        == 0
+    )
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 
@@ -146,6 +150,7 @@ def test_reupload_is_stored_once(store_url, tmp_path):
     assert count(store_url, "measurement") == rows
 
 
+@pytest.mark.slow
 def test_split_run_is_complete_when_every_part_is_stored(store_url, tmp_path):
     whole = make_out(tmp_path / "whole", runs=5, repeats=2, intervals=8, seed=3)
     profile_id = outdir.read_manifest(whole).id
@@ -255,7 +260,8 @@ def test_schema_older_or_newer_is_refused_with_advice(store_url):
     assert old.exit_code == 2
     assert "older than this autoprof" in old.output and "autoprof store migrate" in old.output
     migrated = autoprof("store", "migrate", store=store_url)
-    assert migrated.exit_code == 0 and "from 0001 to 0002" in migrated.output
+    assert migrated.exit_code == 0
+    assert f"from 0001 to {engine.head_revision()}" in migrated.output
     assert autoprof("runs", "list", store=store_url).exit_code == 0
 
     with store.write() as conn:
@@ -288,6 +294,7 @@ def test_bad_or_unreachable_store_is_one_masked_line(url, says, tmp_path):
         assert ":***@" in result.stderr
 
 
+@pytest.mark.slow
 def test_unreachable_store_in_a_real_process():
     """The installed entry point, not the test runner: one line on stderr, exit 2, no trace."""
     url = f"postgresql://postgres:{SECRET}@127.0.0.1:1/db"  # nothing listens on port 1
@@ -302,6 +309,7 @@ def test_unreachable_store_in_a_real_process():
     assert SECRET not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_password_never_printed(pg_url, tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOPROF_STORE", pg_url)
     out = make_out(tmp_path / "out")
@@ -333,6 +341,7 @@ def _upload_child(args: tuple[str, str]) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend, n", [("postgresql", 16), ("sqlite", 6)])
 def test_concurrent_uploads(backend, n, request, tmp_path):
     """n distinct runs and n copies of one more, uploaded by 2n processes at once (the issue's
@@ -353,7 +362,12 @@ def test_concurrent_uploads(backend, n, request, tmp_path):
     expected = sum(len(results.read_csv(p / outdir.RESULTS)) for p in [*distinct, twin])
     assert count(url, "measurement") == expected
     exported = tmp_path / "twin.csv"
-    assert autoprof("runs", "export", outdir.read_manifest(twin).id, "-o", exported, store=url)
+    assert (
+        autoprof(
+            "runs", "export", outdir.read_manifest(twin).id, "-o", exported, store=url
+        ).exit_code
+        == 0
+    )
     assert exported.read_bytes() == (twin / outdir.RESULTS).read_bytes()
 
 
@@ -382,6 +396,7 @@ def _sqlite_inserting(url: str):
     return lambda: wal.exists() and wal.stat().st_size > 2**20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
 def test_killed_upload_leaves_nothing_and_retry_succeeds(backend, request, tmp_path):
     url = request.getfixturevalue("pg_url" if backend == "postgresql" else "sqlite_url")
@@ -402,7 +417,12 @@ def test_killed_upload_leaves_nothing_and_retry_succeeds(backend, request, tmp_p
     retry = autoprof("upload", out, store=url)
     assert retry.exit_code == 0 and "stored run" in retry.stdout
     exported = tmp_path / "e.csv"
-    assert autoprof("runs", "export", outdir.read_manifest(out).id, "-o", exported, store=url)
+    assert (
+        autoprof(
+            "runs", "export", outdir.read_manifest(out).id, "-o", exported, store=url
+        ).exit_code
+        == 0
+    )
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 

@@ -5,4 +5,5 @@ CORRELATION_METHODS = ("pearson", "spearman")
 # default fewest common intervals for a correlation: over 4 or 5 points, unrelated series
 # often reach |r| > 0.5, which a heatmap shows as a strong relation
 CORRELATION_MIN_OVERLAP = 10
+CORRELATION_FEWEST_OVERLAP = 3  # two points always correlate +-1: never choose fewer than three
 COMPARE_TESTS = ("welch", "mannwhitney")

@@ -68,8 +68,9 @@ def check_same_cpu(path_a: Path, path_b: Path) -> list[str]:
     return []
 
 
-def _test(a: np.ndarray, b: np.ndarray, test: str) -> tuple[float, str]:
-    """p-value of the difference between two samples, and a note when there is none to give."""
+def significance(a: np.ndarray, b: np.ndarray, test: str = "welch") -> tuple[float, str]:
+    """p-value of the difference between two samples, and a note when there is none to give
+    (also `autoprof bench`'s test between two commands)."""
     if len(a) < 2 or len(b) < 2:
         return np.nan, "no test: < 2 repeats on a side"
     if np.ptp(a) == 0 and np.ptp(b) == 0:
@@ -103,7 +104,7 @@ def compare(
             rows.append({"event": event, "note": f"only in {side}", "significant": False})
             continue
         mean_a, mean_b = float(a.mean()), float(b.mean())
-        p, note = _test(a, b, test)
+        p, note = significance(a, b, test)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = mean_b / mean_a if mean_a != 0 else (np.inf if mean_b != 0 else np.nan)
             log2_ratio = np.log2(ratio)

@@ -19,6 +19,7 @@ from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
 from autoprof.analysis import data
+from autoprof.analysis.choices import CORRELATION_FEWEST_OVERLAP as FEWEST_OVERLAP
 from autoprof.analysis.choices import CORRELATION_METHODS as METHODS
 from autoprof.analysis.choices import CORRELATION_MIN_OVERLAP as MIN_OVERLAP
 from autoprof.errors import AutoprofError
@@ -45,6 +46,7 @@ class Correlation:
     # pairs of events (of different runs) with too few common intervals: no correlation
     short_pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SHORT_COLUMNS))
     min_overlap: int = MIN_OVERLAP
+    min_overlap_chosen: bool = False  # taken from the data: the user did not set it
 
     @property
     def labelled(self) -> bool:
@@ -55,6 +57,12 @@ class Correlation:
         return pd.DataFrame(
             {"position": np.arange(1, len(self.matrix) + 1), "event": self.matrix.index}
         )
+
+
+def choose_min_overlap(series: pd.DataFrame) -> int:
+    """--min-overlap when the user did not set it: MIN_OVERLAP, or fewer when the results have
+    fewer intervals (autoperf's published results.csv has 4), but never below FEWEST_OVERLAP."""
+    return max(FEWEST_OVERLAP, min(MIN_OVERLAP, len(series)))
 
 
 def exclusions(series: pd.DataFrame, min_overlap: int = MIN_OVERLAP) -> pd.DataFrame:
@@ -102,6 +110,20 @@ def short_pairs(series: pd.DataFrame, min_overlap: int = MIN_OVERLAP) -> pd.Data
         {"event_a": names[i], "event_b": names[j], "common_intervals": common[i, j]},
         columns=SHORT_COLUMNS,
     )
+
+
+def cross_run_pairs(frame: pd.DataFrame, events: list[str]) -> pd.DataFrame:
+    """The pairs of `events` that no run measured together: in an attached profile (`profile
+    -p`) such a pair compares different moments of the target, aligned by interval index only."""
+    rows = frame[frame[data.EVENT].isin(events)]
+    runs = rows.groupby(data.EVENT, observed=True)["RUN"].agg(lambda r: frozenset(r.unique()))
+    pairs = [
+        (a, b, " ".join(map(str, sorted(runs[a]))), " ".join(map(str, sorted(runs[b]))))
+        for i, a in enumerate(events)
+        for b in events[i + 1 :]
+        if a in runs and b in runs and not runs[a] & runs[b]
+    ]
+    return pd.DataFrame(pairs, columns=["event_a", "event_b", "runs_a", "runs_b"])
 
 
 def _pearson(values: np.ndarray, min_overlap: int) -> np.ndarray:
@@ -246,14 +268,15 @@ def analyse(
     events: str | None = None,
     top: int | None = None,
     repeat: int | None = None,
-    min_overlap: int = MIN_OVERLAP,
+    min_overlap: int | None = None,
 ) -> Correlation:
     """Series, exclusions, correlation and clustering of a loaded results frame.
 
     `events` is a regular expression on event labels, `top` keeps the K events whose series vary
     most (coefficient of variation), `repeat` uses one repetition instead of their mean,
     `anchor` divides every count by the anchor event's count in the same run and interval, and
-    `min_overlap` is the fewest common intervals a pair needs for a correlation.
+    `min_overlap` is the fewest common intervals a pair needs for a correlation (None: chosen
+    from the data by `choose_min_overlap`).
     """
     if repeat is not None:
         frame = frame[frame["REPEAT"] == repeat]
@@ -268,6 +291,9 @@ def analyse(
         intervals = data.normalize_by(intervals, anchor)
     series = data.interval_series(intervals)
     series = series[[c for c in series.columns if c in set(chosen)]]
+    chosen_overlap = min_overlap is None
+    if min_overlap is None:
+        min_overlap = choose_min_overlap(series)
     excluded = exclusions(series, min_overlap)
     usable = series.drop(columns=excluded["event"])
     if top is not None:
@@ -290,6 +316,7 @@ def analyse(
         anchor=anchor,
         short_pairs=short_pairs(usable, min_overlap),
         min_overlap=min_overlap,
+        min_overlap_chosen=chosen_overlap,
     )
 
 

@@ -35,10 +35,28 @@ KEYS = [EVENT, "RUN", "REPEAT", "INDEX"]
 SERIES_COLUMNS = ["EVENT_NAME", "INDEX", "TIME", "SAMPLE_VALUE", "RUN", "REPEAT", "PMU"]
 
 
+def results_path(path: str | Path) -> Path:
+    """The results file a command-line argument names: a results.csv itself, or the profile
+    folder holding one (autoperf's `correlation.py ./out` convention)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    found = path / outdir.RESULTS
+    if not found.is_file():
+        hint = (
+            f"run `autoprof aggregate {path}` first"
+            if (path / outdir.MANIFEST).is_file()
+            else "give a results.csv or a profile folder"
+        )
+        raise AutoprofError(f"{path}/ holds no {outdir.RESULTS}: {hint}")
+    return found
+
+
 def load(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
     """Read and validate a results file; every problem becomes one clear line. With `columns`,
-    only those are read (the others are absent from the frame)."""
-    path = Path(path)
+    only those are read (the others are absent from the frame). `path` may be the profile
+    folder (see `results_path`)."""
+    path = results_path(path)
     if not path.is_file():
         raise AutoprofError(f"{path}: no such results file")
     try:

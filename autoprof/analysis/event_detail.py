@@ -3,6 +3,9 @@
 The x axis is perf's TIME column (end of the interval, seconds since the run started), never
 an assumed interval rate: the last interval of a run is short and a loaded machine stretches
 intervals. Each (run, repeat) an event was measured in is its own line.
+
+autoperf's feature names work too: `AVG.EVENT`, `MAX.EVENT`, `MIN.EVENT`, `STD.EVENT` plot that
+statistic over the CPUs/boxes of each interval (`add_features`) instead of the mean.
 """
 
 from __future__ import annotations
@@ -22,11 +25,57 @@ SHARED_HEIGHT = 5.0
 MARGIN = 1.0  # title and x axis label
 DPI = 100
 LABEL_CHARS = 28
+FEATURES = {"AVG": "mean", "MAX": "max", "MIN": "min", "STD": "std"}  # autoperf's prefixes
 
 
 def figure_size(events: int, shared: bool) -> tuple[float, float]:
     """Figure size in inches: a fixed width, and a fixed height per panel."""
     return (WIDTH, MARGIN + (SHARED_HEIGHT if shared else PANEL_HEIGHT * events))
+
+
+def split_feature(name: str, known: set[str]) -> tuple[str | None, str]:
+    """(pandas statistic, event) of an autoperf feature name (`MAX.EVENT`); (None, name) for
+    a plain event name, which wins when an event itself is called so."""
+    prefix, _, event = name.partition(".")
+    if name in known or prefix not in FEATURES or event not in known:
+        return None, name
+    return FEATURES[prefix], event
+
+
+def add_features(frame: pd.DataFrame, intervals: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """`intervals` plus, for each feature name among `names`, rows labelled with it whose MEAN
+    is the feature's statistic over the event's CPUs/boxes in each (run, repeat, interval)."""
+    known = set(intervals[data.EVENT].cat.categories)
+    extra = []
+    for name in names:
+        stat, event = split_feature(name, known)
+        if stat is None:
+            continue
+        rows = frame[frame[data.EVENT] == event]
+        grouped = rows.groupby(["RUN", "REPEAT", "INDEX"], observed=True)
+        feature = grouped.agg(
+            TIME=("TIME", "max"),
+            MEAN=("SAMPLE_VALUE", stat),
+            SUM=("SAMPLE_VALUE", "sum"),
+            VALUES=("SAMPLE_VALUE", "count"),
+        ).reset_index()
+        feature[data.EVENT] = name
+        extra.append(feature)
+    if not extra:
+        return intervals
+    combined = pd.concat(
+        [intervals.assign(**{data.EVENT: intervals[data.EVENT].astype(str)}), *extra],
+        ignore_index=True,
+    )
+    combined[data.EVENT] = combined[data.EVENT].astype("category")
+    return combined
+
+
+def feature_units(units: dict[str, str], names: list[str]) -> dict[str, str]:
+    """`units` (event -> perf's unit) plus each feature name's, its event's unit."""
+    known = set(units)
+    more = {n: units[split_feature(n, known)[1]] for n in names if split_feature(n, known)[0]}
+    return {**units, **more}
 
 
 def choose(intervals: pd.DataFrame, names: list[str], pattern: str | None) -> list[str]:

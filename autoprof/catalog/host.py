@@ -15,7 +15,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from autoprof.catalog import cache, intel, yaml
+from autoprof.catalog import cache, intel, perfnames, yaml
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 from autoprof.outdir import MachineFacts
@@ -202,7 +202,7 @@ def host_catalog(
     if events_directory is not None:
         try:
             catalog = cache.load(events_directory, target, options)
-        except AutoprofError:
+        except intel.UnknownCpu:
             if cpu:  # the user asked for this CPU: say it is unknown
                 raise
     elif cpu:
@@ -220,8 +220,9 @@ def host_catalog(
 
 
 def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
-    """The catalog restricted to `specs`: catalog names, ``pmu/name``, tracepoints, or
-    breakpoints ``mem:ADDR:w`` (which no catalog can list: any address is an event)."""
+    """The catalog restricted to `specs`: catalog names, ``pmu/name``, tracepoints,
+    breakpoints ``mem:ADDR:w`` (which no catalog can list: any address is an event), and
+    perf's generic, raw and sysfs-alias events (`perfnames.resolve`)."""
     chosen = Catalog(catalog.cpu, {}, [], source=catalog.source)
     for spec in specs:
         if spec.startswith("mem:"):
@@ -232,8 +233,10 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
                 {"tracepoint": Pmu("tracepoint", unconstrained=True)},
                 [Event(name=spec, pmu="tracepoint", spec=spec)],
             )
-        else:
+        elif catalog.find(spec):
             extra = catalog.select([spec])
+        else:
+            extra = perfnames.resolve(catalog, spec, SYSFS_PMUS) or catalog.select([spec])
         chosen = chosen.merge(extra)
     chosen.excluded = []
     return chosen

@@ -15,37 +15,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoprof.catalog import perfmon
+from autoprof.catalog.encoding import CORE, MSR_TERM
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
 
-# JSON "Unit" -> Linux PMU name, as perf's jevents.py maps them.
-_UNIT_TO_PMU = {
-    "CBO": "uncore_cbox",
-    "QPI LL": "uncore_qpi",
-    "SBO": "uncore_sbox",
-    "iMPH-U": "uncore_arb",
-    "UPI LL": "uncore_upi",
-}
 # mapfile "Core Role Name" -> the kernel's hybrid core PMU.
 _HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_lowpower"}
 _NO_ERRATA = {"", "0", "null", "na", "none"}
-# Core-event fields that become perf format terms, with the JSON value's meaning.
-_CORE_TERMS = (
-    ("CounterMask", "cmask"),
-    ("Invert", "inv"),
-    ("EdgeDetect", "edge"),
-    ("AnyThread", "any"),
-)
-_UNCORE_TERMS = (
-    ("UMaskExt", "umask_ext"),
-    ("PortMask", "ch_mask"),
-    ("FCMask", "fc_mask"),
-    ("CounterMask", "thresh"),
-    ("Invert", "inv"),
-    ("EdgeDetect", "edge"),
-)
-# Shared-register MSRs and the perf format term that carries the register's value.
-_MSR_TERM = {"0x1a6": "offcore_rsp", "0x1a7": "offcore_rsp", "0x3f6": "ldlat", "0x3f7": "frontend"}
+
+
+class UnknownCpu(AutoprofError):
+    """No mapfile row matches the CPU id (this machine may simply not be in the data)."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +106,7 @@ def rows_for_cpu(events_dir: Path, cpu: str) -> list[MapRow]:
         known = sorted(platforms) + sorted({example_cpu_id(r.pattern) for r in rows})
         close = difflib.get_close_matches(cpu, known, n=4, cutoff=0.5)
         hint = f"; close matches: {', '.join(close)}" if close else ""
-        raise AutoprofError(f"unknown CPU id {cpu!r} in {events_dir}/mapfile.csv{hint}")
+        raise UnknownCpu(f"unknown CPU id {cpu!r} in {events_dir}/mapfile.csv{hint}")
     return chosen
 
 
@@ -142,21 +123,10 @@ def _load_json_events(path: Path) -> list[dict]:
     return events
 
 
-def _flag(raw: dict, key: str) -> bool:
-    return str(raw.get(key, "0")).strip() == "1"
-
-
-def _nonzero(value) -> bool:
-    try:
-        return int(str(value), 0) != 0
-    except ValueError:
-        return False
-
-
 def _parse_counters(text: str | None) -> tuple[frozenset[int], int | None, bool]:
     """(generic counters, fixed counter, valid) from a Counter field such as ``0,1,2,3``,
     ``Fixed counter 1`` or ``FIXED`` (an uncore unit's single fixed counter)."""
-    if text is None:
+    if not isinstance(text, str):
         return frozenset(), None, False
     text = text.strip()
     fixed = re.fullmatch(r"(?i)fixed(?: counter (\d+))?", text)
@@ -170,97 +140,114 @@ def _parse_counters(text: str | None) -> tuple[frozenset[int], int | None, bool]
 
 def _registers(raw: dict) -> frozenset[str]:
     msrs = str(raw.get("MSRIndex") or "0").replace(" ", "").lower().split(",")
-    return frozenset(m for m in msrs if _nonzero(m))
-
-
-def _first_code(value) -> int:
-    return int(str(value or "0").split(",")[0].strip(), 0)
-
-
-def _core_spec(raw: dict, pmu: str, registers: frozenset[str]) -> str:
-    terms = [
-        f"event={_first_code(raw.get('EventCode')):#x}",
-        f"umask={_first_code(raw.get('UMask')):#x}",
-    ]
-    terms += [
-        f"{term}={int(str(raw[key]), 0)}" for key, term in _CORE_TERMS if _nonzero(raw.get(key, 0))
-    ]
-    if registers:
-        term = _MSR_TERM.get(min(registers), "config1")
-        terms.append(f"{term}={raw.get('MSRValue', '0')}")
-    terms.append(f"name={raw['EventName']}")
-    return f"{pmu}/{','.join(terms)}/"
-
-
-def _uncore_spec(raw: dict, pmu: str) -> str:
-    code = _first_code(raw.get("EventCode")) | (_first_code(raw.get("ExtSel")) << 8)
-    terms = [f"event={code:#x}", f"umask={_first_code(raw.get('UMask')):#x}"]
-    terms += [f"{term}={raw[key]}" for key, term in _UNCORE_TERMS if _nonzero(raw.get(key, 0))]
-    terms.append(f"name={raw['EventName']}")
-    return f"{pmu}/{','.join(terms)}/"
+    return frozenset(f"{int(m, 16):#x}" for m in msrs if m.startswith("0x") and int(m, 16))
 
 
 class _Builder:
     """Collects events and per-PMU counter facts while reading a platform's files."""
 
-    def __init__(self, options: IntelOptions):
+    def __init__(self, options: IntelOptions, platform: perfmon.Platform):
         self.options = options
+        self.platform = platform
         self.events: list[Event] = []
         self.excluded: list[Exclusion] = []
         self.generic: dict[str, int] = {}
         self.fixed: dict[str, int] = {}
+        self.free: set[str] = set()
         self.seen: set[tuple[str, str]] = set()
 
-    def add(self, raw: dict, pmu: str, *, uncore: bool, experimental: bool) -> None:
+    def add(self, raw: dict, pmu: str, path: Path, *, uncore: bool, experimental: bool) -> None:
+        """Add one JSON event; a malformed one is an error naming the file and the event."""
         name = raw.get("EventName")
-        if not name:
+        if name is None or name == "":
             return
-        if (pmu, name) in self.seen:
-            return
-        self.seen.add((pmu, name))
+        try:
+            if not isinstance(name, str):
+                raise ValueError(f"EventName {name!r} is not a string")
+            event = self._event(raw, name, pmu, uncore=uncore, experimental=experimental)
+        except ValueError as err:
+            raise AutoprofError(f"malformed event {name!r} in {path}: {err}") from None
+        if event is not None:
+            self._keep(event)
+
+    def _event(
+        self, raw: dict, name: str, pmu: str, *, uncore: bool, experimental: bool
+    ) -> Event | None:
         counter_text = raw.get("Counter")
         if not self.options.smt and raw.get("CounterHTOff"):
             counter_text = raw["CounterHTOff"]
         counters, fixed, valid = _parse_counters(counter_text)
-        if raw.get("CounterType") == "FREERUN":
+        freerun = str(raw.get("CounterType") or "").upper() == "FREERUN"
+        if uncore:
+            unit = str(raw.get("Unit") or "").strip()
+            try:
+                fields = perfmon.uncore_fields(raw, name, unit, self.platform)
+            except perfmon.NotEncodable as why:
+                box = perfmon.uncore_pmu(unit, name, self.platform, freerun=False, fixed=False)
+                self.excluded.append(Exclusion(name, box, str(why)))
+                return None
+            pmu = fields.pop("pmu")
+            registers: frozenset[str] = frozenset()
+        else:
+            fields = perfmon.core_fields(raw, name)
+            registers = _registers(raw)
+        if (pmu, name) in self.seen:
+            return None
+        self.seen.add((pmu, name))
+        if freerun:
             counters, fixed = frozenset(), None  # a dedicated free-running counter
+            self.free.add(pmu)
         elif not valid or (not counters and fixed is None):
             self.excluded.append(Exclusion(name, pmu, f"no usable Counter field: {counter_text!r}"))
-            return
-        registers = frozenset() if uncore else _registers(raw)
+            return None
+        unknown = sorted(r for r in registers if r not in MSR_TERM)
+        if unknown:
+            reason = f"MSR {unknown[0]} has no perf format term (perf's jevents knows none)"
+            self.excluded.append(Exclusion(name, pmu, reason))
+            return None
         errata = str(raw.get("Errata") or "").strip()
-        event = Event(
+        return Event(
             name=name,
             pmu=pmu,
-            spec=_uncore_spec(raw, pmu) if uncore else _core_spec(raw, pmu, registers),
             counters=counters,
             fixed=fixed,
             registers=registers,
-            taken_alone=_flag(raw, "TakenAlone"),
+            taken_alone=perfmon.flag(raw, "TakenAlone"),
             description=str(raw.get("BriefDescription") or ""),
             errata=None if errata.lower() in _NO_ERRATA else errata,
-            deprecated=_flag(raw, "Deprecated"),
+            deprecated=perfmon.flag(raw, "Deprecated"),
             experimental=experimental,
+            **fields,
         )
-        if counters:
-            self.generic[pmu] = max(self.generic.get(pmu, 0), max(counters) + 1)
-        if fixed is not None:
-            self.fixed[pmu] = max(self.fixed.get(pmu, 0), fixed + 1)
+
+    def _keep(self, event: Event) -> None:
+        pmu = event.pmu
+        if event.counters:
+            self.generic[pmu] = max(self.generic.get(pmu, 0), max(event.counters) + 1)
+        if event.fixed is not None:
+            self.fixed[pmu] = max(self.fixed.get(pmu, 0), event.fixed + 1)
         self.generic.setdefault(pmu, 0)
         if event.deprecated and not self.options.deprecated:
-            self.excluded.append(Exclusion(name, pmu, "deprecated"))
-        elif experimental and not self.options.experimental:
-            self.excluded.append(Exclusion(name, pmu, "experimental"))
+            self.excluded.append(Exclusion(event.name, pmu, "deprecated"))
+        elif event.experimental and not self.options.experimental:
+            self.excluded.append(Exclusion(event.name, pmu, "experimental"))
         else:
             self.events.append(event)
 
-    def add_matrix(self, raws: list[dict], pmu: str, base: dict) -> None:
-        """Old offcore matrix: every request x response is one OFFCORE_RESPONSE event."""
-        requests = [r for r in raws if r.get("MATRIX_RESPONSE") == "Null"]
-        responses = [r for r in raws if r.get("MATRIX_REQUEST") == "Null"]
+    def add_matrix(self, raws: list[dict], pmu: str, base: dict, path: Path) -> None:
+        """Old offcore matrix: every request x response is one OFFCORE_RESPONSE event, its
+        MSR value the request OR the response (placed by `perfmon.matrix_shift`)."""
+        try:
+            requests = [r for r in raws if r.get("MATRIX_RESPONSE") == "Null"]
+            responses = [r for r in raws if r.get("MATRIX_REQUEST") == "Null"]
+            shift = perfmon.matrix_shift([perfmon.number(r, "MATRIX_VALUE") for r in responses])
+        except ValueError as err:
+            raise AutoprofError(f"malformed offcore matrix {path}: {err}") from None
         for req in requests:
             for resp in responses:
-                value = int(req["MATRIX_VALUE"], 16) | int(resp["MATRIX_VALUE"], 16)
+                value = perfmon.number(req, "MATRIX_VALUE") | (
+                    perfmon.number(resp, "MATRIX_VALUE") << shift
+                )
                 regs = {f"{0x1A6 + int(i):#x}" for i in req["MATRIX_REGISTER"].split(",")}
                 raw = dict(
                     base,
@@ -271,7 +258,28 @@ class _Builder:
                     MSRValue=f"{value:#x}",
                     BriefDescription=f"{req['DESCRIPTION']}; {resp['DESCRIPTION']}",
                 )
-                self.add(raw, pmu, uncore=False, experimental=False)
+                self.add(raw, pmu, path, uncore=False, experimental=False)
+
+    def add_topdown(self) -> None:
+        """PERF_METRICS.* on cores with TOPDOWN.SLOTS on fixed counter 3 (Ice Lake and later):
+        read with TOPDOWN.SLOTS, which must lead their group; 8 metrics on cores that have
+        TOPDOWN.MEMORY_BOUND_SLOTS (Golden Cove and later), 4 before."""
+        names = {(e.pmu, e.name) for e in self.events}
+        slots = [e for e in self.events if e.name == perfmon.SLOTS and e.fixed == 3]
+        for leader in slots:
+            count = 8 if (leader.pmu, "TOPDOWN.MEMORY_BOUND_SLOTS") in names else 4
+            for i, metric in enumerate(perfmon.TOPDOWN_METRICS[:count]):
+                self._keep(
+                    Event(
+                        name=f"PERF_METRICS.{metric}",
+                        pmu=leader.pmu,
+                        description=f"topdown {metric.lower()} slots (PERF_METRICS, with slots)",
+                        style=CORE,
+                        code=0,
+                        umask=0x80 + i,
+                        leader=leader.name,
+                    )
+                )
 
     def pmus(self) -> dict[str, Pmu]:
         reserve = self.options.reserve
@@ -281,7 +289,11 @@ class _Builder:
             core = name == "cpu" or name.startswith("cpu_")
             held = min(reserve, max(total - 1, 0)) if core else 0
             pmus[name] = Pmu(
-                name, generic=total - held, fixed=self.fixed.get(name, 0), reserved=held
+                name,
+                generic=total - held,
+                fixed=self.fixed.get(name, 0),
+                reserved=held,
+                unconstrained=name in self.free and not total and name not in self.fixed,
             )
         return pmus
 
@@ -291,25 +303,32 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
     options = options or IntelOptions()
     events_dir = Path(events_dir)
     rows = rows_for_cpu(events_dir, cpu)
-    builder = _Builder(options)
+    uncore = {
+        row.path: _load_json_events(events_dir / row.path.lstrip("/"))
+        for row in rows
+        if row.kind in ("uncore", "uncore experimental")
+    }
+    units = {str(r.get("Unit") or "").strip() for raws in uncore.values() for r in raws}
+    builder = _Builder(options, perfmon.Platform.from_units(rows[0].platform, units))
     offcore_base: dict[str, dict] = {}
     for row in rows:
         path = events_dir / row.path.lstrip("/")
         if row.kind in ("core", "hybridcore"):
             pmu = _HYBRID_PMU.get(row.core_role, "cpu") if row.kind == "hybridcore" else "cpu"
             for raw in _load_json_events(path):
-                builder.add(raw, pmu, uncore=False, experimental=False)
-                if raw.get("EventName", "").startswith("OFFCORE_RESPONSE") and raw.get("MSRValue"):
+                builder.add(raw, pmu, path, uncore=False, experimental=False)
+                name = raw.get("EventName")
+                offcore = isinstance(name, str) and name.startswith("OFFCORE_RESPONSE")
+                if offcore and raw.get("MSRValue"):
                     offcore_base.setdefault(pmu, raw)
         elif row.kind in ("uncore", "uncore experimental"):
-            for raw in _load_json_events(path):
-                unit = str(raw.get("Unit") or "").strip()
-                pmu = _UNIT_TO_PMU.get(unit, f"uncore_{unit.lower().replace(' ', '_')}")
-                builder.add(raw, pmu, uncore=True, experimental=row.kind != "uncore")
+            for raw in uncore[row.path]:
+                builder.add(raw, "", path, uncore=True, experimental=row.kind != "uncore")
         elif row.kind == "offcore" and options.offcore_matrix:
             for pmu, base in offcore_base.items():
-                builder.add_matrix(_load_json_events(path), pmu, base)
+                builder.add_matrix(_load_json_events(path), pmu, base, path)
         # metrics, fp_arith_inst, retire latency: descriptions of events, not events
+    builder.add_topdown()
     cpu_id = cpu if "-" in cpu else example_cpu_id(rows[0].pattern)
     return Catalog(
         cpu_id,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from autoprof.catalog import encoding
 from autoprof.errors import AutoprofError
 
 
@@ -24,11 +25,19 @@ class Event:
     `counters` are the generic counters it may use; `fixed` the fixed counter it is bound to;
     `registers` the shared registers (e.g. ``{"0x1a6", "0x1a7"}``) of which it needs one.
     An event with neither counters nor a fixed counter needs no counter (unconstrained).
+
+    How perf is told to count it: an event with a `style` (the kind of its PMU, see
+    `autoprof.catalog.encoding`) is encoded by its explicit fields (`code`, `umask`, `cmask`,
+    `edge`, `inv`, `anythread`, `msr_value`, extra format `terms`), and its `spec` is always
+    derived from them, also after ``dataclasses.replace(event, cmask=1, ...)``. An event
+    without a style (software events, tracepoints, breakpoints) is given by its `spec`.
+    `leader` names the event that must lead any group holding this one (topdown metrics need
+    TOPDOWN.SLOTS first).
     """
 
     name: str
     pmu: str
-    spec: str  # the argument for `perf stat -e`
+    spec: str = ""  # the argument for `perf stat -e`
     counters: frozenset[int] = frozenset()
     fixed: int | None = None
     registers: frozenset[str] = frozenset()
@@ -37,6 +46,22 @@ class Event:
     errata: str | None = None
     deprecated: bool = False
     experimental: bool = False
+    style: str = ""
+    code: int = 0
+    umask: int = 0
+    cmask: int = 0
+    edge: bool = False
+    inv: bool = False
+    anythread: bool = False
+    msr_value: int = 0
+    terms: tuple[tuple[str, int], ...] = ()
+    leader: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.style:
+            object.__setattr__(self, "spec", encoding.spec(self))
+        elif not self.spec:
+            object.__setattr__(self, "spec", self.name)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -114,7 +139,8 @@ class Catalog:
         return [e for e in self.events if sep and e.pmu == pmu and e.name.lower() == bare]
 
     def select(self, names: list[str]) -> Catalog:
-        """A catalog with only the named events; an unknown name is an error with suggestions."""
+        """A catalog with only the named events (and the group leaders they need); an unknown
+        name is an error with suggestions."""
         chosen: list[Event] = []
         for name in names:
             found = self.find(name)
@@ -123,5 +149,8 @@ class Catalog:
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise AutoprofError(f"unknown event {name!r} for {self.cpu}{hint}")
             chosen.extend(e for e in found if e not in chosen)
+        keys = {e.key for e in chosen}
+        leaders = {(e.pmu, e.leader) for e in chosen if e.leader} - keys
+        chosen = [e for e in self.events if e.key in leaders] + chosen  # topdown needs slots
         pmus = {e.pmu: self.pmus[e.pmu] for e in chosen}
         return Catalog(self.cpu, pmus, chosen, [], self.source)

@@ -19,6 +19,10 @@ COMMANDS: dict[str, str] = {
     "jobs": "autoprof.commands.jobs:jobs_group",
     "record": "autoprof.commands.flame:record_command",
     "flamegraph": "autoprof.commands.flame:flamegraph_command",
+    "report": "autoprof.commands.report:report_command",
+    "callgraph": "autoprof.commands.callgraph:callgraph_command",
+    "memory": "autoprof.commands.memory:memory_command",
+    "bench": "autoprof.commands.bench:bench",
     "demo": "autoprof.commands.demo:demo",
     "analyze": "autoprof.commands.analyze:analyze",
 }

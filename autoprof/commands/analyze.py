@@ -20,7 +20,18 @@ if TYPE_CHECKING:
     import pandas as pd
     from rich.table import Table
 
-RESULTS = click.Path(exists=False, dir_okay=False, path_type=Path)
+RESULTS = click.Path(exists=False, path_type=Path)
+
+
+def _results(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    """A results.csv, or the profile folder that holds one (autoperf's `correlation.py ./out`)."""
+    from autoprof.analysis import data
+
+    return data.results_path(value)
+
+
+def _results_argument(name: str):
+    return click.argument(name, type=RESULTS, callback=_results)
 
 
 def _out_option(function):
@@ -87,7 +98,7 @@ def analyze() -> None:
 
 
 @analyze.command("correlation")
-@click.argument("results", type=RESULTS)
+@_results_argument("results")
 @_out_option
 @click.option(
     "--method", type=click.Choice(choices.CORRELATION_METHODS), default="pearson", show_default=True
@@ -107,10 +118,11 @@ def analyze() -> None:
 @click.option(
     "--min-overlap",
     type=click.IntRange(min=2),
-    default=choices.CORRELATION_MIN_OVERLAP,
-    show_default=True,
+    default=None,
     metavar="N",
-    help="Fewest intervals two events must share to be correlated.",
+    help=f"Fewest intervals two events must share to be correlated [default: "
+    f"{choices.CORRELATION_MIN_OVERLAP}, or the results' number of intervals when fewer, at "
+    f"least {choices.CORRELATION_FEWEST_OVERLAP}].",
 )
 def correlation(results, out, method, anchor, top, events, repeat, min_overlap) -> None:
     """Correlation matrix and clustered heatmap of the events' interval series.
@@ -123,6 +135,13 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
 
     frame = data.load(results, data.SERIES_COLUMNS)
     result = correlation_.analyse(frame, method, anchor, events, top, repeat, min_overlap)
+    min_overlap = result.min_overlap
+    if result.min_overlap_chosen and min_overlap != correlation_.MIN_OVERLAP:
+        click.echo(
+            f"--min-overlap {min_overlap} chosen from the data: the results have "
+            f"{result.intervals} intervals, fewer than the default {correlation_.MIN_OVERLAP} "
+            "(set --min-overlap to change it)"
+        )
     folder = _out_dir(out, results)
     matrix_path = folder / "correlation_matrix.csv"
     result.matrix.to_csv(matrix_path, index_label="event", float_format="%.6g")
@@ -148,6 +167,17 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
             f"{len(result.short_pairs)} pair(s) of events share fewer than {min_overlap} "
             "intervals (runs of different lengths): no correlation, grey on the heatmap"
         )
+    manifest = data.read_manifest_beside(results)
+    if manifest is not None and manifest.attach:
+        cross = correlation_.cross_run_pairs(frame, list(result.matrix.index))
+        cross_path = folder / "correlation_cross_run.csv"
+        cross.to_csv(cross_path, index=False)
+        written.append(cross_path)
+        click.echo(
+            f"warning: attached profile: {len(cross)} pair(s) of events were measured in "
+            "different runs, i.e. at different moments of the target; their correlation "
+            "aligns intervals by index, not by time (listed in correlation_cross_run.csv)"
+        )
     click.echo(
         f"{len(result.matrix)} events over {result.intervals} intervals, {method} correlation"
     )
@@ -155,7 +185,7 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
 
 
 @analyze.command("event-detail")
-@click.argument("results", type=RESULTS)
+@_results_argument("results")
 @_out_option
 @click.option(
     "-e", "--event", "names", multiple=True, metavar="NAME", help="An event to plot (repeatable)."
@@ -167,7 +197,8 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
 @click.option("--rate", is_flag=True, help="Plot counts per second of each interval's real length.")
 @click.option("--log", is_flag=True, help="Logarithmic value axis.")
 def event_detail(results, out, names, events, shared, rate, log) -> None:
-    """Line plot of chosen events over time (the TIME column), as PNG and SVG.
+    """Line plot of chosen events over time (the TIME column), as PNG and SVG. autoperf's
+    AVG./MAX./MIN./STD. prefixes (-e MAX.EVENT) plot that statistic over CPUs/boxes.
 
     With no -e/--events, plots the most variable events.
     """
@@ -175,11 +206,12 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
     from autoprof.analysis import event_detail as event_detail_
 
     frame = data.load(results, [*data.SERIES_COLUMNS, "VALUE_UNIT"])
-    intervals = data.per_interval(frame)
+    intervals = event_detail_.add_features(frame, data.per_interval(frame), list(names))
     chosen = event_detail_.choose(intervals, list(names), events)
     lines = event_detail_.timelines(intervals, chosen, rate)
     event_detail_.check_plottable(lines, chosen)
-    figure = event_detail_.plot(lines, chosen, event_detail_.value_units(frame), shared, rate, log)
+    units = event_detail_.feature_units(event_detail_.value_units(frame), chosen)
+    figure = event_detail_.plot(lines, chosen, units, shared, rate, log)
     folder = _out_dir(out, results)
     paths = [folder / "event_detail.png", folder / "event_detail.svg"]
     for path in paths:
@@ -189,7 +221,7 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
 
 
 @analyze.command("stats")
-@click.argument("results", type=RESULTS)
+@_results_argument("results")
 @_out_option
 @_top_option(10, "Rows in the top-K tables.")
 def stats(results, out, k) -> None:
@@ -222,8 +254,8 @@ def stats(results, out, k) -> None:
 
 
 @analyze.command("compare")
-@click.argument("a", type=RESULTS)
-@click.argument("b", type=RESULTS)
+@_results_argument("a")
+@_results_argument("b")
 @_out_option
 @click.option(
     "--test",
@@ -266,8 +298,32 @@ def compare(a, b, out, test, alpha, k) -> None:
     _wrote(*paths)
 
 
+def autoperf_args(argv: list[str]) -> list[str]:
+    """autoperf's `event_detail.py --resultdir DIR --features F1 F2 ...` as this command's
+    `DIR -e F1 -e F2`; other arguments pass through unchanged."""
+    out: list[str] = []
+    words = iter(argv)
+    features = False
+    for word in words:
+        if word == "--resultdir":
+            out.insert(0, next(words, ""))
+            features = False
+        elif word.startswith("--resultdir="):
+            out.insert(0, word.partition("=")[2])
+        elif word == "--features":
+            features = True
+        elif features and not word.startswith("-"):
+            out += ["-e", word]
+        else:
+            features = False
+            out.append(word)
+    return out
+
+
 def run_script(name: str) -> None:
-    """Entry point of the `analyze/<name>.py` scripts: `autoprof analyze <name> ARGS...`."""
+    """Entry point of the `analyze/<name>.py` scripts: `autoprof analyze <name> ARGS...`,
+    with autoperf's own calling forms (`correlation.py ./out`, `event_detail.py --resultdir
+    ./out --features AVG.EVENT`) accepted too."""
     from autoprof.cli import cli
 
-    cli.main(args=["analyze", name, *sys.argv[1:]], prog_name="autoprof")
+    cli.main(args=["analyze", name, *autoperf_args(sys.argv[1:])], prog_name="autoprof")

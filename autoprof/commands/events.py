@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import click
 
+from autoprof.catalog.model import Event
 from autoprof.commands.common import build_catalog, catalog_options, console
 from autoprof.errors import AutoprofError
 
@@ -39,13 +41,33 @@ def _table(catalog, chosen) -> None:
     console().print(table)
 
 
+def event_json(e: Event) -> dict:
+    """One event as `events list --json` prints it: what perf is given and what it needs."""
+    return {
+        "name": e.name,
+        "pmu": e.pmu,
+        "spec": e.spec,
+        "counters": sorted(e.counters),
+        "fixed": e.fixed,
+        "taken_alone": e.taken_alone,
+        "registers": sorted(e.registers),
+        "leader": e.leader,
+        "description": e.description,
+    }
+
+
 @events.command("list")
 @catalog_options
 @click.option("--pmu", help="Only this PMU's events.")
-def list_events(pmu: str | None, **options) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
+def list_events(pmu: str | None, as_json: bool, **options) -> None:
     """List every event of the catalog."""
     catalog = build_catalog(**options)
-    _table(catalog, [e for e in catalog.events if pmu is None or e.pmu == pmu])
+    chosen = [e for e in catalog.events if pmu is None or e.pmu == pmu]
+    if as_json:
+        click.echo(json.dumps([event_json(e) for e in chosen], indent=1))
+        return
+    _table(catalog, chosen)
 
 
 @events.command("search")
@@ -68,8 +90,10 @@ def search_events(pattern: str, **options) -> None:
 @catalog_options
 def show_event(name: str, **options) -> None:
     """Everything known about one event."""
+    from autoprof.catalog.host import resolve_events
+
     catalog = build_catalog(**options)
-    for e in catalog.select([name]).events:
+    for e in resolve_events(catalog, [name]).events:
         click.echo(f"{e.name}  [{e.pmu}]")
         click.echo(f"  perf spec:   {e.spec}")
         if e.counters:
@@ -78,6 +102,8 @@ def show_event(name: str, **options) -> None:
             click.echo(f"  counter:     fixed {e.fixed}")
         if e.registers:
             click.echo(f"  registers:   {','.join(sorted(e.registers))} (one per run)")
+        if e.leader:
+            click.echo(f"  group:       led by {e.leader} (perf gets them as one group)")
         if e.taken_alone:
             click.echo("  taken alone: no other generic counter in use in its run")
         if e.errata:

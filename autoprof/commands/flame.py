@@ -63,7 +63,8 @@ def record_command(
             f"autoprof: warning: the command exited with status {info.perf_exit}; samples kept",
             err=True,
         )
-    click.echo(f"wrote {output / PERF_DATA}; next: autoprof flamegraph {output} -o flame.svg")
+    following = f"report {output}" if len(events) > 1 else f"flamegraph {output} -o flame.svg"
+    click.echo(f"wrote {output / PERF_DATA}; next: autoprof {following}")
 
 
 @click.command("flamegraph")
@@ -82,6 +83,18 @@ def record_command(
 @click.option("--tid", is_flag=True, help="Split by thread (root frames comm-pid/tid).")
 @click.option("--kernel/--no-kernel", default=True, show_default=True, help="Kernel frames.")
 @click.option("--event", help="Event to show when several were sampled (default: the first).")
+@click.option("--annotate-kernel", is_flag=True, help="Mark kernel frames with _[k].")
+@click.option("--annotate-jit", is_flag=True, help="Mark JIT frames (/tmp/perf-PID.map) _[j].")
+@click.option("--all", "annotate_all", is_flag=True, help="Both annotations.")
+@click.option("--addrs", is_flag=True, help="Raw addresses for frames without a symbol.")
+@click.option("--inline", is_flag=True, help="Inlined frames from addr2line.")
+@click.option("--context", is_flag=True, help="With --inline: file:line of each frame.")
+@click.option("--srcline", is_flag=True, help="Input is `perf script -F+srcline`: add lines.")
+@click.option(
+    "--skip-switches",
+    is_flag=True,
+    help="Keep perf's context-switch records (PERF_RECORD_SWITCH) out of the samples.",
+)
 @click.option("--title", help="Title of the graph.")
 @click.option("--width", type=click.IntRange(min=100), default=1200, show_default=True)
 @click.option(
@@ -101,6 +114,14 @@ def flamegraph_command(
     tid: bool,
     kernel: bool,
     event: str | None,
+    annotate_kernel: bool,
+    annotate_jit: bool,
+    annotate_all: bool,
+    addrs: bool,
+    inline: bool,
+    context: bool,
+    srcline: bool,
+    skip_switches: bool,
     title: str | None,
     width: int,
     minwidth: str,
@@ -116,7 +137,19 @@ def flamegraph_command(
     if len(inputs) != (2 if diff else 1):
         want = "two inputs (BEFORE AFTER) with --diff" if diff else "one input (or --diff A B)"
         raise AutoprofError(f"flamegraph takes {want}, got {len(inputs)}")
-    options = FoldOptions(pid=pid, tid=tid, kernel=kernel, event=event)
+    options = FoldOptions(
+        pid=pid,
+        tid=tid,
+        kernel=kernel,
+        event=event,
+        annotate_kernel=annotate_kernel or annotate_all,
+        annotate_jit=annotate_jit or annotate_all,
+        addrs=addrs,
+        inline=inline,
+        context=context,
+        srcline=srcline,
+        skip_switches=skip_switches,
+    )
     profiles = [_load(path, options) for path in inputs]
     after = profiles[-1]
     before = profiles[0] if diff else None

@@ -79,8 +79,11 @@ def runs_group() -> None:
 @click.option(
     "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Repeatable; all must match."
 )
+@click.option(
+    "--kind", type=click.Choice(["profile", "bench"]), help="Only profiles or only benchmarks."
+)
 @store_option
-def list_command(machine, command_text, since, tags, store_text) -> None:
+def list_command(machine, command_text, since, tags, kind, store_text) -> None:
     """List stored runs, oldest first."""
     from autoprof.store import engine, queries
     from autoprof.store.upload import utc_now
@@ -90,7 +93,7 @@ def list_command(machine, command_text, since, tags, store_text) -> None:
     labels = key_values(tags, "--tag")
     with store.read() as conn:
         runs = queries.list_runs(
-            conn, machine=machine, command=command_text, since=since_at, tags=labels
+            conn, machine=machine, command=command_text, since=since_at, tags=labels, kind=kind
         )
     if not runs:
         click.echo(f"no runs in {store.shown} match", err=True)
@@ -102,10 +105,10 @@ def list_command(machine, command_text, since, tags, store_text) -> None:
         if run.parts_expected > 1:
             status = f"{status} {run.parts_stored}/{run.parts_expected}"
         tags_text = " ".join(f"{k}={v}" for k, v in run.tags.items())
+        what = f"bench: {run.command_line}" if run.kind == "bench" else run.command_line
         click.echo(
             f"{run.uuid:<36}  {_when(run.created):<19}  {','.join(run.hosts):<16}  "
-            f"{run.rows:>10}  {status:<10}  {run.command_line}"
-            + (f"  [{tags_text}]" if tags_text else "")
+            f"{run.rows:>10}  {status:<10}  {what}" + (f"  [{tags_text}]" if tags_text else "")
         )
 
 
@@ -158,6 +161,12 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
             f"{len(events.get('not_supported', []))} not supported, "
             f"{len(report.get('broken_files', []))} broken files"
         )
+    for name, rec in info["functions"].items():
+        totals = ", ".join(f"{e} {n:,}" for e, n in rec["totals"].items())
+        click.echo(f"recording {name}: {totals}")
+        for f in rec["functions"][:5]:
+            shares = "  ".join(f"{e} {f[e]['percent']:6.2f}%" for e in rec["events"])
+            click.echo(f"  {shares}  {f['symbol']} ({f['dso']})")
 
 
 @runs_group.command("export")
@@ -171,12 +180,17 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
 )
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--partial", is_flag=True, help="Export an incomplete split run's stored parts.")
+@click.option("--report", is_flag=True, help="Per-function rows instead (`autoprof report`).")
+@click.option("--recording", help="With --report: which recording, when the run holds several.")
 @store_option
-def export_command(run_id, output, force, partial, store_text) -> None:
-    """Write a run's results.csv, byte for byte as `aggregate` wrote it."""
+def export_command(run_id, output, force, partial, report, recording, store_text) -> None:
+    """Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
+    per-function CSV of its sampled recording, as `autoprof report --csv` wrote it)."""
     from autoprof import results
     from autoprof.store import engine, queries
 
+    if report:
+        return _export_report(run_id, output, force, recording, store_text)
     target = Path(output)
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
@@ -190,6 +204,21 @@ def export_command(run_id, output, force, partial, store_text) -> None:
     results.write_csv(frame, tmp)
     tmp.replace(target)
     click.echo(f"wrote {len(frame)} rows to {target}", err=True)
+
+
+def _export_report(run_id, output, force, recording, store_text) -> None:
+    from autoprof.store import engine, queries
+
+    target = Path("functions.csv" if output == "results.csv" else output)
+    if output != "-" and target.exists() and not force:
+        raise AutoprofError(f"{target} exists; use --force to overwrite it")
+    with engine.open_store(store_text).read() as conn:
+        text = queries.export_functions(conn, run_id, recording)
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    target.write_text(text)
+    click.echo(f"wrote {text.count(chr(10)) - 1} function rows to {target}", err=True)
 
 
 @runs_group.command("delete")

@@ -1,5 +1,7 @@
-"""The bundled example workload (`writes.c`) and how to build it: `make demo` profiles it,
-and the end-to-end tests use it because hardware breakpoints count its writes exactly."""
+"""The bundled example workloads and how to build them: `writes.c` (`make demo` profiles it,
+and the end-to-end tests use it because hardware breakpoints count its writes exactly),
+`hotspots.c` (three functions of known cost, for record / report / callgraph) and `heap.c`
+(known allocations, for memory)."""
 
 from __future__ import annotations
 
@@ -13,22 +15,32 @@ SOURCE = Path(__file__).with_name("writes.c")
 SLOTS = 12
 
 
-def build_writes(dest_dir: Path, slot0_factor: int = 1) -> Path:
-    """Compile writes.c into `dest_dir` (cc -O1 -no-pie) and return the binary's path. With
-    `slot0_factor`, slot 0 is written that many times as often: a second build of the same
-    program, with the same slot addresses, for comparisons."""
+def build_example(name: str, dest_dir: Path, flags: list[str]) -> Path:
+    """Compile the example `name` (name.c beside this file) into `dest_dir`; the binary's path."""
+    source = SOURCE.with_name(f"{name}.c")
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         raise AutoprofError("no C compiler (cc) to build the example (apt-get install gcc)")
     dest_dir.mkdir(parents=True, exist_ok=True)
-    binary = dest_dir / "writes"
-    flags = ["-O1", "-no-pie", f"-DSLOT0_FACTOR={slot0_factor}"]
+    binary = dest_dir / name
     proc = subprocess.run(
-        [cc, *flags, "-o", str(binary), str(SOURCE)], capture_output=True, text=True
+        [cc, *flags, "-o", str(binary), str(source)], capture_output=True, text=True
     )
     if proc.returncode != 0:
-        raise AutoprofError(f"cc failed to build {SOURCE.name}: {proc.stderr.strip()}")
+        raise AutoprofError(f"cc failed to build {source.name}: {proc.stderr.strip()}")
     return binary
+
+
+def build_writes(dest_dir: Path, slot0_factor: int = 1) -> Path:
+    """Compile writes.c into `dest_dir` (cc -O1 -no-pie) and return the binary's path. With
+    `slot0_factor`, slot 0 is written that many times as often: a second build of the same
+    program, with the same slot addresses, for comparisons."""
+    return build_example("writes", dest_dir, ["-O1", "-no-pie", f"-DSLOT0_FACTOR={slot0_factor}"])
+
+
+def build_hotspots(dest_dir: Path) -> Path:
+    """hotspots.c with frame pointers and debug lines (perf -g stacks, addr2line)."""
+    return build_example("hotspots", dest_dir, ["-O2", "-g", "-fno-omit-frame-pointer"])
 
 
 def slot_addresses(binary: Path) -> list[str]:
@@ -40,3 +52,8 @@ def slot_addresses(binary: Path) -> list[str]:
 def expected_writes(n: int, slot0_factor: int = 1) -> list[int]:
     """How many times `writes N` (built with `slot0_factor`) writes each slot."""
     return [n * (i + 1) * (slot0_factor if i == 0 else 1) for i in range(SLOTS)]
+
+
+def build_heap(dest_dir: Path) -> Path:
+    """heap.c with debug lines, so massif names its allocation sites by file:line."""
+    return build_example("heap", dest_dir, ["-O1", "-g"])

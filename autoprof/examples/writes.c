@@ -1,6 +1,9 @@
 /* autoprof's example workload: writes 12 known addresses a known number of times.
  *
  *   writes --addresses          print the 12 slot addresses (one per line) and exit
+ *   writes --ticks HZ           run until killed: HZ times a second (on the clock, not after
+ *                               the last tick) slot i is written i+1 times; a steady rate
+ *                               for attached profiles (profile -p)
  *   writes N [STATE FAIL_RUN]   slot i (0-based) is written N*(i+1) times (slot 0: times
  *                               SLOT0_FACTOR); with STATE, the file counts invocations and
  *                               the FAIL_RUN-th one exits 1
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SLOTS 12
 #ifndef SLOT0_FACTOR /* a second "build" for compare: -DSLOT0_FACTOR=2 writes slot 0 twice as often */
@@ -38,6 +42,21 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--addresses") == 0) {
         for (int i = 0; i < SLOTS; i++) printf("%p\n", (void *)&slots[i * 8]);
         return 0;
+    }
+    if (argc > 2 && strcmp(argv[1], "--ticks") == 0) {
+        long hz = atol(argv[2]);
+        struct timespec next;
+        clock_gettime(CLOCK_MONOTONIC, &next);
+        for (;;) {
+            for (int i = 0; i < SLOTS; i++)
+                for (long k = 0; k <= i; k++) slots[i * 8] = k;
+            next.tv_nsec += 1000000000L / hz;
+            if (next.tv_nsec >= 1000000000L) {
+                next.tv_sec++;
+                next.tv_nsec -= 1000000000L;
+            }
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        }
     }
     long n = argc > 1 ? atol(argv[1]) : 1000;
     if (argc > 3 && bump_state(argv[2]) == atoi(argv[3])) {

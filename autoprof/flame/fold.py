@@ -14,11 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from autoprof.errors import AutoprofError
-from autoprof.perf.script import KERNEL, Sample
+from autoprof.perf.script import KERNEL, ParseReport, Sample
 
 Stack = tuple[str, ...]
+_name = attrgetter("name")
 
 
 @dataclass
@@ -51,45 +53,48 @@ def process_name(sample: Sample, pid: bool = False, tid: bool = False) -> str:
 
 
 def fold(
-    samples: Iterable[Sample],
-    *,
-    pid: bool = False,
-    tid: bool = False,
-    kernel: bool = True,
-    event: str | None = None,
+    samples: Iterable[Sample], *, pid: bool = False, tid: bool = False, kernel: bool = True
 ) -> Folded:
-    """Fold samples of one event (`event`, or the first one seen, as stackcollapse-perf.pl does).
+    """Fold samples (of one event: the parser keeps one, as stackcollapse-perf.pl does).
 
     `kernel=False` drops kernel frames (a sample that ran only in the kernel is kept on its
     process frame, so totals do not change); `pid`/`tid` split the root by process/thread.
     """
-    out = Folded(event=event)
+    out = Folded()
     stacks, counts, kinds = out.stacks, out.samples, out.kinds
-    seen: dict[str | None, int] = {}
+    names: dict[tuple[str, str | None, str], str] = {}  # (comm, pid, tid) -> root frame
     for sample in samples:
-        ev = sample.event
-        seen[ev] = seen.get(ev, 0) + 1
-        if ev is not None and ev != out.event:
-            if out.event is not None:
-                continue
-            out.event = ev
+        if out.event is None:
+            out.event = sample.event
         frames = sample.frames
         if not kernel:
             frames = tuple(f for f in frames if f.kind != KERNEL)
-        for f in frames:
-            if f.name not in kinds:
-                kinds[f.name] = f.kind
-        key = (process_name(sample, pid, tid), *(f.name for f in frames))
-        stacks[key] = stacks.get(key, 0) + sample.period
+        who = (sample.comm, sample.pid, sample.tid)
+        root = names.get(who)
+        if root is None:
+            root = names[who] = process_name(sample, pid, tid)
+        key = (root, *map(_name, frames))
+        weight = stacks.get(key)
+        if weight is None:  # a new stack: note its frames' kinds
+            weight = 0
+            for f in frames:
+                kinds.setdefault(f.name, f.kind)
+        stacks[key] = weight + sample.period
         counts[key] = counts.get(key, 0) + 1
-    others = {k: n for k, n in seen.items() if k is not None and k != out.event}
-    if event is not None and event not in seen:
-        names = ", ".join(sorted(k for k in seen if k)) or "none"
-        raise AutoprofError(f"no samples of event {event!r} in the input (events: {names})")
+    return out
+
+
+def event_notes(folded: Folded, report: ParseReport, asked: str | None) -> None:
+    """Say which event the graph shows when others were sampled; fail on an absent one."""
+    seen = report.events
+    if asked is not None and asked not in seen:
+        names = ", ".join(sorted(seen)) or "none"
+        raise AutoprofError(f"no samples of event {asked!r} in the input (events: {names})")
+    shown = folded.event or report.event
+    others = {k: n for k, n in seen.items() if k != shown}
     if others:
         listed = ", ".join(f"{k} ({n} samples)" for k, n in sorted(others.items()))
-        out.notes.append(f"showing event {out.event}; also sampled: {listed} (use --event)")
-    return out
+        folded.notes.append(f"showing event {shown}; also sampled: {listed} (use --event)")
 
 
 _FOLDED_LINE = re.compile(r"^(.*\S)\s+(\d+)$")

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import IO
 
 from autoprof.errors import AutoprofError
-from autoprof.flame.fold import Folded, fold, read_folded, without_kernel
+from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_kernel
+from autoprof.flame.inline import Addr2line
 from autoprof.perf.record import script_output
-from autoprof.perf.script import ParseReport, parse
+from autoprof.perf.script import ParseReport, ScriptOptions, parse
 
 PERF_DATA_MAGIC = (b"PERFILE2", b"PERFFILE")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -31,10 +32,30 @@ _CHUNK = 1 << 20
 
 @dataclass
 class FoldOptions:
+    """How to fold: stackcollapse-perf.pl's options (same names) plus `kernel=False`."""
+
     pid: bool = False
     tid: bool = False
     kernel: bool = True
     event: str | None = None
+    annotate_kernel: bool = False
+    annotate_jit: bool = False
+    addrs: bool = False
+    inline: bool = False
+    context: bool = False  # with inline: file:line after each inlined function
+    srcline: bool = False
+    skip_switches: bool = False
+
+    def script_options(self) -> ScriptOptions:
+        return ScriptOptions(
+            event=self.event,
+            annotate_kernel=self.annotate_kernel,
+            annotate_jit=self.annotate_jit,
+            addrs=self.addrs,
+            srcline=self.srcline,
+            inline=Addr2line(self.context) if self.inline else None,
+            skip_switches=self.skip_switches,
+        )
 
 
 def _lines(chunks: Iterator[str]) -> Iterator[str]:
@@ -90,15 +111,33 @@ def _is_folded(first_lines: list[str]) -> bool:
     return bool(body) and all(_FOLDED.match(line) for line in body)
 
 
-def load(path: Path, options: FoldOptions | None = None) -> Folded:
-    """The folded stacks of `path` (see the module docstring for what it may be)."""
-    options = options or FoldOptions()
+@dataclass
+class Input:
+    """An opened input: its resolved path, kind, lines and the notes reading it left."""
+
+    path: Path
+    kind: str  # "perf.data", "gzip" or "text"
+    folded: bool  # the text holds folded stacks, not perf script output
+    lines: Iterator[str]
+    notes: list[str]
+
+
+def resolve(path: Path) -> Path:
+    """`path` itself, or the perf.data of a `record` folder; one clear error when unreadable."""
     if path.is_dir() and (path / PERF_DATA).is_file():
         path = path / PERF_DATA
     if not path.is_file():
         raise AutoprofError(f"{path}: no such file")
     if path.stat().st_size == 0:
         raise AutoprofError(f"{path}: empty file")
+    return path
+
+
+@contextlib.contextmanager
+def open_input(path: Path) -> Iterator[Input]:
+    """Stream the lines of a perf.data (through `perf script`), of perf script text or of
+    folded stacks; perf's own error, if it fails, is raised when the block ends."""
+    path = resolve(path)
     notes: list[str] = []
     kind = _kind(path)
     with contextlib.ExitStack() as stack:
@@ -110,27 +149,42 @@ def load(path: Path, options: FoldOptions | None = None) -> Folded:
             chunks = _read_chunks(stack.enter_context(path.open(errors="surrogateescape")))
         lines = _lines(chunks)
         head = [line for _, line in zip(range(20), lines, strict=False)]
-        lines = chain(head, lines)
-        if kind != "perf.data" and _is_folded(head):
-            folded, report = _load_folded(path, lines, options), None
+        folded = kind != "perf.data" and _is_folded(head)
+        yield Input(path, kind, folded, chain(head, lines), notes)
+
+
+def load(path: Path, options: FoldOptions | None = None) -> Folded:
+    """The folded stacks of `path` (see the module docstring for what it may be)."""
+    options = options or FoldOptions()
+    if options.srcline and _kind(resolve(path)) == "perf.data":
+        raise AutoprofError("--srcline reads `perf script -F+srcline` text, not perf.data")
+    with open_input(path) as source:
+        if source.folded:
+            folded, report = _load_folded(source.path, source.lines, options), None
         else:
             report = ParseReport()
-            folded = fold(
-                parse(lines, report),
-                pid=options.pid,
-                tid=options.tid,
-                kernel=options.kernel,
-                event=options.event,
-            )
+            samples = parse(source.lines, report, options.script_options())
+            folded = fold(samples, pid=options.pid, tid=options.tid, kernel=options.kernel)
     # checked once perf (if it ran) has exited: its own error comes first
     if report is not None:
-        _check_script(path, folded, report, kind == "perf.data")
-    folded.notes[:0] = notes
+        event_notes(folded, report, options.event)
+        check_script(source.path, report, source.kind == "perf.data")
+        check_stacks(source.path, folded, report)
+    folded.notes[:0] = source.notes
     return folded
 
 
 def _load_folded(path: Path, lines: Iterator[str], options: FoldOptions) -> Folded:
-    asked = {"--pid": options.pid, "--tid": options.tid, "--event": options.event}
+    asked = {
+        "--pid": options.pid,
+        "--tid": options.tid,
+        "--event": options.event,
+        "--annotate-kernel": options.annotate_kernel,
+        "--annotate-jit": options.annotate_jit,
+        "--addrs": options.addrs,
+        "--inline": options.inline,
+        "--srcline": options.srcline,
+    }
     for flag, wanted in asked.items():
         if wanted:
             raise AutoprofError(f"{flag} needs perf input; {path} holds folded stacks")
@@ -140,20 +194,31 @@ def _load_folded(path: Path, lines: Iterator[str], options: FoldOptions) -> Fold
     return folded if options.kernel else without_kernel(folded)
 
 
-def _check_script(path: Path, folded: Folded, report: ParseReport, data: bool) -> None:
+def check_script(path: Path, report: ParseReport, data: bool) -> None:
+    """Fail with one line when `path` gave no samples at all."""
     if report.samples == 0:
         if data:
             raise AutoprofError(f"{path}: perf.data holds no samples")
         first = f" (first line: {report.first_unrecognized!r})" if report.first_unrecognized else ""
         raise AutoprofError(f"{path}: not perf script output nor folded stacks{first}")
+
+
+def check_stacks(path: Path, folded: Folded, report: ParseReport) -> None:
+    """Fail when the samples have no stacks; note skipped lines and a truncated input."""
     if all(len(stack) == 1 for stack in folded.stacks):
         raise AutoprofError(
             f"{path}: the samples have no call stacks (record with -g or --call-graph)"
         )
+    folded.notes.extend(parse_notes(report))
+
+
+def parse_notes(report: ParseReport) -> list[str]:
+    notes = []
     if report.unrecognized:
-        folded.notes.append(
+        notes.append(
             f"{report.unrecognized} lines not understood and skipped"
             f" (first: {report.first_unrecognized!r})"
         )
     if report.truncated:
-        folded.notes.append("the input ends inside a sample (truncated?); that sample was dropped")
+        notes.append("the input ends inside a sample (truncated?); that sample was dropped")
+    return notes

@@ -12,7 +12,6 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from importlib import resources
-from xml.sax.saxutils import escape, quoteattr
 
 from autoprof.errors import AutoprofError
 from autoprof.flame.diff import diff_tree, share_delta
@@ -26,6 +25,17 @@ CHAR_WIDTH = 0.59  # average glyph width of Verdana, in font sizes (as FlameGrap
 PAD_X = 10
 PAD_TOP = FONT_SIZE * 4 + 8  # title, then the controls line
 PAD_BOTTOM = FONT_SIZE * 2 + 10  # the details line
+
+
+def escape(text: str) -> str:
+    """XML character data (xml.sax.saxutils would import urllib and http.client: slow start)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def quoteattr(text: str) -> str:
+    """A double-quoted XML attribute value."""
+    text = escape(text).replace('"', "&quot;")
+    return '"' + text.replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;") + '"'
 
 
 def frame_colour(name: str) -> str:

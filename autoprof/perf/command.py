@@ -42,6 +42,55 @@ def stat_argv(
     return [*argv, "--", *command]
 
 
+def attach_argv(
+    specs: Sequence[str],
+    output: str,
+    duration_s: float,
+    *,
+    pids: str | None = None,
+    cgroup: str | None = None,
+    system_wide: bool = False,
+    cpu_list: str | None = None,
+    interval_ms: int | None = 100,
+    no_merge: bool = False,
+    perf: str = "perf",
+) -> list[str]:
+    """`perf stat` of what already runs, for `duration_s`: processes (`-p 12,34`), a cgroup
+    (`-a -G NAME,NAME,...`, one name per event as perf wants) or the whole system (`-a`).
+
+    perf 6.1 refuses `--timeout` with `-I`, so an interval profile stops after
+    `--interval-count` intervals; perf also stops when every watched process has exited.
+    """
+    argv = [perf, "stat", "-x", ",", "-o", output]
+    if interval_ms:
+        argv += [
+            "-I",
+            str(interval_ms),
+            "--interval-count",
+            str(interval_count(duration_s, interval_ms)),
+        ]
+    else:
+        argv += ["--timeout", str(max(10, round(duration_s * 1000)))]
+    if pids:
+        argv += ["-p", pids]
+    elif cpu_list:
+        argv += ["-C", cpu_list, "-A"]
+    elif system_wide or cgroup:
+        argv += ["-a", "-A"] if system_wide else ["-a"]
+    if no_merge:
+        argv.append("--no-merge")
+    for spec in specs:
+        argv += ["-e", spec]
+    if cgroup:
+        argv += ["-G", ",".join([cgroup] * len(specs))]
+    return argv
+
+
+def interval_count(duration_s: float, interval_ms: int) -> int:
+    """Intervals of `interval_ms` that cover `duration_s` (at least one)."""
+    return max(1, -(-round(duration_s * 1000) // interval_ms))
+
+
 @dataclass(frozen=True)
 class OpenFailure:
     """perf could not open one event; `errno` 0 when perf gave a syntax error instead."""

@@ -8,7 +8,9 @@ Per PMU (all PMUs count at once in every run, so the plan's length is the larges
 3. each event is then an edge between its counter and its register in a bipartite multigraph
    of maximum degree <= R, which König's theorem colours with R colours: the colour of an
    event is its run. Events sharing a counter or register (conflicts) get different runs;
-4. fixed-counter and unconstrained events are spread round-robin over all runs.
+4. fixed-counter and unconstrained events are spread round-robin over all runs;
+5. an event with a `leader` (topdown metrics: TOPDOWN.SLOTS) joins its leader's run, right
+   after it, as toplev groups them; it needs no counter of its own.
 So a PMU needs exactly its bound, and the plan exactly the plan bound.
 """
 
@@ -20,6 +22,7 @@ from collections import defaultdict
 import networkx as nx
 
 from autoprof.catalog.model import Catalog, Event, Pmu
+from autoprof.errors import AutoprofError
 from autoprof.schedule.bounds import pmu_bound
 from autoprof.schedule.coloring import edge_colouring
 from autoprof.schedule.plan import Placement, Plan, Run, validate
@@ -105,10 +108,24 @@ def pack_pmu(pmu: Pmu, events: list[Event], runs: int) -> list[list[Placement]]:
     for index, fixed_events in sorted(by_fixed.items()):
         for run, event in enumerate(fixed_events):
             placed[run].append(Placement(event, f"fixed{index}"))
-    free = [e for e in events if not e.constrained]
+    free = [e for e in events if not e.constrained and not e.leader]
     for run, event in zip(itertools.cycle(range(runs)), free, strict=False):
         placed[run].append(Placement(event, None))
+    for event in (e for e in events if e.leader):
+        _follow_leader(placed, event)
     return placed
+
+
+def _follow_leader(placed: list[list[Placement]], event: Event) -> None:
+    """Put `event` in the run of its leader, after the leader and its other followers."""
+    for placements in placed:
+        at = next((i for i, p in enumerate(placements) if p.event.name == event.leader), None)
+        if at is not None:
+            while at + 1 < len(placements) and placements[at + 1].event.leader == event.leader:
+                at += 1
+            placements.insert(at + 1, Placement(event, None))
+            return
+    raise AutoprofError(f"{event.pmu}/{event.name} needs {event.leader} in the plan")
 
 
 def schedule(catalog: Catalog) -> Plan:

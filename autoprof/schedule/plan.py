@@ -38,6 +38,28 @@ class Run:
     def events(self) -> list[Event]:
         return [p.event for p in self.placements]
 
+    def perf_events(self) -> list[str]:
+        """The ``-e`` arguments of this run: see `perf_event_args`."""
+        return perf_event_args(self.events)
+
+
+def perf_event_args(events: list[Event]) -> list[str]:
+    """``perf stat -e`` arguments for events counted together: each event's spec, except that
+    an event and those it leads (TOPDOWN.SLOTS and the PERF_METRICS.* events) form one group
+    ``{leader,member,...}``, leader first, as the kernel requires for topdown metrics."""
+    led: dict[tuple[str, str], list[Event]] = {}
+    for event in events:
+        if event.leader:
+            led.setdefault((event.pmu, event.leader), []).append(event)
+    args = []
+    for event in events:
+        if event.leader and (event.pmu, event.leader) in {e.key for e in events}:
+            continue
+        members = led.get(event.key, [])
+        specs = [event.spec] + [m.spec for m in members]
+        args.append("{" + ",".join(specs) + "}" if members else event.spec)
+    return args
+
 
 @dataclass
 class Plan:
@@ -58,9 +80,16 @@ class Plan:
             "runs": [
                 {
                     "events": [
-                        {"name": p.event.name, "pmu": p.event.pmu, "counter": p.counter}
+                        {
+                            "name": p.event.name,
+                            "pmu": p.event.pmu,
+                            "counter": p.counter,
+                            "spec": p.event.spec,
+                        }
+                        | ({"leader": p.event.leader} if p.event.leader else {})
                         for p in run.placements
-                    ]
+                    ],
+                    "perf_events": run.perf_events(),
                 }
                 for run in self.runs
             ],
@@ -119,8 +148,12 @@ def run_problems(run: Run, pmus: dict[str, Pmu]) -> list[str]:
     """Why this run cannot be counted without multiplexing (empty when it can)."""
     problems: list[str] = []
     by_pmu: dict[str, list[Placement]] = {}
+    seen: set[tuple[str, str]] = set()
     for p in run.placements:
         by_pmu.setdefault(p.event.pmu, []).append(p)
+        if p.event.leader and (p.event.pmu, p.event.leader) not in seen:
+            problems.append(f"{p.event.name} is not after its group leader {p.event.leader}")
+        seen.add(p.event.key)
     for name, placements in by_pmu.items():
         pmu = pmus[name]
         if pmu.unconstrained:

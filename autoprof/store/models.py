@@ -33,6 +33,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 RUN_COMPLETE = "complete"  # every part of the run is stored
 RUN_INCOMPLETE = "incomplete"  # some parts of a split profile have not arrived yet
+KIND_PROFILE = "profile"  # `autoprof profile`: every event, one perf run per group
+KIND_BENCH = "bench"  # `autoprof bench`: commands timed and counted N times each
+KINDS = (KIND_PROFILE, KIND_BENCH)
 
 
 class Base(DeclarativeBase):
@@ -66,6 +69,7 @@ class Run(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    kind: Mapped[str] = mapped_column(String(16), index=True, server_default=KIND_PROFILE)
     command: Mapped[list[Any]]  # argv, as in the manifest
     command_line: Mapped[str]  # shlex-joined argv, for display and --command filters
     created: Mapped[dt.datetime] = mapped_column(index=True)  # UTC, when the profile started
@@ -171,3 +175,26 @@ SAMPLE_COLUMNS: dict[str, str] = {
     "PERCENT_RUNNING": "percent_running",
     "STATUS": "status",
 }
+
+
+class FunctionRow(Base):
+    """A sampled recording kept in a profile's folder (`autoprof record -o OUT/NAME`): one
+    function's weight for one event, as `autoprof report` shows it (self samples by symbol).
+
+    `row` is the function's rank in the report, `event_index` the event's position in its
+    columns; a function with no sample of an event has no row for it.
+    """
+
+    __tablename__ = "function_row"
+
+    part_id: Mapped[int] = mapped_column(
+        ForeignKey("run_part.id", ondelete="CASCADE"), primary_key=True
+    )
+    recording: Mapped[str] = mapped_column(primary_key=True)  # the folder's name within OUT
+    row: Mapped[int] = mapped_column(primary_key=True)
+    event_index: Mapped[int] = mapped_column(primary_key=True)
+    symbol: Mapped[str]
+    dso: Mapped[str]
+    event: Mapped[str]
+    period: Mapped[int] = mapped_column(BigInteger)  # samples weighted by their period
+    samples: Mapped[int] = mapped_column(BigInteger)

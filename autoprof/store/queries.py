@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from autoprof import results
 from autoprof.errors import AutoprofError
+from autoprof.store.functions import read_functions, summary
 from autoprof.store.models import (
     RUN_COMPLETE,
     SAMPLE_COLUMNS,
@@ -48,6 +49,7 @@ class RunSummary:
     parts_stored: int
     parts_expected: int
     tags: dict[str, str] = field(default_factory=dict)
+    kind: str = "profile"
 
 
 def parse_since(text: str, now: dt.datetime) -> dt.datetime:
@@ -91,10 +93,14 @@ def list_runs(
     command: str | None = None,
     since: dt.datetime | None = None,
     tags: dict[str, str] | None = None,
+    kind: str | None = None,
 ) -> list[RunSummary]:
     """Runs matching every filter given, oldest first. `machine` matches hostname, CPU id or
-    model name (substring, any case); `command` a substring of the command line."""
+    model name (substring, any case); `command` a substring of the command line; `kind` is
+    profile or bench."""
     query = select(Run).order_by(Run.created, Run.id)
+    if kind:
+        query = query.where(Run.kind == kind)
     if machine:
         pattern = f"%{machine.lower()}%"
         query = query.where(
@@ -148,6 +154,7 @@ def list_runs(
             parts_stored=parts[r.id],
             parts_expected=r.parts_expected,
             tags=tag_map[r.id],
+            kind=r.kind,
         )
         for r in runs
     ]
@@ -164,6 +171,7 @@ def run_details(conn: Connection, ident: str) -> dict:
             .order_by(RunPart.part)
         ).all()
     tags = dict(conn.execute(select(Tag.key, Tag.value).where(Tag.run_id == run.id)).all())
+    functions = summary(read_functions(conn, run.id))
     return {
         "id": run.uuid,
         "command": run.command,
@@ -197,6 +205,7 @@ def run_details(conn: Connection, ident: str) -> dict:
             }
             for p, m in parts
         ],
+        "functions": functions,  # per sampled recording: events, totals, top functions
     }
 
 
@@ -248,6 +257,23 @@ def export_frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.D
     if stored > 1:
         frame = frame.sort_values(["RUN", "REPEAT"], kind="stable", ignore_index=True)
     return frame
+
+
+def export_functions(conn: Connection, ident: str, recording: str | None = None) -> str:
+    """A recording's per-function rows, as `autoprof report --csv` writes them."""
+    from autoprof.report.render import csv_text
+
+    run = find_run(conn, ident)
+    tables = read_functions(conn, run.id)
+    if not tables:
+        raise AutoprofError(f"run {run.uuid} has no per-function rows (no recording was uploaded)")
+    if recording is None and len(tables) > 1:
+        names = ", ".join(tables)
+        raise AutoprofError(f"run {run.uuid} holds recordings {names}: choose one (--recording)")
+    name = recording if recording is not None else next(iter(tables))
+    if name not in tables:
+        raise AutoprofError(f"run {run.uuid} has no recording {name!r} ({', '.join(tables)})")
+    return csv_text(tables[name])
 
 
 def _frame(rows: list, columns: list[str]) -> pd.DataFrame:

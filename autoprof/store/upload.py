@@ -32,9 +32,13 @@ from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from autoprof import outdir, results
+from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.errors import AutoprofError
 from autoprof.store.engine import Store
+from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
+    KIND_BENCH,
+    KIND_PROFILE,
     RUN_COMPLETE,
     RUN_INCOMPLETE,
     SAMPLE_COLUMNS,
@@ -58,6 +62,7 @@ class Profile:
     parts: int
     report: dict[str, Any] | None
     records: list[dict[str, Any]]
+    kind: str = KIND_PROFILE  # KIND_BENCH: a folder `autoprof bench -o` wrote
 
 
 @dataclass
@@ -116,7 +121,8 @@ def read_profile(out: Path) -> Profile:
         _utc(manifest.created)
     except ValueError:
         raise AutoprofError(f"{out}: manifest 'created' is not an ISO 8601 time") from None
-    return Profile(manifest, part, parts, report, records)
+    kind = KIND_BENCH if (out / BENCH_FILE).is_file() else KIND_PROFILE
+    return Profile(manifest, part, parts, report, records, kind)
 
 
 def load_results(out: Path) -> pd.DataFrame:
@@ -231,6 +237,7 @@ def _claim_run(conn: Connection, profile: Profile) -> Run:
         _insert(conn, Run)
         .values(
             uuid=manifest.id,
+            kind=profile.kind,
             command=manifest.command,
             command_line=shlex.join(manifest.command),
             created=_utc(manifest.created) or utc_now(),
@@ -283,6 +290,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
         if _stored_part(conn, uuid, part):
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
     frame = load_results(out)
+    functions = load_functions(out)
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()
     started, ended = _span(profile.records)
@@ -306,6 +314,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
             .returning(RunPart.id)
         )
         rows = insert_part(conn, part_id, frame)
+        insert_functions(conn, part_id, functions)
         if tags:
             conn.execute(
                 _insert(conn, Tag)

@@ -1,0 +1,142 @@
+"""Statistics of a benchmark (`autoprof bench`): per command and metric mean +- sd, min, max
+and outliers, a warning when the first runs are slower, and each command's ratio to the first
+with a confidence interval and the significance test of `analyze compare`.
+
+Outliers are repetitions whose modified z-score (0.6745 (x - median) / MAD, Iglewicz and
+Hoaglin) exceeds 3.5; the warning about disturbed runs takes hyperfine's 14.826 (ten standard
+deviations' worth of MAD), so that the ordinary jitter of a busy machine does not raise it.
+The ratio's interval is the delta method's (relative standard errors of the two means added in
+quadrature) with Welch-Satterthwaite degrees of freedom; counts equal in every repetition
+(hardware breakpoints) give an exact ratio.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from autoprof.analysis.compare import significance
+from autoprof.benchmark.measure import BenchResult
+
+OUTLIER_Z = 3.5
+DISTURBED_Z = 14.826
+
+
+@dataclass
+class Summary:
+    metric: str
+    n: int
+    mean: float
+    sd: float
+    min: float
+    max: float
+    median: float
+    outliers: list[int]  # 1-based repetitions
+
+
+@dataclass
+class Ratio:
+    metric: str
+    ratio: float  # mean of this command / mean of the first
+    low: float
+    high: float
+    p_value: float  # NaN when there is nothing to test (see note)
+    note: str
+
+
+def modified_z(values: np.ndarray) -> np.ndarray:
+    """Iglewicz-Hoaglin modified z-scores; 0 everywhere when half the values are equal (MAD 0)."""
+    median = np.median(values)
+    mad = np.median(np.abs(values - median))
+    if mad == 0:
+        return np.zeros_like(values, dtype=float)
+    return 0.6745 * (values - median) / mad
+
+
+def summarize(metric: str, values: list[float]) -> Summary:
+    array = np.asarray(values, dtype=float)
+    outliers = [int(i) + 1 for i in np.flatnonzero(np.abs(modified_z(array)) > OUTLIER_Z)]
+    return Summary(
+        metric,
+        len(array),
+        float(array.mean()),
+        float(array.std(ddof=1)) if len(array) > 1 else math.nan,
+        float(array.min()),
+        float(array.max()),
+        float(np.median(array)),
+        outliers,
+    )
+
+
+def cold_start(values: list[float]) -> bool:
+    """The first repetition is a slow outlier: caches were cold (hyperfine's warning)."""
+    array = np.asarray(values, dtype=float)
+    return len(array) >= 3 and modified_z(array)[0] > OUTLIER_Z
+
+
+def ratio(metric: str, a: list[float], b: list[float], confidence: float = 0.95) -> Ratio:
+    """mean(b) / mean(a) with its `confidence` interval and Welch's test of the difference."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    mean_a, mean_b = float(x.mean()), float(y.mean())
+    p, note = significance(x, y, "welch")
+    if mean_a == 0:
+        return Ratio(metric, math.nan, math.nan, math.nan, p, note or "first command's mean is 0")
+    r = mean_b / mean_a
+    if len(x) < 2 or len(y) < 2 or mean_b == 0:
+        return Ratio(metric, r, math.nan, math.nan, p, note or "no interval: mean 0")
+    rel_a = x.var(ddof=1) / len(x) / mean_a**2
+    rel_b = y.var(ddof=1) / len(y) / mean_b**2
+    if rel_a + rel_b == 0:
+        return Ratio(metric, r, r, r, p, note)
+    df = (rel_a + rel_b) ** 2 / (rel_a**2 / (len(x) - 1) + rel_b**2 / (len(y) - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * abs(r) * math.sqrt(rel_a + rel_b)
+    return Ratio(metric, r, r - half, r + half, p, note)
+
+
+def summaries(result: BenchResult) -> list[list[Summary]]:
+    """Per command, one Summary per metric (times first, then events)."""
+    return [
+        [summarize(m, [rep.value(m) for rep in c.repetitions]) for m in result.metrics]
+        for c in result.commands
+    ]
+
+
+def ratios(result: BenchResult, confidence: float = 0.95) -> list[list[Ratio]]:
+    """Per command after the first, one Ratio per metric against the first command."""
+    first = result.commands[0]
+    return [
+        [
+            ratio(
+                m,
+                [rep.value(m) for rep in first.repetitions],
+                [rep.value(m) for rep in c.repetitions],
+                confidence,
+            )
+            for m in result.metrics
+        ]
+        for c in result.commands[1:]
+    ]
+
+
+def warnings(result: BenchResult) -> list[str]:
+    """Cold caches (first run slow) and outliers in wall time, per command."""
+    found = []
+    for c in result.commands:
+        wall = [rep.wall_s for rep in c.repetitions]
+        name = " ".join(c.command)
+        if cold_start(wall):
+            found.append(
+                f"{name}: the first run was much slower ({wall[0]:.4g} s, median "
+                f"{np.median(wall):.4g} s): cold caches? Use --warmup or --prepare"
+            )
+        z = modified_z(np.asarray(wall))
+        outliers = [int(i) + 1 for i in np.flatnonzero(np.abs(z) > DISTURBED_Z)]
+        if outliers and not (outliers == [1] and cold_start(wall)):
+            found.append(
+                f"{name}: {len(outliers)} wall-time outlier(s) (runs "
+                f"{', '.join(map(str, outliers))}): other programs disturbed the benchmark?"
+            )
+    return found

@@ -1,0 +1,75 @@
+"""A benchmark kept on disk (`autoprof bench -o DIR`), laid out like a profile's out/ so that
+`autoprof upload DIR` stores it and `runs export` gives its rows back:
+
+    DIR/manifest.json   what was run, on which machine (options.kind = "bench")
+    DIR/bench.json      the --export-json document: repetitions, summaries, ratios
+    DIR/results.csv     one row per (command, repetition, metric): EVENT_NAME is the metric
+                        (wall_s, user_s, sys_s or the event), RUN the command's number,
+                        REPEAT the repetition, VALUE_UNIT the unit
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from autoprof import __version__, outdir, results
+from autoprof.benchmark.measure import TIMES, BenchResult
+from autoprof.errors import AutoprofError
+from autoprof.outdir import MachineFacts, Manifest
+
+BENCH_FILE = "bench.json"
+
+
+def command_words(result: BenchResult) -> list[str]:
+    """All commands as one argv, `--` between them (as given to `autoprof bench`)."""
+    words: list[str] = []
+    for i, command in enumerate(result.commands):
+        words += (["--"] if i else []) + command.command
+    return words
+
+
+def frame(result: BenchResult):
+    """The results.csv rows of a benchmark (see the module docstring)."""
+    import pandas as pd
+
+    pmu = {e.name: e.pmu for e in result.events}
+    rows = [
+        {
+            "EVENT_NAME": metric,
+            "INDEX": 0,
+            "SAMPLE_VALUE": rep.value(metric),
+            "RUN": number,
+            "REPEAT": rep.index,
+            "PMU": "time" if metric in TIMES else pmu[metric],
+            "VALUE_UNIT": result.units.get(metric, ""),
+            "PERCENT_RUNNING": 100.0,
+            "STATUS": results.STATUS_OK,
+        }
+        for number, command in enumerate(result.commands, 1)
+        for rep in command.repetitions
+        for metric in result.metrics
+    ]
+    return results.normalize(pd.DataFrame(rows).reindex(columns=results.COLUMNS))
+
+
+def write(out: Path, result: BenchResult, facts: MachineFacts, document: dict) -> Manifest:
+    """Write the benchmark folder (`document` is the JSON export); returns its manifest."""
+    if (out / outdir.MANIFEST).exists():
+        raise AutoprofError(f"{out} already holds a profile or benchmark; use another -o")
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest(
+        id=str(uuid.uuid4()),
+        autoprof_version=__version__,
+        created=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        command=command_words(result),
+        machine=facts,
+        plan={},
+        options={"kind": "bench", "commands": [c.command for c in result.commands]},
+    )
+    (out / BENCH_FILE).write_text(json.dumps(document, indent=1) + "\n")
+    results.write_csv(frame(result), out / outdir.RESULTS)
+    outdir.write_manifest(out, manifest)
+    return manifest

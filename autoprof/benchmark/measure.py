@@ -1,0 +1,248 @@
+"""Run each command N times under `perf stat` and keep wall, user and sys time and the counts
+of every repetition.
+
+Times come from perf's own tool events (`duration_time`, `user_time`, `system_time`), so they
+cover the workload only, not perf's start-up. perf (6.1 `__run_perf_stat`) reads the start
+clock just after it releases the workload, so when perf loses the CPU right then (the woken
+workload preempts it on a busy machine) `duration_time` misses that moment: on the loaded
+2-core development VM `sleep 0.05` read as little as 41 ms now and then, while a quiet machine
+reads ~51 ms. It is perf's figure, kept as perf gives it; benchmark on a quiet machine.
+
+perf 6.1 prints a tool event whose value is 0 as `<not counted>` with a run time of 0 (perf
+sets a tool event's run time to its value): a rusage time below the kernel's accounting
+granularity, read as 0 s here. Every other event
+that was not counted, not supported or counted only part of the time (multiplexed) stops the
+benchmark with perf's words: a bench never reports such a number.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from autoprof.catalog.model import Catalog, Event
+from autoprof.errors import AutoprofError
+from autoprof.perf import command as perf_command
+
+TIME_EVENTS = {"duration_time": "wall_s", "user_time": "user_s", "system_time": "sys_s"}
+TIMES = tuple(TIME_EVENTS.values())
+DEFAULT_EVENTS = ["task-clock", "context-switches", "cpu-migrations", "page-faults"]
+
+
+@dataclass
+class BenchOptions:
+    runs: int = 10
+    warmup: int = 2
+    prepare: str | None = None  # a shell command run before every repetition (warm-ups too)
+    timeout: float | None = None
+
+
+@dataclass
+class Repetition:
+    """One timed execution of a command: seconds, and each event's count in perf's unit."""
+
+    index: int  # 1-based, warm-ups not counted
+    wall_s: float
+    user_s: float
+    sys_s: float
+    counts: dict[str, float] = field(default_factory=dict)
+
+    def value(self, metric: str) -> float:
+        return getattr(self, metric) if metric in TIMES else self.counts[metric]
+
+
+@dataclass
+class CommandResult:
+    command: list[str]
+    repetitions: list[Repetition] = field(default_factory=list)
+
+
+@dataclass
+class BenchResult:
+    events: list[Event]
+    units: dict[str, str]  # metric -> unit ("s" for times, perf's unit for events)
+    options: BenchOptions
+    commands: list[CommandResult]
+
+    @property
+    def metrics(self) -> list[str]:
+        return [*TIMES, *(e.name for e in self.events)]
+
+
+def one_run_events(catalog: Catalog, names: list[str]) -> list[Event]:
+    """The events `names` stand for, refused when they do not fit one run of the counters:
+    a benchmark never multiplexes. The scheduler says how many runs `profile` would need."""
+    from autoprof.profile import plan_for
+
+    catalog, plan = plan_for(catalog, names or DEFAULT_EVENTS)
+    if len(plan) > 1:
+        raise AutoprofError(
+            f"these {len(catalog.events)} events do not fit one run of the counters: they need "
+            f"{len(plan)} runs (lower bound {plan.lower_bound}); a bench counts every event in "
+            f"each repetition without multiplexing. Choose fewer events, or measure them all "
+            f"with `autoprof profile` ({len(plan)} runs per repetition)"
+        )
+    return [e for run in plan.runs for e in run.events]
+
+
+def _count(row, event: str) -> float:
+    """The value of one parsed line; raises on anything but a full, trustworthy count."""
+    state, value = row["STATE"], row["VALUE"]
+    if event in TIME_EVENTS and state == "not counted" and row["RUN_TIME"] == 0:
+        return 0.0  # perf 6.1: a zero rusage time prints as <not counted> (see above)
+    if state != "counted":
+        raise AutoprofError(f"perf says {event} is {state}: a bench cannot use it")
+    if row["PERCENT_RUNNING"] < 100:
+        raise AutoprofError(
+            f"perf multiplexed {event} (counted {row['PERCENT_RUNNING']:.2f}% of the time): "
+            "another user of the counters? A bench reports full counts only"
+        )
+    return float(value)
+
+
+def read_counts(output: bytes, events: list[Event]) -> tuple[dict[str, float], dict[str, str]]:
+    """(metric -> value, metric -> unit) from one `perf stat -x,` total-mode output: the three
+    times in seconds, the events under their catalog names in perf's units."""
+    import pandas as pd
+
+    from autoprof.perf import stat_csv
+
+    frame = stat_csv.parse(output, ",", interval=False).frame
+    wanted = {**{t: t for t in TIME_EVENTS}, **{e.spec: e.name for e in events}}
+    values: dict[str, float] = {}
+    units: dict[str, str] = {}
+    for _, row in frame.iterrows():
+        name = wanted.get(row["EVENT"])
+        if name is None or name in values:
+            continue
+        values[name] = _count(row, name)
+        units[name] = "" if pd.isna(row["UNIT"]) else str(row["UNIT"])
+    missing = [n for n in wanted.values() if n not in values]
+    if missing:
+        raise AutoprofError(f"perf printed no count for {', '.join(missing)}")
+    for event, metric in TIME_EVENTS.items():
+        if units[event] != "ns":
+            raise AutoprofError(f"perf gave {event} in {units[event]!r}, not ns")
+        values[metric] = values.pop(event) / 1e9
+        units.pop(event)
+        units[metric] = "s"
+    return values, units
+
+
+def _prepare(command: str) -> None:
+    proc = subprocess.run(command, shell=True, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AutoprofError(
+            f"--prepare command exited {proc.returncode}: {command} "
+            f"({proc.stderr.strip()[-200:] or 'no output'})"
+        )
+
+
+def run_once(
+    command: list[str], events: list[Event], output: Path, timeout: float | None, perf: str
+) -> tuple[dict[str, float], dict[str, str]]:
+    """One `perf stat` of `command`; the workload's output is discarded (as hyperfine does)."""
+    specs = [*TIME_EVENTS, *(e.spec for e in events)]
+    argv = perf_command.stat_argv(specs, command, str(output), interval_ms=None, perf=perf)
+    env = dict(os.environ, LC_ALL="C")
+    try:
+        proc = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise AutoprofError(f"{shlex.join(command)} ran past --timeout {timeout:g} s") from None
+    stderr = proc.stderr.decode(errors="replace")
+    failure = perf_command.open_failure(stderr)
+    if failure:
+        raise AutoprofError(f"perf could not open {failure.event}: {failure.reason}")
+    if proc.returncode != 0:
+        raise AutoprofError(
+            f"{shlex.join(command)} exited with status {proc.returncode}"
+            f"{': ' + stderr.strip().splitlines()[-1][:200] if stderr.strip() else ''}"
+        )
+    return read_counts(output.read_bytes(), events)
+
+
+def bench(
+    commands: list[list[str]],
+    events: list[Event],
+    options: BenchOptions,
+    on_run: Callable[[int, int, bool], None] | None = None,
+) -> BenchResult:
+    """Every command `options.warmup` times untimed, then `options.runs` times timed.
+
+    `on_run(command_index, repetition, warmup)` is called after each execution.
+    """
+    perf = shutil.which("perf")
+    if perf is None:
+        raise AutoprofError("perf not found (apt-get install linux-perf)")
+    for command in commands:
+        if shutil.which(command[0]) is None:
+            raise AutoprofError(f"command not found: {command[0]}")
+    results = [CommandResult(list(c)) for c in commands]
+    units: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="autoprof-bench-") as tmp:
+        output = Path(tmp) / "perf.csv"
+        for i, result in enumerate(results):
+            for rep in range(options.warmup + options.runs):
+                if options.prepare:
+                    _prepare(options.prepare)
+                values, units = run_once(result.command, events, output, options.timeout, perf)
+                warm = rep < options.warmup
+                if not warm:
+                    index = rep - options.warmup + 1
+                    counts = {k: v for k, v in values.items() if k not in TIMES}
+                    times = {k: values[k] for k in TIMES}
+                    result.repetitions.append(Repetition(index, **times, counts=counts))
+                if on_run:
+                    on_run(i, rep + 1 if warm else rep - options.warmup + 1, warm)
+    return BenchResult(events, units, options, results)
+
+
+CSV_COLUMNS = ["command", "repetition", "metric", "value", "unit"]
+
+
+def to_json(result: BenchResult) -> dict:
+    """Everything measured, in a JSON-able dict (`from_json` reads it back)."""
+    return {
+        "events": [{"name": e.name, "pmu": e.pmu, "spec": e.spec} for e in result.events],
+        "units": result.units,
+        "options": asdict(result.options),
+        "commands": [
+            {"command": c.command, "repetitions": [asdict(r) for r in c.repetitions]}
+            for c in result.commands
+        ],
+    }
+
+
+def from_json(data: dict) -> BenchResult:
+    return BenchResult(
+        [Event(e["name"], e["pmu"], e["spec"]) for e in data["events"]],
+        dict(data["units"]),
+        BenchOptions(**data["options"]),
+        [
+            CommandResult(c["command"], [Repetition(**r) for r in c["repetitions"]])
+            for c in data["commands"]
+        ],
+    )
+
+
+def rows(result: BenchResult) -> list[list]:
+    """Long format, one row per (command, repetition, metric): CSV_COLUMNS."""
+    return [
+        [shlex.join(c.command), rep.index, metric, rep.value(metric), result.units.get(metric, "")]
+        for c in result.commands
+        for rep in c.repetitions
+        for metric in result.metrics
+    ]

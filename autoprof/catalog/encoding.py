@@ -1,0 +1,121 @@
+"""perf's term names per PMU kind: the one place that writes `pmu/terms/`.
+
+An event's encoding is held as explicit fields on `Event` (code, umask, cmask, edge, inv,
+anythread, msr_value and extra format `terms`); `spec(event)` turns them into the string
+`perf stat -e` gets, with the term names the kernel's sysfs ``format/`` directory of that kind
+of PMU defines. The names and rules follow perf's own conversion of Intel's perfmon data
+(``tools/perf/pmu-events/jevents.py`` over ``create_perf_json.py`` output); where that
+converter loses bits the kernel's format can carry (ExtSel, UMaskExt with UMask 0, the PCU's
+occupancy select) the kernel's format definitions (arch/x86/events/intel/uncore*.c) win.
+
+Styles (the kind of PMU):
+- ``core``: cpu / cpu_core / cpu_atom: event, umask, cmask, edge, inv, any, and one shared
+  register term (offcore_rsp / ldlat / frontend) whose value is `msr_value`;
+- ``uncore``: server uncore boxes: the counter mask is ``thresh``;
+- ``uncore_client``: client uncore (cbox, arb, clock, imc): the counter mask is ``cmask``;
+- ``raw``: the whole config given as ``config=`` (a box whose format cannot name a bit).
+Free-running and fixed uncore counters are ``uncore`` events with event=0xff (their PMU and
+umask are chosen by the catalog reader).
+
+Deriving an event (e.g. metrics with perf modifiers :c1 :e1 :i1): ``dataclasses.replace(event,
+name="X.Y:c1", cmask=1, edge=True, inv=True, anythread=True, umask=...)``; the result's
+``.spec`` (computed by `spec`, the single entry point) is its string, with a quoted ``name=``
+when the name needs it. Counters stay the caller's business: a fixed-counter event given a
+cmask must move to generic counters (``fixed=None, counters=...``).
+
+`parse_terms` reads a ``pmu/terms/`` string back into (pmu, {term: value}), so strings can be
+compared term by term (tests, and matching a user's raw event to a catalog event).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autoprof.catalog.model import Event
+
+CORE = "core"
+UNCORE = "uncore"
+UNCORE_CLIENT = "uncore_client"
+RAW = "raw"
+STYLES = (CORE, UNCORE, UNCORE_CLIENT, RAW)
+
+# Shared-register MSR -> the core format term that carries the register's value.
+MSR_TERM = {"0x1a6": "offcore_rsp", "0x1a7": "offcore_rsp", "0x3f6": "ldlat", "0x3f7": "frontend"}
+_COUNTER_MASK = {CORE: "cmask", UNCORE: "thresh", UNCORE_CLIENT: "cmask"}
+# Terms whose value is a label or a sampling setting, not part of what is counted.
+LABEL_TERMS = frozenset({"name", "period"})
+
+
+def number(value: int) -> str:
+    """A value as perf's jevents writes it (printf ``%#llx``, small values in decimal)."""
+    return str(value) if 0 <= value < 10 else hex(value)
+
+
+def terms(event: Event) -> list[tuple[str, int]]:
+    """The (term, value) pairs of an encoded event, in perf's order, without the name."""
+    if event.style == RAW:
+        return list(event.terms)
+    out = [("event", event.code)]
+    if event.umask:
+        out.append(("umask", event.umask))
+    if event.cmask:
+        out.append((_COUNTER_MASK[event.style], event.cmask))
+    out += [(t, 1) for t, on in (("edge", event.edge), ("inv", event.inv)) if on]
+    if event.anythread:
+        out.append(("any", 1))
+    out += list(event.terms)
+    if event.style == CORE and event.registers:
+        out.append((MSR_TERM[min(event.registers)], event.msr_value))
+    return out
+
+
+_BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_QUOTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_*?\-,.\[\]:=]*$")
+
+
+def name_term(name: str) -> str:
+    """perf's ``name=`` term: bare for perfmon-style names, quoted (``name='X.Y:c1'``) for names
+    with characters perf's lexer only takes inside quotes (``:``, ``-``, ``=``, ``,``)."""
+    if _BARE_NAME.match(name):
+        return f"name={name}"
+    if _QUOTED_NAME.match(name):
+        return f"name='{name}'"
+    raise ValueError(f"event name {name!r} cannot be given to perf as a name= term")
+
+
+def spec(event: Event) -> str:
+    """The exact argument for ``perf stat -e``: ``pmu/term=value,...,name=NAME/``."""
+    if event.style not in STYLES:
+        raise ValueError(f"unknown encoding style {event.style!r} for {event.name}")
+    body = ",".join(f"{t}={number(v)}" for t, v in terms(event))
+    return f"{event.pmu}/{body},{name_term(event.name)}/"
+
+
+_SPEC = re.compile(r"^([\w.-]+)/(.*)/$")
+
+
+def parse_terms(text: str) -> tuple[str, dict[str, int | str]] | None:
+    """(pmu, {term: value}) of a ``pmu/t=v,.../`` string (values as ints where numeric, a bare
+    term as 1); None when `text` is not of that form."""
+    match = _SPEC.match(text.strip())
+    if not match:
+        return None
+    values: dict[str, int | str] = {}
+    for part in filter(None, match.group(2).split(",")):
+        key, sep, raw = part.partition("=")
+        key = key.strip()
+        if not sep:
+            values[key] = 1
+            continue
+        try:
+            values[key] = int(raw.strip(), 0)
+        except ValueError:
+            values[key] = raw.strip().strip("'")
+    return match.group(1), values
+
+
+def counted(values: dict[str, int | str]) -> dict[str, int | str]:
+    """The terms that decide what is counted: zero values and labels dropped."""
+    return {k: v for k, v in values.items() if k not in LABEL_TERMS and v != 0}

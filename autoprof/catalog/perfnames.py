@@ -1,0 +1,141 @@
+"""Events as perf users type them: generic hardware events (``cycles``, ``cache-misses``),
+raw events (``r01c2``, ``cpu/event=0x3c,umask=0x0/``) and sysfs aliases (``cpu/topdown-retiring/``).
+
+Each becomes a catalog event so a plan can hold it: the catalog event with the same encoding
+on that PMU when there is one (``cycles`` on an Intel core is CPU_CLK_UNHALTED.THREAD,
+event=0x3c), otherwise an event of its own on the PMU's generic counters, given to perf as
+typed. Without a core catalog (no perfmon data for this CPU) the core PMU is assumed to have
+`FALLBACK_COUNTERS` generic counters: the fewest any x86 core offers, so a plan made with it
+never multiplexes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autoprof.catalog import encoding
+from autoprof.catalog.model import Catalog, Event, Pmu
+
+FALLBACK_COUNTERS = 4
+# perf's generic hardware events -> the Intel architectural encoding the kernel uses
+# (arch/x86/events/intel/core.c, intel_perfmon_event_map); None: no fixed encoding.
+GENERIC = {
+    "cycles": {"event": 0x3C},
+    "cpu-cycles": {"event": 0x3C},
+    "instructions": {"event": 0xC0},
+    "cache-references": {"event": 0x2E, "umask": 0x4F},
+    "cache-misses": {"event": 0x2E, "umask": 0x41},
+    "branch-instructions": {"event": 0xC4},
+    "branches": {"event": 0xC4},
+    "branch-misses": {"event": 0xC5},
+    "bus-cycles": {"event": 0x3C, "umask": 0x01},
+    "ref-cycles": {"event": 0x00, "umask": 0x03},
+    "stalled-cycles-frontend": None,
+    "idle-cycles-frontend": None,
+    "stalled-cycles-backend": None,
+    "idle-cycles-backend": None,
+}
+# The kernel's sysfs aliases for Ice Lake and later cores (arch/x86/events/intel/core.c), for
+# planning on a machine that is not the target.
+KERNEL_ALIASES = {"slots": {"event": 0x00, "umask": 0x04}} | {
+    f"topdown-{name}": {"event": 0x00, "umask": 0x80 + i}
+    for i, name in enumerate(
+        (
+            "retiring",
+            "bad-spec",
+            "fe-bound",
+            "be-bound",
+            "heavy-ops",
+            "br-mispredict",
+            "fetch-lat",
+            "mem-bound",
+        )
+    )
+}
+_CACHE = re.compile(
+    r"^(L1-dcache|L1-icache|LLC|dTLB|iTLB|branch|node)-"
+    r"(loads?|load-misses|stores?|store-misses|prefetch(es)?|prefetch-misses)$"
+)
+_RAW = re.compile(r"^r([0-9a-fA-F]+)$")
+
+
+def raw_terms(config: int) -> dict[str, int]:
+    """The core terms of a raw x86 config (``rNNN``): event 0-7, umask 8-15, edge 18, any 21,
+    inv 23, cmask 24-31."""
+    values = {"event": config & 0xFF, "umask": config >> 8 & 0xFF, "edge": config >> 18 & 1}
+    values |= {"any": config >> 21 & 1, "inv": config >> 23 & 1, "cmask": config >> 24 & 0xFF}
+    return values
+
+
+def core_pmus(catalog: Catalog) -> list[str]:
+    names = [p for p in catalog.pmus if p == "cpu" or p.startswith("cpu_")]
+    return sorted(names, key=lambda p: (p != "cpu", p != "cpu_core", p))
+
+
+def _match(catalog: Catalog, pmu: str, terms: dict) -> Event | None:
+    """The catalog event of `pmu` whose encoding has the same terms (fixed counters first)."""
+    wanted = encoding.counted(terms)
+    found = [
+        e
+        for e in catalog.events
+        if e.pmu == pmu and e.style and encoding.counted(encoding.parse_terms(e.spec)[1]) == wanted
+    ]
+    found.sort(key=lambda e: e.fixed is None)
+    return found[0] if found else None
+
+
+def _own(catalog: Catalog, pmu: str, name: str, spec: str) -> Catalog:
+    """An event of its own on the generic counters of `pmu` (a core PMU no catalog describes
+    gets `FALLBACK_COUNTERS`; another PMU only sysfs knows, e.g. power/, counts freely)."""
+    unit = catalog.pmus.get(pmu)
+    if unit is None and (pmu == "cpu" or pmu.startswith("cpu_")):
+        unit = Pmu(pmu, generic=FALLBACK_COUNTERS, description="assumed core counters")
+    unit = unit or Pmu(pmu, unconstrained=True, description="from sysfs")
+    counters = frozenset() if unit.unconstrained else frozenset(range(unit.counters))
+    event = Event(name, pmu, spec, counters=counters)
+    return Catalog(catalog.cpu, {pmu: unit}, [event], source=catalog.source)
+
+
+def sysfs_alias(root: Path, pmu: str, name: str) -> dict | None:
+    """The terms of a sysfs event alias ``root/<pmu>/events/<name>`` (None if absent)."""
+    try:
+        text = (root / pmu / "events" / name).read_text().strip()
+    except OSError:
+        return None
+    parsed = encoding.parse_terms(f"{pmu}/{text}/")
+    return parsed[1] if parsed else None
+
+
+def resolve(catalog: Catalog, spec: str, sysfs: Path) -> Catalog | None:
+    """A catalog holding the event perf would count for `spec`, or None when `spec` is none
+    of perf's generic, raw or ``pmu/.../`` forms."""
+    cores = core_pmus(catalog) or ["cpu"]
+    if spec in KERNEL_ALIASES:
+        spec = f"{cores[0]}/{spec}/"
+    raw = _RAW.match(spec)
+    if spec in GENERIC or _CACHE.match(spec) or raw:
+        terms = raw_terms(int(raw.group(1), 16)) if raw else GENERIC.get(spec)
+        if terms is not None:
+            for pmu in cores:
+                found = _match(catalog, pmu, terms)
+                if found:
+                    return catalog.select([f"{found.pmu}/{found.name}"])
+        pmu = cores[0]
+        return _own(catalog, pmu, spec, spec if pmu == "cpu" else f"{pmu}/{spec}/")
+    parsed = encoding.parse_terms(spec)
+    if parsed is None:
+        return None
+    pmu, terms = parsed
+    if len(terms) == 1 and next(iter(terms.values())) == 1:  # pmu/alias/
+        alias = next(iter(terms))
+        terms = sysfs_alias(sysfs, pmu, alias) or GENERIC.get(alias) or {}
+        terms = terms or (KERNEL_ALIASES.get(alias, {}) if pmu in cores else {})
+        if not terms:
+            return None
+    if pmu in catalog.pmus and (found := _match(catalog, pmu, terms)):
+        return catalog.select([f"{found.pmu}/{found.name}"])
+    if pmu not in catalog.pmus and pmu not in cores and not (sysfs / pmu).is_dir():
+        return None
+    name = terms.get("name") if isinstance(terms.get("name"), str) else spec
+    return _own(catalog, pmu, str(name), spec)

@@ -1,0 +1,213 @@
+"""`autoprof bench -- CMD [-- CMD2 ...]`: hyperfine with counters (autoprof.benchmark)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+
+from autoprof.commands import common
+from autoprof.errors import AutoprofError
+
+
+def split_commands(words: tuple[str, ...]) -> list[list[str]]:
+    """`CMD ARGS -- CMD2 ARGS`: the commands between the `--` separators."""
+    commands: list[list[str]] = [[]]
+    for word in words:
+        if word == "--":
+            commands.append([])
+        else:
+            commands[-1].append(word)
+    commands = [c for c in commands if c]
+    if not commands:
+        raise AutoprofError("no command to benchmark: autoprof bench [OPTIONS] -- CMD [-- CMD2]")
+    return commands
+
+
+def _scale(value: float, unit: str) -> tuple[float, str]:
+    """Seconds in s, ms or µs, whichever reads best; other units as perf gave them."""
+    if unit == "s" and value == value:
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+            if abs(value) >= scale or scale == 1e-6:
+                return scale, name
+    return 1.0, unit
+
+
+def _number(value: float, unit: str, reference: float | None = None) -> str:
+    """`value` in `unit`, scaled as `reference` (default itself) is."""
+    if value != value:
+        return "-"
+    scale, name = _scale(value if reference is None else reference, unit)
+    return f"{value / scale:.4g} {name}".rstrip()
+
+
+def _mean_sd(mean: float, sd: float, unit: str) -> str:
+    """`mean ± sd unit`, both in the mean's scale."""
+    scale, name = _scale(mean, unit)
+    sd_text = "-" if sd != sd else f"{sd / scale:.4g}"
+    return f"{mean / scale:.4g} ± {sd_text} {name}".rstrip()
+
+
+def _show(console, result, summaries, ratios) -> None:
+    from rich.table import Table
+
+    for command, rows in zip(result.commands, summaries, strict=True):
+        table = Table(title=" ".join(command.command), title_justify="left")
+        for name in ("metric", "mean ± sd", "min", "max", "outliers"):
+            table.add_column(name, justify="left" if name == "metric" else "right")
+        for s in rows:
+            unit = result.units.get(s.metric, "")
+            table.add_row(
+                s.metric,
+                _mean_sd(s.mean, s.sd, unit),
+                _number(s.min, unit),
+                _number(s.max, unit),
+                ", ".join(map(str, s.outliers)) or "-",
+            )
+        console.print(table)
+    for command, rows in zip(result.commands[1:], ratios, strict=True):
+        first = " ".join(result.commands[0].command)
+        table = Table(
+            title=f"{' '.join(command.command)} vs {first} (95% CI, Welch's t-test)",
+            title_justify="left",
+        )
+        for name in ("metric", "ratio", "95% CI", "p", "note"):
+            table.add_column(name, justify="left" if name in ("metric", "note") else "right")
+        for r in rows:
+            interval = "-" if r.low != r.low else f"[{r.low:.4g}, {r.high:.4g}]"
+            p = "-" if r.p_value != r.p_value else f"{r.p_value:.2g}"
+            ratio = "-" if r.ratio != r.ratio else f"{r.ratio:.4g}"
+            table.add_row(r.metric, ratio, interval, p, r.note)
+        console.print(table)
+
+
+def _clean(value):
+    """JSON has no NaN: null instead."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def report(result, summaries, ratios) -> dict:
+    """The JSON export: the measurements, then each command's summary and ratio to the first."""
+    from dataclasses import asdict
+
+    from autoprof.benchmark import measure
+
+    data = measure.to_json(result)
+    for i, command in enumerate(data["commands"]):
+        command["summary"] = [asdict(s) for s in summaries[i]]
+        command["ratio_to_first"] = [asdict(r) for r in ratios[i - 1]] if i else None
+    return _clean(data)
+
+
+@click.command("bench")
+@click.option(
+    "-n", "--runs", default=10, show_default=True, type=click.IntRange(2), help="Timed runs."
+)
+@click.option(
+    "--warmup", default=2, show_default=True, type=click.IntRange(0), help="Untimed runs first."
+)
+@click.option(
+    "-e",
+    "--event",
+    "event_names",
+    multiple=True,
+    help="Count this event in every repetition (repeatable; they must fit one run). "
+    "Default: task-clock, context-switches, cpu-migrations, page-faults.",
+)
+@click.option(
+    "--events", "events_file", type=click.Path(dir_okay=False), help="File, one event a line."
+)
+@click.option("--prepare", metavar="CMD", help="Shell command run before every repetition.")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), help="Seconds per run.")
+@click.option("--events-dir", type=click.Path(file_okay=False), help="Intel perfmon directory.")
+@click.option(
+    "--reserve",
+    type=click.IntRange(0, 8),
+    default=0,
+    show_default=True,
+    help="Generic counters taken by others (1 with the NMI watchdog on).",
+)
+@click.option(
+    "--export-json",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write repetitions, summaries and ratios as JSON.",
+)
+@click.option(
+    "--export-csv",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write one row per command, repetition and metric.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
+)
+@click.argument(
+    "words", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [-- CMD2 ...]"
+)
+def bench(
+    runs, warmup, event_names, events_file, prepare, timeout, events_dir, reserve,
+    export_json, export_csv, output, words,
+) -> None:  # fmt: skip
+    """Run each COMMAND (separated by --) many times under perf stat: times and counts per
+    run, mean +- sd, outliers, and the ratio of each command to the first."""
+    import csv
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from autoprof.analysis import bench as stats
+    from autoprof.benchmark import measure
+
+    commands = split_commands(words)
+    if output is not None and (output / "manifest.json").exists():
+        raise AutoprofError(f"{output} already holds a profile or benchmark; use another -o")
+    names = common.event_names(event_names, events_file)
+    catalog = common.build_catalog(events_dir=events_dir, reserve=reserve)
+    events = measure.one_run_events(catalog, names)
+    options = measure.BenchOptions(runs, warmup, prepare, timeout)
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
+    ) as progress:
+        bars = [
+            progress.add_task(" ".join(c)[:40], total=warmup + runs, start=False) for c in commands
+        ]
+
+        def on_run(i, rep, warm):
+            progress.start_task(bars[i])
+            progress.advance(bars[i])
+
+        try:
+            result = measure.bench(commands, events, options, on_run)
+        except KeyboardInterrupt:
+            raise AutoprofError("interrupted: nothing measured is kept") from None
+    summaries, ratios = stats.summaries(result), stats.ratios(result)
+    _show(Console(), result, summaries, ratios)
+    for warning in stats.warnings(result):
+        console.print(f"[yellow]warning:[/] {warning}")
+    document = report(result, summaries, ratios)
+    if export_json:
+        export_json.write_text(json.dumps(document, indent=1) + "\n")
+        console.print(f"wrote {export_json}")
+    if output is not None:
+        from autoprof.benchmark import folder
+        from autoprof.catalog import host
+
+        manifest = folder.write(output, result, host.read_facts(catalog), document)
+        console.print(f"benchmark {manifest.id} in {output}/; store it: autoprof upload {output}")
+    if export_csv:
+        with export_csv.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(measure.CSV_COLUMNS)
+            writer.writerows(measure.rows(result))
+        console.print(f"wrote {export_csv}")

@@ -1,0 +1,33 @@
+"""A recording (an `autoprof record` folder, a perf.data or `perf script` text) -> its
+per-function Table: parsing every event's samples, in the order the events were recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autoprof.errors import AutoprofError
+from autoprof.flame.source import open_input, parse_notes
+from autoprof.perf.script import ParseReport, ScriptOptions, parse
+from autoprof.report.table import Table, build
+
+RECORD_INFO = "record.json"
+
+
+def recorded_events(path: Path) -> list[str]:
+    """The events of an `autoprof record` folder, in the order they were asked for."""
+    try:
+        return list(json.loads((path / RECORD_INFO).read_text())["options"]["events"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def read_table(path: Path, by: str = "symbol", sort: str | None = None) -> tuple[Table, list[str]]:
+    """The per-function table of a recording, and the notes reading it left."""
+    report = ParseReport()
+    with open_input(path) as source:
+        if source.folded:
+            raise AutoprofError(f"{path}: folded stacks carry no events; give perf.data or text")
+        samples = parse(source.lines, report, ScriptOptions(every_event=True))
+        table = build(samples, by, sort, recorded_events(path))
+    return table, source.notes + parse_notes(report)

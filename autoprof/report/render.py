@@ -1,0 +1,70 @@
+"""A per-function `Table` as CSV (every row, for tools) or a terminal table (the top rows)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from autoprof.report.table import Row, Table
+
+
+def header(table: Table) -> list[str]:
+    """CSV columns: the row's name (and dso), then per event its weight, samples and share."""
+    cols = [table.by] + (["dso"] if table.by == "symbol" else [])
+    for event in table.events:
+        cols += [event, f"{event} samples", f"{event} %"]
+    return cols + [label for _, _, label in table.ratios]
+
+
+def _values(table: Table, row: Row) -> list[str]:
+    values = [row.key] + ([row.dso] if table.by == "symbol" else [])
+    for event in table.events:
+        cell = row.cells.get(event)
+        values += [
+            str(cell.period if cell else 0),
+            str(cell.samples if cell else 0),
+            f"{table.share(row, event):.4f}",
+        ]
+    for num, den, _ in table.ratios:
+        ratio = table.ratio(row, num, den)
+        values.append("" if ratio is None else f"{ratio:.6g}")
+    return values
+
+
+def csv_text(table: Table) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header(table))
+    for row in table.rows:
+        writer.writerow(_values(table, row))
+    return out.getvalue()
+
+
+def print_table(table: Table, top: int, title: str) -> None:
+    """The `top` heaviest rows on the terminal (rich): per event its weight and share, then
+    the ratios; each event's total underneath. Sample counts are in the CSV."""
+    from rich.console import Console
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    shown = table.rows[:top]
+    caption = f"{len(shown)} of {len(table.rows)} rows; weights are samples x period"
+    rich = RichTable(title=title, caption=caption, show_footer=True, header_style="bold")
+    rich.add_column(table.by, footer="total", overflow="fold")
+    for event in table.events:
+        rich.add_column(event, justify="right", footer=f"{table.totals[event].period:,}")
+        rich.add_column("%", justify="right", style="bold", footer="100.00")
+    for _, _, label in table.ratios:
+        rich.add_column(label, justify="right")
+    for row in shown:
+        name = Text(row.key)  # Text: names such as [kernel.kallsyms] are no markup
+        if table.by == "symbol" and row.dso:
+            name.append(f" {row.dso}", style="dim")
+        cells: list[Text | str] = [name]
+        for event in table.events:
+            cells += [f"{row.period(event):,}", f"{table.share(row, event):.2f}"]
+        for num, den, _ in table.ratios:
+            ratio = table.ratio(row, num, den)
+            cells.append("" if ratio is None else f"{ratio:.3f}")
+        rich.add_row(*cells)
+    Console().print(rich)

@@ -1,0 +1,110 @@
+"""Per-function rows in the store: the sampled recordings kept in a profile's folder
+(`autoprof record -o OUT/NAME -e ... -- CMD` next to `autoprof profile -o OUT`) are read with
+`autoprof report`'s rules when the folder is uploaded, stored with its part, and read back as
+the same tables for `runs show` and `runs export --report`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Connection, insert, select
+
+from autoprof.errors import AutoprofError
+from autoprof.report.recording import RECORD_INFO, read_table
+from autoprof.report.table import Cell, Row, Table, assemble
+from autoprof.store.models import FunctionRow, RunPart
+
+PERF_DATA = "perf.data"
+
+
+def recordings(out: Path) -> list[Path]:
+    """The `record` folders directly inside a profile folder, by name."""
+    return sorted(
+        d for d in out.iterdir() if (d / RECORD_INFO).is_file() and (d / PERF_DATA).is_file()
+    )
+
+
+def load_functions(out: Path) -> dict[str, Table]:
+    """Recording name -> its per-function table (by symbol). Needs perf (`perf script`)."""
+    tables = {}
+    for folder in recordings(out):
+        try:
+            tables[folder.name], _ = read_table(folder)
+        except AutoprofError as err:
+            raise AutoprofError(f"{folder}: cannot read its samples for the store: {err}") from None
+    return tables
+
+
+def insert_functions(conn: Connection, part_id: int, tables: dict[str, Table]) -> int:
+    """Store `tables` as rows of `part_id`; the number of rows written."""
+    values = []
+    for name, table in tables.items():
+        for rank, row in enumerate(table.rows):
+            for index, event in enumerate(table.events):
+                cell = row.cells.get(event)
+                if cell is not None:
+                    values.append(
+                        {"part_id": part_id, "recording": name, "row": rank,
+                         "event_index": index, "symbol": row.key, "dso": row.dso,
+                         "event": event, "period": cell.period, "samples": cell.samples}
+                    )  # fmt: skip
+    if values:
+        conn.execute(insert(FunctionRow), values)
+    return len(values)
+
+
+def read_functions(conn: Connection, run_id: int) -> dict[str, Table]:
+    """The stored tables of a run: recording name (``partN/name`` for N > 1) -> Table."""
+    f = FunctionRow
+    found = conn.execute(
+        select(RunPart.part, f.recording, f.row, f.event_index, f.symbol, f.dso, f.event,
+               f.period, f.samples)
+        .join(RunPart, RunPart.id == f.part_id)
+        .where(RunPart.run_id == run_id)
+        .order_by(RunPart.part, f.recording, f.row, f.event_index)
+    ).all()  # fmt: skip
+    grouped: dict[str, tuple[dict[int, Row], dict[int, str]]] = {}
+    for part, recording, rank, index, symbol, dso, event, period, samples in found:
+        name = recording if part == 1 else f"part{part}/{recording}"
+        rows, events = grouped.setdefault(name, ({}, {}))
+        row = rows.setdefault(rank, Row(symbol, dso))
+        row.cells[event] = Cell(period, samples)
+        events[index] = event
+    tables = {}
+    for name, (rows, events) in grouped.items():
+        totals: dict[str, Cell] = {}
+        for row in rows.values():
+            for event, cell in row.cells.items():
+                total = totals.setdefault(event, Cell())
+                total.period += cell.period
+                total.samples += cell.samples
+        order = [events[i] for i in sorted(events)]
+        tables[name] = assemble("symbol", list(rows.values()), totals, None, order)
+    return tables
+
+
+def _function(table: Table, row: Row) -> dict:
+    shares = {
+        e: {"period": row.period(e), "percent": round(table.share(row, e), 4)} for e in table.events
+    }
+    return {"symbol": row.key, "dso": row.dso, **shares}
+
+
+def _function(table: Table, row: Row) -> dict:
+    shares = {
+        e: {"period": row.period(e), "percent": round(table.share(row, e), 4)} for e in table.events
+    }
+    return {"symbol": row.key, "dso": row.dso, **shares}
+
+
+def summary(tables: dict[str, Table], top: int = 10) -> dict[str, dict]:
+    """Plain data for `runs show`: per recording its events, totals and top functions."""
+    return {
+        name: {
+            "events": table.events,
+            "totals": {e: table.totals[e].period for e in table.events},
+            "functions": [_function(table, row) for row in table.rows[:top]],
+        }
+        for name, table in tables.items()
+    }

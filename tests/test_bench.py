@@ -1,0 +1,149 @@
+"""`autoprof bench`: real perf runs (sleep, the breakpoint-counted example) and the statistics."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from autoprof.analysis import bench as stats
+from autoprof.benchmark import measure
+from autoprof.commands.bench import split_commands
+from autoprof.errors import AutoprofError
+from autoprof.examples import expected_writes, slot_addresses
+
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+
+
+def autoprof(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autoprof", *args], capture_output=True, text=True)
+
+
+def test_commands_are_split_at_double_dashes():
+    assert split_commands(("sleep", "1", "--", "sleep", "2")) == [["sleep", "1"], ["sleep", "2"]]
+    assert split_commands(("--", "true")) == [["true"]]
+    with pytest.raises(AutoprofError, match="no command"):
+        split_commands(("--",))
+
+
+def test_outliers_and_cold_start():
+    steady = [1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.00, 1.01]
+    assert stats.summarize("wall_s", steady).outliers == []
+    assert not stats.cold_start(steady)
+    cold = [1.6, *steady[1:]]
+    assert stats.summarize("wall_s", cold).outliers == [1]
+    assert stats.cold_start(cold)
+
+
+def test_ratio_interval_and_exact_counts():
+    rng = np.random.default_rng(1)
+    a = list(1.0 + rng.normal(0, 0.01, 20))
+    b = list(3.0 + rng.normal(0, 0.03, 20))
+    r = stats.ratio("x", a, b)
+    assert r.low < 3.0 < r.high and r.high - r.low < 0.05
+    assert r.p_value < 1e-10
+    exact = stats.ratio("mem", [1000.0] * 5, [2000.0] * 5)
+    assert (exact.ratio, exact.low, exact.high) == (2.0, 2.0, 2.0)
+    assert exact.note.startswith("exact change")
+
+
+@needs_perf
+@pytest.mark.slow
+def test_sleep_ratio_is_two_and_significant(tmp_path):
+    """The issue's acceptance: sleep 0.05 vs sleep 0.1, 10 runs each."""
+    out = tmp_path / "bench.json"
+    proc = autoprof(
+        "bench", "-n", "10", "--export-json", str(out), "--", "sleep", "0.05", "--", "sleep", "0.1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert [len(c["repetitions"]) for c in data["commands"]] == [10, 10]
+    wall = next(r for r in data["commands"][1]["ratio_to_first"] if r["metric"] == "wall_s")
+    assert wall["low"] <= 2.0 <= wall["high"], wall
+    assert wall["p_value"] < 0.01
+    assert "wall_s" in proc.stdout and "95% CI" in proc.stdout
+
+
+def test_breakpoints_count_exactly_in_every_repetition(writes, tmp_path):
+    addresses = slot_addresses(writes)[:3]
+    args = [a for address in addresses for a in ("-e", f"mem:{address}:w")]
+    csv_path = tmp_path / "bench.csv"
+    proc = autoprof(
+        "bench", "-n", "3", "--warmup", "1", *args, "--export-csv", str(csv_path),
+        "--", str(writes), "1000", "--", str(writes), "3000",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with csv_path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    for n in (1000, 3000):
+        for address, want in zip(addresses, expected_writes(n), strict=False):
+            got = [
+                float(r["value"])
+                for r in rows
+                if r["command"] == f"{writes} {n}" and r["metric"] == f"mem:{address}:w"
+            ]
+            assert got == [want] * 3
+    assert {r["metric"] for r in rows} >= {"wall_s", "user_s", "sys_s"}
+
+
+def test_too_many_events_are_refused_with_the_runs_needed(writes):
+    args = [a for address in slot_addresses(writes)[:9] for a in ("-e", f"mem:{address}:w")]
+    proc = autoprof("bench", *args, "--", str(writes), "10")
+    assert proc.returncode != 0
+    assert proc.stderr.startswith("autoprof: error: these 9 events do not fit one run")
+    assert "need 3 runs" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@needs_perf
+def test_failing_command_is_one_line(tmp_path):
+    proc = autoprof("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "exit 3")
+    assert proc.returncode != 0
+    assert "exited with status 3" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@needs_perf
+def test_json_round_trip_and_prepare(tmp_path):
+    marker = tmp_path / "prepared"
+    events = measure.one_run_events(_catalog(), ["task-clock"])
+    result = measure.bench(
+        [["true"]], events, measure.BenchOptions(runs=2, warmup=1, prepare=f"echo x >> {marker}")
+    )
+    assert marker.read_text().count("x") == 3  # before every repetition, warm-up included
+    again = measure.from_json(json.loads(json.dumps(measure.to_json(result))))
+    assert again.commands == result.commands and again.units == result.units
+    assert [e.spec for e in again.events] == ["task-clock"]
+    assert len(measure.rows(result)) == 2 * len(result.metrics)
+
+
+def _catalog():
+    from autoprof.catalog.host import build_catalog
+
+    return build_catalog()
+
+
+@needs_perf
+def test_benchmark_folder_is_uploaded_as_a_bench_run(tmp_path):
+    out = tmp_path / "bench"
+    proc = autoprof("bench", "-n", "2", "--warmup", "0", "-o", str(out), "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    frame = pd.read_csv(out / "results.csv")
+    assert set(frame["EVENT_NAME"]) >= {"wall_s", "user_s", "sys_s", "task-clock"}
+    assert sorted(set(frame["REPEAT"])) == [1, 2] and set(frame["RUN"]) == {1}
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    assert autoprof("upload", str(out), "--store", store).returncode == 0
+    benches = autoprof("runs", "list", "--kind", "bench", "--store", store)
+    assert "bench: true" in benches.stdout
+    profiles = autoprof("runs", "list", "--kind", "profile", "--store", store)
+    assert "bench" not in profiles.stdout
+    run_id = benches.stdout.splitlines()[-1].split()[0]
+    exported = tmp_path / "export.csv"
+    assert autoprof("runs", "export", run_id, "-o", str(exported), "--store", store).returncode == 0
+    assert exported.read_bytes() == (out / "results.csv").read_bytes()
+    again = autoprof("bench", "-n", "2", "-o", str(out), "--", "true")
+    assert again.returncode != 0 and "already holds" in again.stderr

@@ -1,0 +1,212 @@
+"""autoprof's event strings against perf's own encoding of the same perfmon data.
+
+`../shared/perf-encodings/<platform>/` holds the JSON Linux ships (create_perf_json.py's
+output); `tests/perf_reference.py` rebuilds perf's strings from it by jevents.py's rules.
+Every event must give the same terms (labels `name=`/`period=` aside), or differ for one of the
+reasons `perf_reference.justification` lists, where the kernel's format wins over the converter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from autoprof.catalog import encoding, intel
+from autoprof.catalog.model import Event
+from autoprof.errors import AutoprofError
+from tests import perf_reference
+from tests.conftest import SHARED
+
+ENCODINGS = SHARED / "perf-encodings"
+PLATFORMS = {
+    "SKX": "skylakex",
+    "ICX": "icelakex",
+    "SPR": "sapphirerapids",
+    "ADL": "alderlake",
+    "SKL": "skylake",
+    "GLM": "goldmont",
+}
+EVERYTHING = intel.IntelOptions(experimental=True, deprecated=True)
+# Names create_perf_json adds from its uncore CSV (aliases of perfmon events, not in perfmon).
+PERF_ONLY = {"LLC_MISSES.PCIE_READ", "LLC_MISSES.PCIE_WRITE", "LLC_MISSES.MEM_READ"}
+PERF_ONLY |= {"LLC_MISSES.MEM_WRITE"}
+
+
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_strings_match_perfs_own_encoding(intel_dir, platform):
+    folder = ENCODINGS / PLATFORMS[platform]
+    if not folder.is_dir():
+        pytest.skip(f"perf's converted JSON not found at {folder} (a fresh clone has no ../shared)")
+    catalog = intel.load(intel_dir, platform, EVERYTHING)
+    result = perf_reference.compare(catalog.events, perf_reference.shipped(folder))
+    assert result["different"] == []
+    assert {name for _, name in result["missing"]} <= PERF_ONLY
+    assert result["equal"] > 0.97 * len(catalog.events)
+    allowed = {"umask_ext", "occ_sel", "iio_masks", "extsel", "umask2", "clock_pmu"}
+    assert set(result["justified"]) <= allowed
+
+
+def test_reference_converter_reproduces_the_shipped_json(intel_dir):
+    """The create_perf_json rules the other platforms are checked with give, on SKX, the very
+    terms Linux ships (but for the PCU umask, which the shipped, older converter kept)."""
+    folder = ENCODINGS / "skylakex"
+    if not folder.is_dir():
+        pytest.skip(f"perf's converted JSON not found at {folder}")
+    shipped = {
+        j["EventName"]: perf_reference.jevents_terms(j) for j in perf_reference.shipped(folder)
+    }
+    rebuilt = perf_reference.converted(intel_dir, "SKX")
+    differ = [
+        j["EventName"]
+        for j in rebuilt
+        if encoding.counted(perf_reference.jevents_terms(j)[1])
+        != encoding.counted(shipped[j["EventName"]][1])
+    ]
+    assert len(rebuilt) == len(shipped) - len(PERF_ONLY & set(shipped))
+    assert differ and all(name.startswith("UNC_P_POWER_STATE_OCCUPANCY") for name in differ)
+
+
+def test_issue_examples(intel_dir):
+    """The strings issue #10 names: fixed counters, UMaskExt, Filter1, uncore fixed and
+    free-running counters, client cmask, the Goldmont offcore matrix."""
+    skx = intel.load(intel_dir, "SKX", EVERYTHING)
+    spec = {e.name: e.spec for e in skx.events}
+    assert spec["INST_RETIRED.ANY"] == "cpu/event=0xc0,name=INST_RETIRED.ANY/"
+    assert spec["CPU_CLK_UNHALTED.THREAD"].startswith("cpu/event=0x3c,name=")
+    assert spec["UNC_CHA_TOR_INSERTS.IA_HIT_DRD"] != spec["UNC_CHA_TOR_INSERTS.IA_HIT_CRD"]
+    assert "config1=0x40233" in spec["UNC_CHA_TOR_INSERTS.IA_HIT_CRD"]
+    assert spec["UNC_U_CLOCKTICKS"] == "uncore_ubox/event=0xff,name=UNC_U_CLOCKTICKS/"
+    assert spec["UNC_M_CLOCKTICKS_F"].startswith("uncore_imc/event=0xff,name=")
+    icx = {e.name: e for e in intel.load(intel_dir, "ICX", EVERYTHING).events}
+    assert "umask_ext" not in icx["UNC_CHA_LLC_LOOKUP.ANY_F"].spec
+    assert icx["UNC_CHA_LLC_LOOKUP.ANY_F"].umask == 0x2000  # UMaskExt 0x20 with UMask 0
+    freerun = [e for e in icx.values() if e.name.endswith("_FREERUN")]
+    assert len({e.spec.split(",name=")[0] for e in freerun}) == len(freerun)
+    assert icx["UNC_IIO_BANDWIDTH_IN.PART3_FREERUN"].spec.startswith(
+        "uncore_iio_free_running/event=0xff,umask=0x23,"
+    )
+    adl = {e.name: e.spec for e in intel.load(intel_dir, "ADL", EVERYTHING).events}
+    assert adl["UNC_CLOCK.SOCKET"] == "uncore_clock/event=0xff,name=UNC_CLOCK.SOCKET/"
+    assert adl["UNC_MC1_RDCAS_COUNT_FREERUN"].startswith("uncore_imc_free_running_1/event=0xff,")
+    skl = {e.name: e.spec for e in intel.load(intel_dir, "SKL", EVERYTHING).events}
+    assert skl["UNC_CLOCK.SOCKET"].startswith("uncore_cbox_0/event=0xff,")
+    assert "cmask=1," in skl["UNC_ARB_TRK_OCCUPANCY.CYCLES_WITH_ANY_REQUEST"]  # client: cmask
+    # ExtSel: bit 8 of event= where the kernel's format is config:0-7,21, a raw config on
+    # IVT's PCU, excluded on JKT's UBOX (its event mask drops bit 21)
+    hsx = {e.name: e.spec for e in intel.load(intel_dir, "HSX", EVERYTHING).events}
+    assert hsx["UNC_Q_CTO_COUNT"] == "uncore_qpi/event=0x138,name=UNC_Q_CTO_COUNT/"
+    ivt = {e.name: e.spec for e in intel.load(intel_dir, "IVT", EVERYTHING).events}
+    assert ivt["UNC_P_DELAYED_C_STATE_ABORT_CORE0"].startswith("uncore_pcu/config=0x200017,")
+    jkt = intel.load(intel_dir, "JKT", EVERYTHING)
+    dropped = {x.name for x in jkt.excluded if "bit 21" in x.reason}
+    assert "UNC_U_MSG_CHNL_SIZE_COUNT.4B" in dropped
+    assert not dropped & {e.name for e in jkt.events}
+    glm = intel.load(intel_dir, "GLM", intel.IntelOptions(offcore_matrix=True))
+    matrix = {e.name: e for e in glm.events}
+    core = {e.name: e for e in intel.load(intel_dir, "GLM").events}
+    combined = [n for n in core if n.startswith("OFFCORE_RESPONSE.") and n in matrix]
+    assert combined
+    assert all(matrix[n].msr_value == core[n].msr_value for n in combined)
+
+
+def test_modifiers_derive_their_own_string():
+    """`dataclasses.replace` on the encoding fields gives the string of the derived event."""
+    base = Event("X.Y", "cpu", style=encoding.CORE, code=0xA3, umask=0x4)
+    derived = dataclasses.replace(base, name="X.Y:c1:e1", cmask=1, edge=True)
+    assert derived.spec == "cpu/event=0xa3,umask=4,cmask=1,edge=1,name='X.Y:c1:e1'/"
+    assert derived.label == "X.Y:c1:e1"
+    uncore = dataclasses.replace(base, pmu="uncore_cha", style=encoding.UNCORE, cmask=2)
+    assert "thresh=2" in uncore.spec
+
+
+def _catalog_dir(tmp_path: Path, intel_dir: Path, mutate) -> Path:
+    """A copy of the SKL perfmon files with one event changed by `mutate`."""
+    (tmp_path / "SKL" / "events").mkdir(parents=True)
+    rows = [r for r in (intel_dir / "mapfile.csv").read_text().splitlines() if "/SKL/" in r]
+    (tmp_path / "mapfile.csv").write_text(
+        "Family-model,Version,Filename,EventType,Core Type,Native Model ID,Core Role Name\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+    for path in (intel_dir / "SKL" / "events").glob("*.json"):
+        data = json.loads(path.read_text())
+        if path.name == "skylake_core.json":
+            mutate(data["Events"])
+        (tmp_path / "SKL" / "events" / path.name).write_text(json.dumps(data))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("EventName", 5, "malformed event 5 in "),
+        ("EventCode", "zz", "malformed event 'INST_RETIRED.ANY_P' in "),
+    ],
+)
+def test_malformed_catalog_is_one_line(tmp_path, intel_dir, field, value, message):
+    def mutate(events):
+        target = next(e for e in events if e.get("EventName") == "INST_RETIRED.ANY_P")
+        target[field] = value
+
+    directory = _catalog_dir(tmp_path, intel_dir, mutate)
+    with pytest.raises(AutoprofError) as err:
+        intel.load(directory, "SKL")
+    assert message in str(err.value)
+    assert "skylake_core.json" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_topdown_metrics_follow_slots_in_one_group(intel_dir):
+    """On SPR every PERF_METRICS event sits in the run of TOPDOWN.SLOTS, after it, and perf
+    gets them as one group led by slots; the plan still meets its lower bound."""
+    from autoprof.schedule import schedule
+
+    catalog = intel.load(intel_dir, "SPR")
+    metrics = [e for e in catalog.events if e.name.startswith("PERF_METRICS.")]
+    assert len(metrics) == 8 and all(e.leader == "TOPDOWN.SLOTS" for e in metrics)
+    plan = schedule(catalog)
+    assert len(plan) == plan.lower_bound
+    runs = [run for run in plan.runs if any(e.leader for e in run.events)]
+    assert len(runs) == 1
+    names = [e.name for e in runs[0].events]
+    assert all(names.index("TOPDOWN.SLOTS") < names.index(m.name) for m in metrics)
+    groups = [arg for arg in runs[0].perf_events() if arg.startswith("{")]
+    assert len(groups) == 1
+    slots = next(e for e in catalog.events if e.name == "TOPDOWN.SLOTS")
+    assert groups[0].startswith("{" + slots.spec + ",")
+    assert all(m.spec in groups[0] for m in metrics)
+    assert plan.to_json()["runs"][plan.runs.index(runs[0])]["perf_events"] == runs[0].perf_events()
+    # asking for one metric brings its leader into the plan
+    one = schedule(catalog.select(["PERF_METRICS.RETIRING"]))
+    assert [e.name for e in one.runs[0].events] == ["TOPDOWN.SLOTS", "PERF_METRICS.RETIRING"]
+    assert one.runs[0].perf_events() == ["{" + slots.spec + "," + metrics[0].spec + "}"]
+    # Ice Lake has the first four metrics only
+    icl = [e.umask for e in intel.load(intel_dir, "ICL").events if e.leader]
+    assert icl == [0x80, 0x81, 0x82, 0x83]
+
+
+@pytest.mark.skipif(
+    shutil.which("perf") is None
+    or not Path("/sys/bus/event_source/devices/msr/events/tsc").exists(),
+    reason="needs perf and the msr PMU (msr/tsc/)",
+)
+def test_perf_takes_the_strings_and_groups(tmp_path):
+    """perf itself parses encoding's strings (a quoted name= for names with ':') and a
+    perf_event_args group with its leader first; it prints the names back unquoted."""
+    from autoprof.perf import stat_csv
+    from autoprof.schedule.plan import perf_event_args
+
+    lead = Event("TSC.LEAD", "msr", style=encoding.RAW, terms=(("event", 0),))
+    member = dataclasses.replace(lead, name="TSC.MEMBER:x", leader="TSC.LEAD")
+    args = perf_event_args([member, lead])
+    assert args == ["{msr/event=0,name=TSC.LEAD/,msr/event=0,name='TSC.MEMBER:x'/}"]
+    out = tmp_path / "perf.csv"
+    argv = ["perf", "stat", "-x", ",", "-o", str(out), "-e", args[0], "--", "true"]
+    subprocess.run(argv, check=True, capture_output=True, timeout=60)
+    rows = stat_csv.parse(out.read_text())
+    assert list(rows.frame["EVENT"]) == [lead.label, member.label] == ["TSC.LEAD", "TSC.MEMBER:x"]

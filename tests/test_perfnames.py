@@ -1,0 +1,151 @@
+"""Events as perf users type them (issue #17 item 13), `events list --json`, the plan's perf
+strings, and one-line errors for malformed catalogs (item 10), through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoprof.catalog import host, intel, perfnames
+from autoprof.schedule import schedule
+from tests.test_encoding import _catalog_dir
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autoprof", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def spr(intel_dir):
+    return host.host_catalog(intel_dir, "SPR")
+
+
+@pytest.mark.parametrize(
+    ("typed", "event"),
+    [
+        ("cycles", "CPU_CLK_UNHALTED.THREAD"),
+        ("instructions", "INST_RETIRED.ANY"),
+        ("cache-misses", "LONGEST_LAT_CACHE.MISS"),
+        ("branch-misses", "BR_MISP_RETIRED.ALL_BRANCHES"),
+        ("ref-cycles", "CPU_CLK_UNHALTED.REF_TSC"),
+        ("r01c2", "UOPS_RETIRED.HEAVY"),
+        ("cpu/event=0x3c,umask=0x0/", "CPU_CLK_UNHALTED.THREAD"),
+        ("cpu/event=0xc5,umask=0x0/", "BR_MISP_RETIRED.ALL_BRANCHES"),
+        ("topdown-retiring", "PERF_METRICS.RETIRING"),
+        ("cpu/topdown-be-bound/", "PERF_METRICS.BACKEND_BOUND"),
+    ],
+)
+def test_perf_names_map_to_the_catalog_event_with_the_same_encoding(spr, typed, event):
+    chosen = host.resolve_events(spr, [typed])
+    assert event in [e.name for e in chosen.events]
+
+
+def test_unmatched_perf_names_get_generic_counters(spr):
+    chosen = host.resolve_events(spr, ["r99ff", "L1-dcache-load-misses", "cpu/event=0xfe/"])
+    assert [e.spec for e in chosen.events] == ["r99ff", "L1-dcache-load-misses", "cpu/event=0xfe/"]
+    assert all(e.counters == frozenset(range(8)) and e.pmu == "cpu" for e in chosen.events)
+    plan = schedule(chosen)
+    assert len(plan) == plan.lower_bound == 1
+
+
+def test_sysfs_alias_is_read_from_the_pmu_folder(tmp_path, intel_dir):
+    """A ``pmu/alias/`` is looked up in sysfs (here a folder laid out like
+    /sys/bus/event_source/devices) and matched by its terms."""
+    (tmp_path / "cpu" / "events").mkdir(parents=True)
+    (tmp_path / "cpu" / "events" / "llc-misses").write_text("event=0x2e,umask=0x41\n")
+    (tmp_path / "cpu" / "events" / "odd").write_text("event=0x03,umask=0x82\n")
+    skx = intel.load(intel_dir, "SKX")
+    found = perfnames.resolve(skx, "cpu/llc-misses/", tmp_path)
+    assert [e.name for e in found.events] == ["LONGEST_LAT_CACHE.MISS"]
+    own = perfnames.resolve(skx, "cpu/odd/", tmp_path).events
+    assert [(e.spec, e.counters) for e in own] == [("cpu/odd/", frozenset(range(4)))]
+    assert perfnames.resolve(skx, "cpu/no-such-alias/", tmp_path) is None
+    (tmp_path / "power" / "events").mkdir(parents=True)
+    (tmp_path / "power" / "events" / "energy-pkg").write_text("event=0x02\n")
+    power = perfnames.resolve(skx, "power/energy-pkg/", tmp_path)
+    assert [(e.spec, e.counters) for e in power.events] == [("power/energy-pkg/", frozenset())]
+    assert power.pmus["power"].unconstrained
+
+
+def test_generic_events_plan_on_this_machine():
+    """This VM has no cpu PMU in sysfs and no perfmon data for its CPU: perf's names still
+    plan, on the core PMU's assumed generic counters, beside software events."""
+    proc = cli(
+        "schedule",
+        "--json",
+        *("-e", "cycles", "-e", "instructions", "-e", "r01c2"),
+        *("-e", "cpu/event=0x3c,umask=0x0/", "-e", "task-clock"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    events = [e for run in plan["runs"] for e in run["events"]]
+    specs = {e["name"]: e["spec"] for e in events}
+    assert specs["cycles"] == "cycles" and specs["r01c2"] == "r01c2"
+    assert specs["cpu/event=0x3c,umask=0x0/"] == "cpu/event=0x3c,umask=0x0/"
+    assert len(plan["runs"]) == plan["lower_bound"] == 1
+    assert plan["runs"][0]["perf_events"] == [e["spec"] for e in plan["runs"][0]["events"]]
+
+
+def test_events_list_json(intel_dir):
+    proc = cli("events", "list", "--json", "--cpu", "SKX", "--events-dir", str(intel_dir))
+    assert proc.returncode == 0, proc.stderr
+    listed = json.loads(proc.stdout)
+    catalog = host.host_catalog(intel_dir, "SKX")
+    assert [e["name"] for e in listed] == [e.name for e in catalog.events]
+    by_name = {e["name"]: e for e in listed}
+    assert by_name["INST_RETIRED.ANY"]["spec"] == "cpu/event=0xc0,name=INST_RETIRED.ANY/"
+    assert by_name["INST_RETIRED.ANY"]["fixed"] == 0
+    offcore = by_name["OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE"]
+    assert offcore["registers"] == ["0x1a6", "0x1a7"] and offcore["counters"] == [0, 1, 2, 3]
+    keys = {"name", "pmu", "spec", "counters", "fixed", "taken_alone", "registers", "description"}
+    assert all(keys <= set(e) for e in listed)
+
+
+def test_schedule_json_runs_with_perf_alone(intel_dir):
+    """Every planned event carries the exact string perf gets; a topdown group is led by slots."""
+    proc = cli("schedule", "--json", "--cpu", "SPR", "--events-dir", str(intel_dir))
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    catalog = {e.name: e.spec for e in host.host_catalog(intel_dir, "SPR").events}
+    events = [e for run in plan["runs"] for e in run["events"]]
+    assert all(e["spec"] == catalog[e["name"]] for e in events)
+    grouped = [arg for run in plan["runs"] for arg in run["perf_events"] if arg.startswith("{")]
+    assert grouped == ["{" + ",".join(catalog[n] for n in _topdown_order(catalog)) + "}"]
+
+
+def _topdown_order(catalog: dict[str, str]) -> list[str]:
+    return ["TOPDOWN.SLOTS"] + [n for n in catalog if n.startswith("PERF_METRICS.")]
+
+
+@pytest.mark.parametrize("command", [["schedule"], ["events", "show", "INST_RETIRED.ANY_P"]])
+def test_malformed_catalog_is_one_line_in_the_cli(tmp_path, intel_dir, command):
+    def mutate(events):
+        next(e for e in events if e.get("EventName") == "INST_RETIRED.ANY_P")["EventCode"] = "zz"
+
+    directory = _catalog_dir(tmp_path, intel_dir, mutate)
+    proc = cli(*command, "--cpu", "SKL", "--events-dir", str(directory))
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "INST_RETIRED.ANY_P" in lines[0] and "skylake_core.json" in lines[0]
+    assert "EventCode 'zz'" in lines[0]
+
+
+def test_malformed_event_name_is_one_line_in_the_cli(tmp_path, intel_dir):
+    def mutate(events):
+        events[3]["EventName"] = 12
+
+    directory = _catalog_dir(tmp_path, intel_dir, mutate)
+    proc = cli("schedule", "--cpu", "SKL", "--events-dir", str(directory))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    path = Path(directory) / "SKL/events/skylake_core.json"
+    assert proc.stderr.strip() == (
+        f"autoprof: error: malformed event 12 in {path}: EventName 12 is not a string"
+    )
