@@ -1,18 +1,24 @@
 """The `autoprof` command line: a thin click shell over the library.
 
 Each command lives in its own module under `autoprof/commands/` (asv style); this file only
-builds the group and turns `AutoprofError` into one line and a non-zero exit.
+builds the group and turns how a command ends into what a shell expects: `AutoprofError` is one
+line and status 2; Ctrl-C is status 130 (128 + SIGINT), without a traceback; a reader that
+closes the pipe early (`autoprof runs export ID -o - | head -1`) ends the command quietly, with
+status 0, as for any tool whose output nobody reads any more.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
 
 from autoprof import __version__
 from autoprof.errors import AutoprofError
+
+INTERRUPTED_STATUS = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
 
 
 class _Group(click.Group):
@@ -38,6 +44,28 @@ class _Group(click.Group):
         except AutoprofError as err:
             click.echo(f"autoprof: error: {err}", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:
+            _interrupted()
+        except click.Abort as abort:  # click's prompts turn Ctrl-C into Abort
+            if isinstance(abort.__context__, KeyboardInterrupt):
+                _interrupted()
+            raise
+        except BrokenPipeError:
+            _silence_stdout()
+            sys.exit(0)
+
+
+def _interrupted() -> None:
+    click.echo("autoprof: interrupted", err=True)
+    sys.exit(INTERRUPTED_STATUS)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: the reader is gone, and the interpreter's last flush of what
+    is still buffered must not fail with a second BrokenPipeError."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,4 +75,10 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli()
+    try:
+        cli()
+    finally:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # the pipe closed after the command's last write
+            _silence_stdout()

@@ -1,15 +1,59 @@
-"""The CLI shell: version, help, and the one-line error contract."""
+"""The CLI shell: version, help, start-up imports, how commands end (errors, Ctrl-C, closed
+pipes) and output meant for pipes."""
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
+import signal
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from autoprof import __version__
+from autoprof.catalog import host
+from autoprof.commands import COMMANDS, common
+from tests.synthetic_out import make_out
+
+# libraries a command imports inside its functions, never at the top of its module (#11)
+HEAVY = (
+    "pandas",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "sqlalchemy",
+    "alembic",
+    "psycopg",
+    "redis",
+    "rq",
+    "networkx",
+    "rich",
+    "yaml",
+)
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autoprof", *args], capture_output=True, text=True)
+@pytest.fixture(autouse=True)
+def own_data_home(tmp_path, monkeypatch):
+    """The default store of every autoprof run here is under tmp_path, never the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data-home"))
+    monkeypatch.delenv("AUTOPROF_STORE", raising=False)
+
+
+def run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "autoprof", *map(str, args)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def heavy_imported(code: str) -> list[str]:
+    """The HEAVY libraries in sys.modules after running `code` in a fresh interpreter."""
+    loaded = f"sorted(m for m in {HEAVY!r} if m in sys.modules)"
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({loaded}))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
 
 
 def test_version():
@@ -22,3 +66,123 @@ def test_unknown_command_is_an_error():
     proc = run("no-such-command")
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
+
+
+def test_importing_the_cli_imports_no_heavy_library():
+    assert heavy_imported("import autoprof.cli") == []
+
+
+@pytest.mark.parametrize("args", [[], *([name] for name in COMMANDS)], ids=["-", *COMMANDS])
+def test_help_imports_no_heavy_library(args):
+    """`autoprof --help` imports every command's module; `autoprof COMMAND --help` its own."""
+    code = (
+        "from autoprof.cli import cli\n"
+        f"assert cli.main(args={[*args, '--help']!r}, standalone_mode=False) == 0"
+    )
+    assert heavy_imported(code) == []
+
+
+def test_help_names_the_catalog_variable():
+    assert common.ENV_EVENTS_DIR == host.ENV_EVENTS_DIR
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    """The contract for bad input: non-zero, one `autoprof: error:` line, no traceback."""
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["aggregate", "/nonexistent/out"], "/nonexistent/out"),
+        (["events", "show", "NO_SUCH_EVENT.ANY"], "unknown event"),
+        (["events", "search", "("], "bad pattern"),
+        (["schedule", "--events-dir", "/nonexistent", "--cpu", "SKX"], "/nonexistent"),
+        (["profile", "-e", "NO_SUCH_EVENT.ANY", "--", "true"], "unknown event"),
+        (["runs", "list", "--store", "mysql://u@h/db"], "unsupported store URL scheme"),
+        (["jobs", "list", "--redis", "redis://127.0.0.1:1/0"], "Redis redis://127.0.0.1:1/0"),
+        (["submit", "--redis", "redis://127.0.0.1:1/0", "--", "true"], "exactly one of"),
+        (["analyze", "stats", "/nonexistent.csv"], "/nonexistent.csv"),
+        (["worker", "--redis", "redis://127.0.0.1:1/0"], "--allow"),
+    ],
+)
+def test_bad_input_is_one_error_line(args, says, tmp_path):
+    assert says in one_error_line(run(*args, cwd=tmp_path))
+
+
+def test_events_show_takes_what_profile_takes():
+    """`profile -e syscalls:sys_enter_write` measures it, so `events show` describes it (it used
+    to say "unknown event" unless --tracepoints was given)."""
+    if "syscalls:sys_enter_write" not in host.tracepoints():
+        pytest.skip("this machine has no syscalls:sys_enter_write tracepoint (tracefs)")
+    shown = run("events", "show", "syscalls:sys_enter_write")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("syscalls:sys_enter_write  [tracepoint]")
+
+
+# --- output meant for pipes (#17 item 12) -------------------------------------------------------
+
+
+def test_piped_output_is_not_wrapped(intel_dir):
+    """rich assumes 80 columns where stdout is no terminal; the summary line is longer."""
+    proc = run("schedule", "--events-dir", intel_dir, "--cpu", "SKX")
+    assert proc.returncode == 0, proc.stderr
+    [summary] = [line for line in proc.stdout.splitlines() if " events in " in line]
+    assert len(summary) > 80 and summary.endswith(" ms")
+    assert "scheduled in" in summary
+
+
+def test_next_hints_are_shell_quoted():
+    hint = common.next_hint("autoprof", "aggregate", Path("my out/$HOME [1]"))
+    assert hint == "next: autoprof aggregate 'my out/$HOME [1]'"
+    assert shlex.split(hint.removeprefix("next: "))[-1] == "my out/$HOME [1]"
+
+
+def test_next_hint_is_one_shell_quoted_line(tmp_path):
+    out = tmp_path / ("a folder name long enough to cross eighty columns" + " [x] $HOME")
+    proc = run("profile", "-e", "task-clock", "-o", out, "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    [line] = [line for line in proc.stderr.splitlines() if "next:" in line]
+    hint = line.split("next: ", 1)[1]
+    assert shlex.split(hint) == ["autoprof", "aggregate", str(out)]
+
+
+@pytest.fixture
+def stored_run(tmp_path) -> tuple[str, str]:
+    """(store, run id) of a stored synthetic profile whose results.csv is about 1 MB."""
+    out = make_out(tmp_path / "out", intervals=200)
+    store = str(tmp_path / "store.db")
+    assert run("upload", out, "--store", store).returncode == 0
+    listed = run("runs", "list", "--store", store).stdout.splitlines()
+    return store, listed[1].split()[0]
+
+
+def test_closed_pipe_ends_quietly(stored_run):
+    store, run_id = stored_run
+    autoprof = shlex.join([sys.executable, "-m", "autoprof"])
+    script = f"{autoprof} runs export {run_id} -o - --store {shlex.quote(store)} | head -1"
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {script}"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout.startswith("EVENT_NAME,") and proc.stdout.count("\n") == 1
+    assert proc.stderr == ""
+    assert proc.returncode == 0
+
+
+def test_ctrl_c_exits_130_without_a_traceback(stored_run):
+    """Ctrl-C at `runs delete`'s confirmation prompt, sent as SIGINT to the real process."""
+    store, run_id = stored_run
+    argv = [sys.executable, "-m", "autoprof", "runs", "delete", run_id, "--store", store]
+    with subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        assert proc.stdout.read(len("delete run")) == b"delete run"  # the prompt is up
+        os.kill(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert stderr.decode().strip() == "autoprof: interrupted"
+    assert run_id in run("runs", "list", "--store", store).stdout  # nothing was deleted

@@ -387,3 +387,51 @@ def test_stopping_a_started_job_stops_its_perf_too(writes, redis_url, pg_url, wo
     assert not Path(f"/proc/{pid}").exists(), "perf still runs after its job was stopped"
     assert worker.proc.poll() is None  # the worker itself goes on
     assert stopped.profile_id not in cli_run("runs", "list", "--store", pg_url).output
+
+
+def test_worker_without_redis_creates_no_store(tmp_path):
+    """The default store is created by a worker's first upload, never by one that cannot even
+    reach its queue (a real process: nothing listens on port 1)."""
+    env = os.environ | {"XDG_DATA_HOME": str(tmp_path / "data")}
+    env.pop("AUTOPROF_STORE", None)
+    argv = [sys.executable, "-m", "autoprof", "worker", "--redis", "redis://127.0.0.1:1/0"]
+    done = subprocess.run(
+        [*argv, "--allow", ".*"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("autoprof: error: Redis redis://127.0.0.1:1/0: ")
+    assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "data").exists()
+
+
+def test_jobs_list_and_show_while_a_job_runs_and_after_it_is_stopped(redis_url, workers, tmp_path):
+    """RQ 3 gives aware start times: listing a started or stopped job used to crash, and kept
+    crashing after one `jobs cancel`. Refused and failed jobs are one line in the worker's log."""
+    conn = connection.connect(redis_url)
+    name = f"f-{uuid.uuid4().hex[:6]}"
+    worker = workers(redis_url, str(tmp_path / "store.db"), name, r"sleep [0-9]+|true")
+    wait_ready(conn, [name])
+    [unknown] = submit(redis_url, "--host", name, "-e", "NO_SUCH_EVENT.ANY", "--", "true")
+    [refused] = submit(redis_url, "--host", name, "-e", "task-clock", "--", "ls")
+    [long] = submit(redis_url, "--host", name, "-e", "task-clock", "--", "sleep", "60")
+    wait_jobs(conn, [unknown, refused])
+    wait_jobs(conn, [long], until={"started"}, timeout=60)
+    for args in (("list",), ("show", long)):
+        shown = cli_run("jobs", *args, "--redis", redis_url)
+        assert shown.exit_code == 0 and "started" in shown.output
+    assert cli_run("jobs", "cancel", long, "--redis", redis_url).exit_code == 0
+    stopped = wait_jobs(conn, [long], timeout=30)[long]
+    assert stopped.status == "stopped" and stopped.ended is not None
+    assert 0 < stopped.seconds < 60  # it ended when stopped: the time does not keep growing
+    for _ in range(2):
+        listed = cli_run("jobs", "list", "--redis", redis_url)
+        assert listed.exit_code == 0 and "stopped (jobs cancel)" in listed.output
+    shown = cli_run("jobs", "show", long, "--redis", redis_url)
+    assert shown.exit_code == 0 and "stopped (jobs cancel)" in shown.output
+    worker.stop()
+    log = worker.log.read_text()
+    assert "Traceback" not in log
+    [failed] = [line for line in log.splitlines() if unknown in line and "failed" in line]
+    assert "failed: unknown event 'NO_SUCH_EVENT.ANY'" in failed
+    [refusal] = [line for line in log.splitlines() if refused in line and "failed" in line]
+    assert refusal.endswith("failed: refused: command 'ls' does not match this worker's --allow")

@@ -19,6 +19,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
+from sqlalchemy import inspect
 
 from autoprof import outdir, results
 from autoprof.cli import cli
@@ -444,3 +445,38 @@ def test_failure_inside_the_bulk_copy_is_one_line_and_stores_nothing(store_url, 
     assert SECRET not in failed.output
     for table in ("run", "run_part", "series", "measurement"):
         assert count(store_url, table) == 0, table
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("runs", "list"),
+        ("runs", "show", "abcd1234"),
+        ("runs", "export", "abcd1234", "-o", "-"),
+        ("runs", "delete", "abcd1234", "--yes"),
+        ("store", "info"),
+    ],
+)
+def test_read_only_commands_never_create_a_store(args, tmp_path):
+    missing = tmp_path / "no" / "such" / "dir" / "x.db"
+    result = autoprof(*args, store=str(missing))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"autoprof: error: no store at {missing} ")
+    assert not (tmp_path / "no").exists()
+
+
+def test_read_only_commands_leave_an_empty_database_empty(store_url):
+    if store_url.startswith("sqlite"):  # an empty SQLite file, as another program may leave
+        path = Path(store_url.removeprefix("sqlite:///"))
+        path.parent.mkdir(parents=True)
+        path.touch()
+    for args in (("runs", "list"), ("store", "info")):
+        result = autoprof(*args, store=store_url)
+        assert result.exit_code == 2 and "no store at" in result.stderr
+        assert "the database is empty" in result.stderr
+    store = engine.connect(store_url)
+    with store.read() as conn:
+        assert inspect(conn).get_table_names() == []
+    store.engine.dispose()
+    assert autoprof("store", "migrate", store=store_url).exit_code == 0  # this one creates it
+    assert autoprof("runs", "list", store=store_url).exit_code == 0

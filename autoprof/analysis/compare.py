@@ -20,9 +20,9 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from autoprof.analysis import data
+from autoprof.analysis.choices import COMPARE_TESTS as TESTS
 from autoprof.errors import AutoprofError
 
-TESTS = ("welch", "mannwhitney")
 WIDTH = 10.0  # inches
 BAR_HEIGHT = 0.35
 MARGIN = 1.5

@@ -19,18 +19,16 @@ from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
 from autoprof.analysis import data
+from autoprof.analysis.choices import CORRELATION_FEWEST_OVERLAP as FEWEST_OVERLAP
+from autoprof.analysis.choices import CORRELATION_METHODS as METHODS
+from autoprof.analysis.choices import CORRELATION_MIN_OVERLAP as MIN_OVERLAP
 from autoprof.errors import AutoprofError
 
-METHODS = ("pearson", "spearman")
 LABEL_LIMIT = 60  # more events than this and the heatmap is unreadable: number them instead
 LABEL_CHARS = 32  # longer names are cut in the middle, or they squeeze the heatmap
 ANNOTATE_LIMIT = 12  # up to this many events, each cell shows its coefficient
 HEATMAP_SIZE = (10.0, 8.5)  # inches
 DPI = 100
-# default fewest common intervals for a correlation: over 4 or 5 points, unrelated series
-# often reach |r| > 0.5, which a heatmap shows as a strong relation
-MIN_OVERLAP = 10
-FEWEST_OVERLAP = 3  # two points always correlate +-1: never choose fewer than three
 SHORT_COLUMNS = ["event_a", "event_b", "common_intervals"]
 TIE_DIGITS = 12  # Spearman: values equal to this many significant digits are ties
 

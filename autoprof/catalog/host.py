@@ -15,7 +15,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from autoprof.catalog import intel, perfnames, yaml
+from autoprof.catalog import cache, intel, perfnames, yaml
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 from autoprof.outdir import MachineFacts
@@ -201,7 +201,7 @@ def host_catalog(
     catalog = Catalog(target, source="")
     if events_directory is not None:
         try:
-            catalog = intel.load(events_directory, target, options)
+            catalog = cache.load(events_directory, target, options)
         except intel.UnknownCpu:
             if cpu:  # the user asked for this CPU: say it is unknown
                 raise

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from autoprof import aggregate as agg
 from autoprof import outdir
+from autoprof.commands.common import console
 
 
 @click.command("aggregate")
@@ -21,8 +20,10 @@ from autoprof import outdir
 )
 def aggregate(out: Path, output: Path | None) -> None:
     """Parse every run of the profile folder OUT into one long-format results.csv."""
+    from autoprof import aggregate as agg
+
     result = agg.aggregate(out, results_name=str(output or outdir.RESULTS))
     path = agg.write(out, result, output)
-    agg.render_report(result.report, Console())
+    agg.render_report(result.report, console())
     click.echo(f"results: {path}")
     click.echo(f"report:  {Path(out) / outdir.REPORT}")

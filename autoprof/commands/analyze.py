@@ -7,27 +7,27 @@ implementation and two entry points. The commands only read files, call the pure
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
-from rich.console import Console
-from rich.table import Table
 
-from autoprof.analysis import compare as compare_
-from autoprof.analysis import correlation as correlation_
-from autoprof.analysis import data
-from autoprof.analysis import event_detail as event_detail_
-from autoprof.analysis import stats as stats_
+from autoprof.analysis import choices
+from autoprof.commands.common import console
 from autoprof.commands.metrics import analyze_metrics
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.table import Table
 
 RESULTS = click.Path(exists=False, path_type=Path)
 
 
 def _results(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
     """A results.csv, or the profile folder that holds one (autoperf's `correlation.py ./out`)."""
+    from autoprof.analysis import data
+
     return data.results_path(value)
 
 
@@ -62,12 +62,9 @@ def _wrote(*paths: Path) -> None:
         click.echo(f"wrote {path}")
 
 
-def _console() -> Console:
-    """Wide tables even when the output is a pipe or a file (rich assumes 80 columns there)."""
-    return Console(highlight=False, width=shutil.get_terminal_size((160, 24)).columns)
-
-
 def _rich_table(title: str, frame: pd.DataFrame, index: str | None = None) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     if index:
         table.add_column(index)
@@ -80,6 +77,8 @@ def _rich_table(title: str, frame: pd.DataFrame, index: str | None = None) -> Ta
 
 
 def _cell(value: object) -> str:
+    import pandas as pd
+
     if isinstance(value, float):
         if value != value:
             return ""
@@ -106,7 +105,7 @@ analyze.add_command(analyze_metrics)
 @_results_argument("results")
 @_out_option
 @click.option(
-    "--method", type=click.Choice(correlation_.METHODS), default="pearson", show_default=True
+    "--method", type=click.Choice(choices.CORRELATION_METHODS), default="pearson", show_default=True
 )
 @click.option(
     "--anchor",
@@ -126,8 +125,8 @@ analyze.add_command(analyze_metrics)
     default=None,
     metavar="N",
     help=f"Fewest intervals two events must share to be correlated [default: "
-    f"{correlation_.MIN_OVERLAP}, or the results' number of intervals when fewer, at least "
-    f"{correlation_.FEWEST_OVERLAP}].",
+    f"{choices.CORRELATION_MIN_OVERLAP}, or the results' number of intervals when fewer, at "
+    f"least {choices.CORRELATION_FEWEST_OVERLAP}].",
 )
 def correlation(results, out, method, anchor, top, events, repeat, min_overlap) -> None:
     """Correlation matrix and clustered heatmap of the events' interval series.
@@ -135,6 +134,9 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
     Events of different runs are aligned by interval index, so two events share only the
     intervals of the shorter run; pairs that share fewer than --min-overlap get no correlation.
     """
+    from autoprof.analysis import correlation as correlation_
+    from autoprof.analysis import data
+
     frame = data.load(results, data.SERIES_COLUMNS)
     result = correlation_.analyse(frame, method, anchor, events, top, repeat, min_overlap)
     min_overlap = result.min_overlap
@@ -204,6 +206,9 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
 
     With no -e/--events, plots the most variable events.
     """
+    from autoprof.analysis import data
+    from autoprof.analysis import event_detail as event_detail_
+
     frame = data.load(results, [*data.SERIES_COLUMNS, "VALUE_UNIT"])
     intervals = event_detail_.add_features(frame, data.per_interval(frame), list(names))
     chosen = event_detail_.choose(intervals, list(names), events)
@@ -225,20 +230,23 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
 @_top_option(10, "Rows in the top-K tables.")
 def stats(results, out, k) -> None:
     """Summary of a results file: events, samples, zero and untrustworthy events, top events."""
+    from autoprof.analysis import data
+    from autoprof.analysis import stats as stats_
+
     frame = data.load(results)
     table = stats_.event_table(frame)
     summary = stats_.summarize(frame, table, data.read_report_beside(results))
-    console = _console()
-    console.print(_rich_table(f"{results}", summary.table().set_index("metric"), "metric"))
-    console.print(f"sanity lists from the {summary.source}")
+    out_console = console(highlight=False)
+    out_console.print(_rich_table(f"{results}", summary.table().set_index("metric"), "metric"))
+    out_console.print(f"sanity lists from the {summary.source}")
     for warning in summary.warnings:
-        console.print(f"warning: {warning}")
+        out_console.print(f"warning: {warning}")
     if len(summary.sanity):
-        console.print(_rich_table("Events not to trust blindly", summary.sanity.head(3 * k)))
-    console.print(
+        out_console.print(_rich_table("Events not to trust blindly", summary.sanity.head(3 * k)))
+    out_console.print(
         _rich_table(f"Top {k} events by total count", stats_.top(table, "total", k), "event")
     )
-    console.print(
+    out_console.print(
         _rich_table(f"Top {k} events by variability (cv)", stats_.top(table, "cv", k), "event")
     )
     folder = _out_dir(out, results)
@@ -255,7 +263,7 @@ def stats(results, out, k) -> None:
 @_out_option
 @click.option(
     "--test",
-    type=click.Choice(compare_.TESTS),
+    type=click.Choice(choices.COMPARE_TESTS),
     default="welch",
     show_default=True,
     help="Welch's t-test or Mann-Whitney U across repeats.",
@@ -270,6 +278,9 @@ def stats(results, out, k) -> None:
 @_top_option(20, "Changes to show and plot.")
 def compare(a, b, out, test, alpha, k) -> None:
     """What changed from results A to results B: ratios, p-values, the largest changes."""
+    from autoprof.analysis import compare as compare_
+    from autoprof.analysis import data
+
     frame_a, frame_b = data.load(a, data.SERIES_COLUMNS), data.load(b, data.SERIES_COLUMNS)
     for warning in compare_.check_same_cpu(a, b):
         click.echo(f"warning: {warning}", err=True)
@@ -283,9 +294,9 @@ def compare(a, b, out, test, alpha, k) -> None:
     shown = table.head(k).set_index("event")[
         ["total_a", "total_b", "ratio", "p_value", "q_value", "significant", "note"]
     ]
-    console = _console()
-    console.print(_rich_table(f"Largest changes, B = {b} vs A = {a}", shown, "event"))
-    console.print(
+    out_console = console(highlight=False)
+    out_console.print(_rich_table(f"Largest changes, B = {b} vs A = {a}", shown, "event"))
+    out_console.print(
         f"{significant} of {len(table)} events changed significantly (q < {alpha}, {test})"
     )
     _wrote(*paths)

@@ -1,17 +1,34 @@
-"""Options shared by several commands (asv's common_args), and the catalog they describe."""
+"""Options shared by several commands (asv's common_args), and the catalog they describe.
+
+Every command module imports this one at its top, so it imports nothing beyond click: the
+catalog, the runner and their libraries are imported by the functions that use them.
+"""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from autoprof import preflight
-from autoprof.catalog import host
-from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
-from autoprof.runner import ProfileOptions
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from autoprof.catalog.model import Catalog
+    from autoprof.runner import ProfileOptions
+
+# rich's width where the output is no terminal: lines (and table rows) are never wrapped there,
+# since scripts and `grep` read them whole
+UNWRAPPED_WIDTH = 100_000
+
+# autoprof.catalog.host.ENV_EVENTS_DIR, spelled out so that --help needs no catalog import
+# (tests/test_cli.py checks they agree)
+ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 
 __all__ = [
     "build_catalog",
@@ -26,11 +43,30 @@ __all__ = [
 
 
 def build_catalog(**options) -> Catalog:
-    """The catalog the command-line options describe (host.build_catalog), refusing a
-    --reserve that the CPU's counters cannot honour."""
+    """The catalog the command-line options describe (`autoprof.catalog.host.build_catalog`,
+    imported when a command first needs one), refusing a --reserve that the CPU's counters
+    cannot honour."""
+    from autoprof import preflight
+    from autoprof.catalog import host
+
     catalog = host.build_catalog(**options)
     preflight.check_reserve(catalog.pmus.values(), options.get("reserve", 0))
     return catalog
+
+
+def console(stderr: bool = False, highlight: bool = True) -> Console:
+    """A rich console on stdout (or stderr): the terminal's width on a terminal; in a pipe or a
+    file no wrapping at all (rich would assume 80 columns and cut lines in two)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else UNWRAPPED_WIDTH
+    return Console(stderr=stderr, width=width, highlight=highlight)
+
+
+def next_hint(*argv: str | Path) -> str:
+    """ "next: autoprof ..." with every argument shell-quoted, so it can be pasted as is."""
+    return "next: " + shlex.join(str(arg) for arg in argv)
 
 
 def _apply(func: Callable, options: list) -> Callable:
@@ -73,7 +109,7 @@ def catalog_options(func: Callable) -> Callable:
             click.option(
                 "--events-dir",
                 type=click.Path(file_okay=False),
-                help=f"Intel perfmon directory (mapfile.csv); default ${host.ENV_EVENTS_DIR} "
+                help=f"Intel perfmon directory (mapfile.csv); default ${ENV_EVENTS_DIR} "
                 "or ~/.cache/autoprof/events/intel.",
             ),
             click.option(
@@ -193,6 +229,8 @@ def profile_options(
     **more,
 ) -> ProfileOptions:
     """ProfileOptions from the measure_options values (plus force, part, parts if given)."""
+    from autoprof.runner import ProfileOptions
+
     return ProfileOptions(
         interval_ms=interval_ms,
         repeat=repeat,

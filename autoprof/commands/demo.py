@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from autoprof import outdir, results
+from autoprof import outdir
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 
@@ -22,6 +22,8 @@ def demo(output: str, writes: int) -> None:
     """Build the example workload, watch its 12 slots with hardware breakpoints plus software
     events (3 runs: 4 debug registers), aggregate, and check every count against the writes
     the example made."""
+    from autoprof import results
+
     out = Path(output)
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "autoprof" / "demo"
     binary = build_writes(cache)

@@ -6,11 +6,9 @@ import json
 import re
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from autoprof.catalog.model import Event
-from autoprof.commands.common import build_catalog, catalog_options
+from autoprof.commands.common import build_catalog, catalog_options, console
 from autoprof.errors import AutoprofError
 
 
@@ -20,6 +18,8 @@ def events() -> None:
 
 
 def _table(catalog, chosen) -> None:
+    from rich.table import Table
+
     table = Table(title=f"{len(chosen)} events of {catalog.cpu}", show_lines=False)
     for col in ("event", "pmu", "counters", "notes"):
         table.add_column(col)
@@ -38,7 +38,7 @@ def _table(catalog, chosen) -> None:
             if n
         )
         table.add_row(e.name, e.pmu, counters, notes)
-    Console().print(table)
+    console().print(table)
 
 
 def event_json(e: Event) -> dict:

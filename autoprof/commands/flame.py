@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from autoprof.commands import common
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import CALL_GRAPHS, RecordOptions
 
@@ -71,8 +72,8 @@ def record_command(
             f"autoprof: warning: the command exited with status {info.perf_exit}; samples kept",
             err=True,
         )
-    following = f"report {output}" if len(events) > 1 else f"flamegraph {output} -o flame.svg"
-    click.echo(f"wrote {output / PERF_DATA}; next: autoprof {following}")
+    following = ["report", output] if len(events) > 1 else ["flamegraph", output, "-o", "flame.svg"]
+    click.echo(f"wrote {output / PERF_DATA}; {common.next_hint('autoprof', *following)}")
     if info.stopped_by in ("SIGTERM", "SIGHUP"):
         click.echo(f"autoprof: stopped by {info.stopped_by}; samples kept", err=True)
         sys.exit(128 + signal.Signals[info.stopped_by])

@@ -169,7 +169,8 @@ def _run(library, out, command, catalog, plan, options, warnings, resume) -> Non
         )
         sys.exit(interrupted.exit_code)
     failed = outcome.failed
-    click.echo(f"profile {outcome.manifest.id} in {out}/; next: autoprof aggregate {out}", err=True)
+    hint = common.next_hint("autoprof", "aggregate", out)
+    click.echo(f"profile {outcome.manifest.id} in {out}/; {hint}", err=True)
     if outcome.missing:
         listed = ", ".join(f"{run}.{rep}" for run, rep in outcome.missing[:20])
         more = " ..." if len(outcome.missing) > 20 else ""

@@ -6,14 +6,10 @@ import json
 import time
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from autoprof.commands.common import build_catalog, catalog_options
+from autoprof.commands.common import build_catalog, catalog_options, console
 from autoprof.commands.metrics import metric_plan, planning_options
 from autoprof.errors import AutoprofError
-from autoprof.schedule import schedule as make_plan
-from autoprof.schedule.bounds import pmu_bound
 
 
 @click.command("schedule")
@@ -25,7 +21,11 @@ from autoprof.schedule.bounds import pmu_bound
 @planning_options
 def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
     """Pack every event into the fewest runs without multiplexing."""
+    from rich.table import Table
+
     from autoprof.catalog.host import resolve_events
+    from autoprof.schedule import schedule as make_plan
+    from autoprof.schedule.bounds import pmu_bound
 
     metric_args = [options.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
     started = time.perf_counter()
@@ -43,11 +43,11 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
     if as_json:
         click.echo(json.dumps(plan.to_json(), indent=1))
         return
-    console = Console()
+    out = console()
     if metric_args[0] or metric_args[1]:
-        console.print(f"metrics: {planned.summary()}")
+        out.print(f"metrics: {planned.summary()}")
     optimal = "optimal" if len(plan) == plan.lower_bound else "above the bound"
-    console.print(
+    out.print(
         f"[bold]{catalog.cpu}[/]: {len(catalog.events)} events in "
         f"[bold]{len(plan)} runs[/] (lower bound {plan.lower_bound}, {optimal}); "
         f"{len(plan.excluded)} excluded; scheduled in {elapsed * 1000:.0f} ms"
@@ -88,4 +88,4 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
             why or "unconstrained",
             f"{min(load[name])}-{max(load[name])}",
         )
-    console.print(table)
+    out.print(table)

@@ -1,7 +1,8 @@
 """`autoprof upload`, `autoprof runs list|show|export|delete`, `autoprof store migrate|info`.
 
 The store's library (SQLAlchemy, Alembic, pandas) is imported inside the commands: importing it
-here would cost every `autoprof` invocation over a second.
+here would cost every `autoprof` invocation over a second. Only `upload` and `store migrate`
+create a store; the others refuse one that does not exist.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def list_command(machine, command_text, since, tags, kind, store_text) -> None:
     from autoprof.store import engine, queries
     from autoprof.store.upload import utc_now
 
-    store = engine.open_store(store_text)
+    store = engine.open_store(store_text, create=False)
     since_at = queries.parse_since(since, utc_now()) if since else None
     labels = key_values(tags, "--tag")
     with store.read() as conn:
@@ -119,7 +120,7 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
     """Show one run: command, machine, parts, tags and its sanity report summary."""
     from autoprof.store import engine, queries
 
-    store = engine.open_store(store_text)
+    store = engine.open_store(store_text, create=False)
     with store.read() as conn:
         info = queries.run_details(conn, run_id)
     if as_json:
@@ -193,7 +194,7 @@ def export_command(run_id, output, force, partial, report, recording, store_text
     target = Path(output)
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
-    store = engine.open_store(store_text)
+    store = engine.open_store(store_text, create=False)
     with store.read() as conn:
         frame = queries.export_frame(conn, run_id, partial=partial)
     if output == "-":
@@ -228,7 +229,7 @@ def delete_command(run_id: str, yes: bool, store_text: str | None) -> None:
     """Delete a run and all its measurements."""
     from autoprof.store import engine, queries
 
-    store = engine.open_store(store_text)
+    store = engine.open_store(store_text, create=False)
     if not yes:
         with store.read() as conn:
             run = queries.find_run(conn, run_id)
@@ -263,7 +264,7 @@ def info_command(store_text: str | None) -> None:
     """Print the store's URL (password masked), schema version and size."""
     from autoprof.store import engine, queries
 
-    store = engine.open_store(store_text)
+    store = engine.open_store(store_text, create=False)
     with store.read() as conn:
         revision = engine.current_revision(conn)
         runs = len(queries.list_runs(conn))

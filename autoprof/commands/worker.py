@@ -103,8 +103,9 @@ def worker(
     from autoprof.queue import worker as queue_worker
     from autoprof.store import engine, url
 
-    patterns = spec.compile_allow(list(allow))
+    patterns = queue_worker.check_allow(spec.compile_allow(list(allow)))
     redis_text = connection.resolve(redis_text)
+    conn = connection.connect(redis_text)  # first: a worker without its queue makes no store
     store = engine.open_store(store_text)  # fail now, not after the first profile
     store.engine.dispose()
     settings = queue_worker.Settings(
@@ -124,6 +125,7 @@ def worker(
         err=True,
     )
     queue_worker.work(
+        conn,
         redis_text,
         settings,
         list(queues),

@@ -59,10 +59,19 @@ class JobInfo:
 
     @property
     def seconds(self) -> float | None:
+        """How long it ran (so far, while it runs); None when it never started."""
         if self.started is None:
             return None
-        end = self.ended or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        end = self.ended or dt.datetime.now(dt.UTC)
         return (end - self.started).total_seconds()
+
+
+def utc(stamp: dt.datetime | None) -> dt.datetime | None:
+    """`stamp` as an aware UTC time: RQ 1 and 2 store naive UTC times, RQ 3 aware ones, and the
+    two cannot be compared or subtracted."""
+    if stamp is None:
+        return None
+    return stamp.replace(tzinfo=dt.UTC) if stamp.tzinfo is None else stamp.astimezone(dt.UTC)
 
 
 def split_specs(spec: JobSpec, split: int) -> list[JobSpec]:
@@ -123,6 +132,13 @@ def _error(job: Job, status: str, latest: Result | None) -> str | None:
     return None
 
 
+def _result_time(status: JobStatus | None, latest: Result | None) -> dt.datetime | None:
+    """When an ended job's last result was written: RQ sets no ended_at on a stopped job."""
+    if status in ACTIVE or latest is None:
+        return None
+    return utc(latest.created_at)
+
+
 def info(job: Job) -> JobInfo:
     status = job.get_status(refresh=False)
     latest = job.latest_result()
@@ -138,9 +154,9 @@ def info(job: Job) -> JobInfo:
         parts=parts,
         worker=job.worker_name,
         host=job.meta.get("host"),
-        enqueued=job.enqueued_at,
-        started=job.started_at,
-        ended=job.ended_at,
+        enqueued=utc(job.enqueued_at),
+        started=utc(job.started_at),
+        ended=utc(job.ended_at) or _result_time(status, latest),
         phase=job.meta.get("phase"),
         load=job.meta.get("load1"),
         error=_error(job, status, latest),

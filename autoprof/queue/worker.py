@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from redis import Redis
 from rq import Worker, get_current_job
 from rq.exceptions import DeserializationError
 from rq.job import Job
@@ -220,6 +221,16 @@ class ProfileWorker(Worker):
         super().kill_horse(*args, **kwargs)
         stop_leftovers(self.workdir)
 
+    def handle_exception(self, job: Job, *exc_info: Any) -> None:
+        """A refused job or one that failed with an AutoprofError (unknown event, busy machine)
+        is one log line; anything else is a bug and keeps RQ's traceback. (This worker has no
+        exception handlers of its own to call: RQ's failure handling is separate.)"""
+        error = exc_info[1]
+        if not isinstance(error, AutoprofError | NotJSON):
+            super().handle_exception(job, *exc_info)
+            return
+        self.log.error("Worker %s: job %s failed: %s", self.name, job.id, error)
+
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         interval = self.job_monitoring_interval
         if job.timeout and job.timeout > 0:
@@ -233,7 +244,18 @@ def queue_names(hostname: str, extra: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def check_allow(patterns: list[re.Pattern]) -> list[re.Pattern]:
+    """The --allow patterns, refused when there are none: a worker runs others' commands."""
+    if not patterns:
+        raise AutoprofError(
+            "a worker runs commands others submit: give at least one --allow REGEX "
+            "(--allow '.*' to run anything)"
+        )
+    return patterns
+
+
 def work(
+    conn: Redis,
     redis_text: str,
     settings: Settings,
     extra_queues: list[str],
@@ -242,14 +264,9 @@ def work(
     maintenance_s: int = 60,
     burst: bool = False,
 ) -> bool:
-    """Serve jobs until stopped (SIGINT/SIGTERM: after the current job) or, with `burst`, until
-    the queues are empty; returns whether any job ran."""
-    if not settings.allow:
-        raise AutoprofError(
-            "a worker runs commands others submit: give at least one --allow REGEX "
-            "(--allow '.*' to run anything)"
-        )
-    conn = connection.connect(redis_text)
+    """Serve jobs from `conn` (connected to `redis_text`) until stopped (SIGINT/SIGTERM: after
+    the current job) or, with `burst`, until the queues are empty; returns whether any job ran."""
+    check_allow(settings.allow)
     settings.workdir.mkdir(parents=True, exist_ok=True)
     stop_leftovers(settings.workdir)  # a previous worker here was killed mid-job
     job_class = type("ProfileJob", (ProfileJob,), {"settings": settings})

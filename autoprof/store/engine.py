@@ -2,10 +2,13 @@
 
 Every command opens the store through `open_store`, which connects once, and compares the
 database's schema revision (Alembic, table ``autoprof_schema``) with the newest migration shipped
-in this package. An empty database is initialised on the spot (a first upload just works); a
-store at an older revision is left alone and the user is told to run ``autoprof store migrate``;
-a store newer than this autoprof is refused. Initialisation and migration hold a lock (a
-PostgreSQL advisory lock, SQLite's write lock) so concurrent first uploads do not race.
+in this package. Commands that write (upload, a worker) initialise an empty database on the spot
+(a first upload just works); read-only ones (`create=False`: runs list/show/export/delete, store
+info) never create anything: a missing SQLite file or a database without autoprof's schema is
+"no store at ...". A store at an older revision is left alone and the user is told to run
+``autoprof store migrate``; a store newer than this autoprof is refused. Initialisation and
+migration hold a lock (a PostgreSQL advisory lock, SQLite's write lock) so concurrent first
+uploads do not race.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ VERSION_TABLE = "autoprof_schema"
 _MIGRATION_LOCK = 0x6175746F70726F66 & 0x7FFFFFFFFFFFFFFF  # "autoprof"
 CONNECT_TIMEOUT_S = 10
 SQLITE_BUSY_TIMEOUT_S = 300
+_CREATES = "`autoprof upload` or `autoprof store migrate` creates one"
 
 
 @dataclass
@@ -137,8 +141,9 @@ def _is_known(revision: str) -> bool:
         return False
 
 
-def check_schema(store: Store, conn: Connection) -> None:
-    """Create the schema in an empty database; refuse one at another revision, saying why."""
+def check_schema(store: Store, conn: Connection, create: bool = True) -> None:
+    """Create the schema in an empty database (when `create`); refuse one at another revision,
+    saying why."""
     _lock(conn)
     current, head = current_revision(conn), head_revision()
     if current == head:
@@ -149,6 +154,8 @@ def check_schema(store: Store, conn: Connection) -> None:
                 f"store {store.shown} has a 'run' table but no autoprof schema version: "
                 "it is not an autoprof store (or predates versioning); use another database"
             )
+        if not create:
+            raise AutoprofError(f"no store at {store.shown}: the database is empty ({_CREATES})")
         command.upgrade(alembic_config(conn), "head")
         return
     if _is_known(current):
@@ -162,18 +169,25 @@ def check_schema(store: Store, conn: Connection) -> None:
     )
 
 
-def connect(text: str | None) -> Store:
-    """A `Store` for `text` (or $AUTOPROF_STORE, or the default), connected, schema not checked."""
+def connect(text: str | None, create: bool = True) -> Store:
+    """A `Store` for `text` (or $AUTOPROF_STORE, or the default), connected, schema not checked.
+    Without `create`, a SQLite file that does not exist is refused before anything is made."""
     resolved = store_url.resolve(text)
     parsed = store_url.parse(resolved)
+    if not create and parsed.get_backend_name() == "sqlite":
+        path = Path(parsed.database or "").expanduser()
+        if not path.is_file():
+            raise AutoprofError(f"no store at {path} ({_CREATES})")
     return Store(engine=_engine(parsed), url=parsed, text=resolved)
 
 
-def open_store(text: str | None) -> Store:
-    """Connect and check (or initialise) the schema; every error is one masked line."""
-    store = connect(text)
-    with store.write() as conn:
-        check_schema(store, conn)
+def open_store(text: str | None, create: bool = True) -> Store:
+    """Connect and check the schema; every error is one masked line. With `create` (commands
+    that store results) a missing or empty store is initialised; without it (read-only
+    commands) it is refused, and nothing is written."""
+    store = connect(text, create)
+    with store.write() if create else store.read() as conn:
+        check_schema(store, conn, create)
     return store
 
 

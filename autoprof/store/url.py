@@ -2,6 +2,9 @@
 
 Passwords never leave this module in clear: every URL or error text shown to the user goes
 through `mask` (for a URL) or `scrub` (for free text that may quote one).
+
+The CLI's --store option reads `ENV_VAR` and `default_path` at import, so SQLAlchemy is imported
+only by the functions that build URLs.
 """
 
 from __future__ import annotations
@@ -9,12 +12,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
-
 from autoprof.errors import AutoprofError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 ENV_VAR = "AUTOPROF_STORE"
 HIDDEN = "***"
@@ -66,6 +70,9 @@ def resolve(option: str | None) -> str:
 
 def parse(text: str) -> URL:
     """A SQLAlchemy URL for `text`; a plain path means a SQLite file. Raises AutoprofError."""
+    from sqlalchemy.engine import URL, make_url
+    from sqlalchemy.exc import ArgumentError
+
     text = text.strip()
     if "://" not in text:
         return URL.create("sqlite", database=str(Path(text).expanduser()))
