@@ -162,7 +162,6 @@ def bench(
     run, mean +- sd, outliers, and the ratio of each command to the first."""
     import csv
 
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from autoprof.analysis import bench as stats
@@ -175,7 +174,7 @@ def bench(
     catalog = common.build_catalog(events_dir=events_dir, reserve=reserve)
     events = measure.one_run_events(catalog, names)
     options = measure.BenchOptions(runs, warmup, prepare, timeout)
-    console = Console(stderr=True)
+    console = common.console(stderr=True)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
     ) as progress:
@@ -192,7 +191,7 @@ def bench(
         except KeyboardInterrupt:
             raise AutoprofError("interrupted: nothing measured is kept") from None
     summaries, ratios = stats.summaries(result), stats.ratios(result)
-    _show(Console(), result, summaries, ratios)
+    _show(common.console(), result, summaries, ratios)
     for warning in stats.warnings(result):
         console.print(f"[yellow]warning:[/] {warning}")
     document = report(result, summaries, ratios)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from autoprof.commands import common
+
 
 @click.command("memory", context_settings={"ignore_unknown_options": True})
 @click.option(
@@ -61,7 +63,6 @@ def memory_command(
 
 
 def _print_peak(profile) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -76,4 +77,4 @@ def _print_peak(profile) -> None:
             f"{row['percent']:.1f}",
             Text("  " * row["depth"] + row["location"]),
         )
-    Console().print(table)
+    common.console().print(table)

@@ -3,12 +3,12 @@ values from a results file); the options `profile --metrics` and `schedule --met
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from autoprof.commands import common
 from autoprof.errors import AutoprofError
 
 
@@ -66,7 +66,6 @@ def metric_plan(options: dict, words, files, consistent: bool, anchor: str | Non
     """The co-scheduled plan for `profile --metrics` / `schedule --metrics` (catalog options as
     the commands take them; deprecated and experimental events included, as metrics use them)."""
     from autoprof.catalog import host
-    from autoprof.commands import common
     from autoprof.metrics import catalog as metric_catalog
     from autoprof.metrics.plan import plan_metrics
 
@@ -98,7 +97,6 @@ def _catalog_args(func: Callable) -> Callable:
 @click.option("--group", help="Only metrics of this group (TmaL1, Summary, ...).")
 def list_command(events_dir, cpu, metrics_files, group) -> None:
     """List the metrics: name, level, parent, groups, unit."""
-    from rich.console import Console
     from rich.table import Table
 
     found = load_metrics(events_dir, cpu, metrics_files)
@@ -108,7 +106,7 @@ def list_command(events_dir, cpu, metrics_files, group) -> None:
         table.add_column(column)
     for m in chosen:
         table.add_row(m.name, str(m.level), m.parent or "", ";".join(m.groups), m.unit)
-    Console(highlight=False, width=shutil.get_terminal_size((160, 24)).columns).print(table)
+    common.console(highlight=False).print(table)
 
 
 @metrics.command("show")
@@ -168,8 +166,6 @@ def analyze_metrics(
     metrics_series.csv and the TMA tree."""
     from dataclasses import asdict
 
-    from rich.console import Console
-
     from autoprof.analysis import data
     from autoprof.analysis import metrics as analysis
     from autoprof.catalog import host
@@ -191,7 +187,7 @@ def analyze_metrics(
     folder.mkdir(parents=True, exist_ok=True)
     analysis.table(values).to_csv(folder / "metrics.csv", index=False)
     analysis.series(values).to_csv(folder / "metrics_series.csv", index=False)
-    console = Console(highlight=False, width=shutil.get_terminal_size((160, 24)).columns)
+    console = common.console(highlight=False)
     done = [v for v in values.values() if not v.missing]
     nodes = [
         Node(v.metric.name, v.metric.parent, v.value, v.metric.unit, v.crossed, v.scope, v.flag)

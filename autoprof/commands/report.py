@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from autoprof.commands import common
 from autoprof.errors import AutoprofError
 
 
@@ -47,4 +48,4 @@ def report_command(
         except OSError as err:
             raise AutoprofError(f"cannot write {csv_path}: {err.strerror}") from err
         click.echo(f"wrote {csv_path}: {len(table.rows)} rows", err=True)
-    print_table(table, top, f"{recording}: self samples by {by}")
+    print_table(table, top, f"{recording}: self samples by {by}", common.console())

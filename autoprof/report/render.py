@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import TYPE_CHECKING
 
 from autoprof.report.table import Row, Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def header(table: Table) -> list[str]:
@@ -40,10 +44,9 @@ def csv_text(table: Table) -> str:
     return out.getvalue()
 
 
-def print_table(table: Table, top: int, title: str) -> None:
+def print_table(table: Table, top: int, title: str, console: Console) -> None:
     """The `top` heaviest rows on the terminal (rich): per event its weight and share, then
     the ratios; each event's total underneath. Sample counts are in the CSV."""
-    from rich.console import Console
     from rich.table import Table as RichTable
     from rich.text import Text
 
@@ -67,4 +70,4 @@ def print_table(table: Table, top: int, title: str) -> None:
             ratio = table.ratio(row, num, den)
             cells.append("" if ratio is None else f"{ratio:.3f}")
         rich.add_row(*cells)
-    Console().print(rich)
+    console.print(rich)
