@@ -361,7 +361,7 @@ def _match_int(pattern: str, text: str, group: int | str) -> int | None:
     return int(match[group]) if match and match[group] is not None else None
 
 
-def _split_instance(event: str) -> tuple[str, str | None]:
+def split_instance(event: str) -> tuple[str, str | None]:
     """(event without instance, uncore instance) in both ways perf names a box:
     ``uncore_cha_3/event=0x0/`` and ``UNC_CHA_CLOCKTICKS [uncore_cha_3]``."""
     match = re.match(_INSTANCE_SLASH_RE, event)
@@ -375,7 +375,7 @@ def _split_instance(event: str) -> tuple[str, str | None]:
 
 def _add_instance(out: pd.DataFrame, event: np.ndarray) -> None:
     codes, uniques = pd.factorize(event)
-    split = [_split_instance(u) for u in uniques]
+    split = [split_instance(u) for u in uniques]
     out["EVENT_BASE"] = pd.array(np.asarray([b for b, _ in split], dtype=object)[codes], "string")
     out["PMU_INSTANCE"] = pd.array(np.asarray([i for _, i in split], dtype=object)[codes], "string")
 
