@@ -134,6 +134,9 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
         sep = sniff_separator(data)
     if not sep:
         raise StatCsvError("empty field separator")
+    cut = data.rfind(b"\n") + 1
+    if data[cut:].strip():
+        return _unterminated(data, cut, sep, interval)
     if len(sep.encode()) != 1:
         data = data.replace(sep.encode(), _FIELD_SEP.encode())
         read_sep = _FIELD_SEP
@@ -165,7 +168,6 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     skip = skip | nul
     data_rows = raw[~skip]
     counts = nfields[~skip]
-    last_unterminated = not terminated and len(raw) in data_rows.index
     if data_rows.empty:
         if nul.any():
             raise StatCsvError(f"line {np.flatnonzero(nul)[0] + 1}: NUL bytes (damaged file?)")
@@ -191,8 +193,6 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     for line in data_rows.index[too_short]:
         if not _is_continuation(raw.loc[line], prefix + int(interval)):
             problems.append(Problem(int(line), f"{nfields[line - 1]} fields, expected {minimum}"))
-    if last_unterminated:
-        problems = _mark_partial(problems, len(raw))
 
     frame = pd.concat(frames) if frames else _empty()
     if not frame.empty and frame["LINE"].is_monotonic_increasing is False:
@@ -380,14 +380,24 @@ def _add_instance(out: pd.DataFrame, event: np.ndarray) -> None:
     out["PMU_INSTANCE"] = pd.array(np.asarray([i for _, i in split], dtype=object)[codes], "string")
 
 
-def _mark_partial(problems: list[Problem], last: int) -> list[Problem]:
-    """Say plainly that a bad last line without a newline is the cut of an interrupted write."""
-    return [
-        Problem(p.line, f"partial last line (interrupted run?): {p.message}")
-        if p.line == last
-        else p
-        for p in problems
-    ]
+def _unterminated(data: bytes, cut: int, sep: str, interval: bool | None) -> StatCsv:
+    """A last line without a newline, the cut of an interrupted write: the lines before it are
+    parsed on their own (a cut line must not spoil them); it is kept only when it parses whole."""
+    head = parse(data[:cut], sep, interval)
+    try:
+        whole = parse(data + b"\n", sep, head.interval if len(head.frame) else interval)
+    except StatCsvError:
+        whole = None
+    if whole and len(whole.frame) == len(head.frame) + 1 and whole.problems == head.problems:
+        return whole
+    line = data[:cut].count(b"\n") + 1
+    said = [p.message for p in (whole.problems if whole else []) if p.line == line]
+    if said and said[0].startswith("NUL"):
+        head.problems.append(Problem(line, said[0]))  # zeroed blocks: a crash, not a cut
+    else:
+        detail = f": {said[0]}" if said else ""
+        head.problems.append(Problem(line, f"partial last line (interrupted run?){detail}"))
+    return head
 
 
 def _empty() -> pd.DataFrame:
