@@ -145,7 +145,7 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     if not data.strip():
         return StatCsv(_empty(), [], bool(interval), sep)
 
-    nfields, skip, nul, terminated = _line_facts(data, read_sep.encode())
+    nfields, skip, nul = _line_facts(data, read_sep.encode())
     decimal_comma = sep != "," and b"," in data  # a foreign locale (LC_NUMERIC)
     if nfields.max() > _MAX_FIELDS:
         raise StatCsvError(f"a line has {nfields.max()} fields; not perf stat output")
@@ -204,9 +204,9 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     return StatCsv(frame, problems, bool(interval), sep)
 
 
-def _line_facts(data: bytes, sep: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+def _line_facts(data: bytes, sep: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per line (numpy over the bytes): fields, whether it is blank or a comment, NUL bytes
-    (a crash can leave zeroed blocks); and whether the last line ends with a newline."""
+    (a crash can leave zeroed blocks)."""
     buf = np.frombuffer(data, dtype=np.uint8)
     newlines = np.flatnonzero(buf == 10)
     terminated = bool(len(buf)) and buf[-1] == 10
@@ -225,7 +225,7 @@ def _line_facts(data: bytes, sep: bytes) -> tuple[np.ndarray, np.ndarray, np.nda
     if len(visible_at):
         first = np.minimum(np.searchsorted(visible_at, starts), len(visible_at) - 1)
         comment = (buf[visible_at[first]] == ord("#")) & (visible > 0)
-    return fields, (visible == 0) | comment, nul, terminated
+    return fields, (visible == 0) | comment, nul
 
 
 def _prefix_layout(rows: pd.DataFrame, t: int) -> tuple[int, str]:
