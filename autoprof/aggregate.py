@@ -46,11 +46,26 @@ class Aggregation:
 
     @property
     def usable(self) -> bool:
-        """Whether any counted value came out (else the profile measured nothing)."""
-        return (
-            self.report["rows"] > 0
-            and self.report["events_measured"] + len(self.report["events"]["multiplexed"]) > 0
-        )
+        return usable(self.report)
+
+
+def usable(report: dict[str, Any]) -> bool:
+    """Whether a sanity report saw any counted value; else the profile measured nothing."""
+    return report["events_measured"] > 0 or bool(report["events"]["multiplexed"])
+
+
+def summary(report: dict[str, Any]) -> str:
+    """One line on the runs and files of a report: why an aggregation gave nothing usable."""
+    runs = report["runs"]
+    of = runs["finished"] if runs["expected"] is None else runs["expected"]
+    ok = runs.get("ok", runs["finished"] - len(runs["failed"]))  # reports before "ok" existed
+    parts = [f"{ok} of {of} runs ok"]
+    for name, items in (("failed", runs["failed"]), ("missing", runs["missing"])):
+        if items:
+            parts.append(f"{len(items)} {name}")
+    if report["broken_files"]:
+        parts.append(f"{len(report['broken_files'])} broken files")
+    return ", ".join(parts) + f", no counted value (see {outdir.REPORT})"
 
 
 def aggregate(
