@@ -261,14 +261,17 @@ def _append(rows: RunRows, label_codes: list[int], status: list[int]) -> RunRows
 
 
 def _locate(rows: RunRows, topology: np.ndarray) -> None:
-    """SOCKET, CORE and NODE of each CPU row from the machine's topology, where perf gave none."""
+    """SOCKET, CORE and NODE of each CPU row from the machine's topology, where perf gave none.
+    An uncore box counts for its socket, read on one CPU of it: no CORE there."""
     known = (rows.cpu >= 0) & (rows.cpu < len(topology))
     if not known.any():
         return
     at = topology[np.where(known, rows.cpu, 0)]
+    uncore = np.asarray([(pmu or "").startswith("uncore") for _, pmu in rows.labels], bool)
+    per_socket = uncore[rows.label] if len(rows.labels) else np.zeros(len(rows), bool)
     for i, name in enumerate(("socket", "core", "node")):
         column = getattr(rows, name)
-        fill = known & (column < 0)
+        fill = known & (column < 0) & (~per_socket if name == "core" else True)
         if fill.any():
             column = column.copy()
             column[fill] = at[fill, i]
