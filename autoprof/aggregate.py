@@ -141,7 +141,7 @@ def _aggregate(
     report = sanity.build(
         tally,
         manifest,
-        _runs(manifest, state),
+        runs_summary(manifest, state.finished, state.failed, state.retried),
         state.reasons,
         list(state.modifiers.values()),
         broken,
@@ -193,9 +193,16 @@ def _finished(
         yield folder, record
 
 
-def _runs(manifest: outdir.Manifest | None, state: _RunState) -> dict[str, Any]:
+def runs_summary(
+    manifest: outdir.Manifest | None,
+    finished: set[tuple[int, int]],
+    failed: list[dict[str, Any]] | None = None,
+    retried: list[dict[str, int]] | None = None,
+) -> dict[str, Any]:
+    """The report's "runs": expected (a part of a split profile expects only its share of the
+    plan), finished, ok, failed, missing and retried runs."""
     expected, missing = None, []
-    if manifest is not None:  # a part of a split profile expects only its share of the plan
+    if manifest is not None:
         options = manifest.options
         pairs = outdir.planned(
             len(manifest.plan.get("runs", [])),
@@ -204,17 +211,17 @@ def _runs(manifest: outdir.Manifest | None, state: _RunState) -> dict[str, Any]:
             int(options.get("parts", 1)),
         )
         expected = len(pairs)
-        missing = [{"run": r, "repeat": k} for r, k in pairs if (r, k) not in state.finished]
-    failed = sorted(state.failed, key=lambda f: (f["run"], f["repeat"]))
+        missing = [{"run": r, "repeat": k} for r, k in pairs if (r, k) not in finished]
+    failed = sorted(failed or [], key=lambda f: (f["run"], f["repeat"]))
     bad = {(f["run"], f["repeat"]) for f in failed}
     return {
         "expected": expected,
-        "finished": len(state.finished),  # reached an end, failed or not
-        "ok": len(state.finished - bad),  # finished with perf and the workload content
+        "finished": len(finished),  # reached an end, failed or not
+        "ok": len(finished - bad),  # finished with perf and the workload content
         "failed": failed,
         "missing": missing,
         # finished on a later attempt (`profile --retries`); earlier ones are in attempts/
-        "retried": state.retried,
+        "retried": retried or [],
     }
 
 

@@ -47,8 +47,10 @@ def stamp(i: int) -> str:
     return f"{0.1 * (i + 1) + 0.000181730:16.9f}"
 
 
-def write_profile(out: Path, runs: list[tuple[list[outdir.EventRef], str]], topology) -> None:
-    plan = {"cpu": "bench", "lower_bound": len(runs), "runs": [{"events": []}] * len(runs)}
+def write_profile(out: Path, runs: list, topology, planned: int) -> None:
+    """Write the manifest and each (events, perf.csv text) of `runs` (an iterable: the texts
+    are made one at a time, so this process stays small beside the one it measures)."""
+    plan = {"cpu": "bench", "lower_bound": planned, "runs": [{"events": []}] * planned}
     machine = outdir.MachineFacts("bench", "bench", "bench", "6.1", "6.1", True, False, 2)
     machine.topology = topology
     manifest = outdir.Manifest("bench", "0.1.0", "", ["bench"], machine, plan, {"repeat": 1})
@@ -67,7 +69,7 @@ def build(out: Path, runs: int, intervals: int) -> tuple[int, int]:
     events = sorted({rest.split(",")[3] for _, rest in block})
     body = [f"{stamp(i)},{rest}\n" for i in range(intervals) for _, rest in block]
     refs = [outdir.EventRef(name=e, pmu="software", spec=e, label=e) for e in events]
-    write_profile(out, [(refs, HEADER + "".join(body))] * runs, [])
+    write_profile(out, [(refs, HEADER + "".join(body))] * runs, [], runs)
     counted = sum(1 for x in body if "<not " not in x)
     return runs * len(body), runs * counted
 
@@ -91,8 +93,6 @@ def build_system_wide(out: Path, intervals: int) -> int:
     cpus = SOCKETS * CORES * THREADS
     # the recorded msr/tsc/ line: CPU0,VALUE,,EVENT,RUN_TIME,100.00,METRIC,METRIC_UNIT
     tsc = next(rest for _, rest in interval_block() if ",msr/tsc/," in rest).split(",")
-    lines = 0
-    runs = []
 
     def run_text(names: list[str], where: list[tuple[int, int]]) -> str:
         """One -I -a -A perf.csv: per interval, per event, a line per (cpu, repeat) in `where`."""
@@ -108,22 +108,23 @@ def build_system_wide(out: Path, intervals: int) -> int:
         return "".join(parts)
 
     core_where = [(cpu, 0) for cpu in range(cpus)]
-    for r in range(120):
-        names = [f"CORE_EVENT.{5 * r + e}" for e in range(5)]
-        refs = [outdir.EventRef(n, "cpu", f"cpu/event=0x{r:x},name={n}/", n) for n in names]
-        runs.append((refs, run_text(names, core_where)))
-        lines += len(names) * len(core_where) * intervals
     first_cpus = [(socket * CORES, box) for socket in range(SOCKETS) for box in range(BOXES)]
-    for r in range(25):
-        names = [f"UNC_CHA_EVENT.{4 * r + e}" for e in range(4)]
-        refs = [
-            outdir.EventRef(n, "uncore_cha", f"uncore_cha/event=0x{r:x},name={n}/", n)
-            for n in names
-        ]
-        runs.append((refs, run_text(names, first_cpus)))
-        lines += len(names) * len(first_cpus) * intervals
-    write_profile(out, runs, server_topology())
-    return lines
+
+    def runs():
+        for r in range(120):
+            names = [f"CORE_EVENT.{5 * r + e}" for e in range(5)]
+            refs = [outdir.EventRef(n, "cpu", f"cpu/event=0x{r:x},name={n}/", n) for n in names]
+            yield refs, run_text(names, core_where)
+        for r in range(25):
+            names = [f"UNC_CHA_EVENT.{4 * r + e}" for e in range(4)]
+            refs = [
+                outdir.EventRef(n, "uncore_cha", f"uncore_cha/event=0x{r:x},name={n}/", n)
+                for n in names
+            ]
+            yield refs, run_text(names, first_cpus)
+
+    write_profile(out, runs(), server_topology(), 145)
+    return (120 * 5 * len(core_where) + 25 * 4 * len(first_cpus)) * intervals
 
 
 def best(fn, times: int = 3) -> float:
