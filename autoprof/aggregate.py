@@ -88,7 +88,7 @@ def _decoded(column):
     import pyarrow as pa
 
     if pa.types.is_dictionary(column.type):
-        return column.cast(pa.string())
+        return column.cast(column.type.value_type)
     return column
 
 

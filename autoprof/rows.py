@@ -279,34 +279,42 @@ def _locate(rows: RunRows, topology: np.ndarray) -> None:
 
 
 def table(rows: RunRows, keep: np.ndarray):
-    """The rows where `keep` is true as a pyarrow table of the results columns (text columns
-    dictionary-encoded: a run has a few distinct names)."""
+    """The rows where `keep` is true as a pyarrow table of the results columns, every column
+    but SAMPLE_VALUE and PERCENT_RUNNING dictionary-encoded (a run has a few names, CPUs and
+    intervals): the writer formats each distinct value once."""
     import pyarrow as pa
 
-    def text(values: list[str | None], codes: np.ndarray):
+    def coded(codes: np.ndarray, dictionary):
         kept = codes[keep]
+        missing = kept < 0
+        indices = np.where(missing, 0, kept).astype(np.int32)
+        mask = missing if missing.any() else None
+        return pa.DictionaryArray.from_arrays(pa.array(indices, mask=mask), dictionary)
+
+    def text(values: list[str | None], codes: np.ndarray):
         missing = np.asarray([v is None for v in values], bool)
-        dictionary = pa.array(["" if v is None else v for v in values], pa.string())
-        indices = pa.array(kept.astype(np.int32), mask=missing[kept] if missing.any() else None)
-        return pa.DictionaryArray.from_arrays(indices, dictionary)
+        codes = np.where(missing[codes], -1, codes)
+        return coded(codes, pa.array(["" if v is None else v for v in values], pa.string()))
 
     def integer(values: np.ndarray):
-        kept = values[keep]
-        return pa.array(kept, pa.int64(), mask=kept < 0)
+        return coded(values, pa.array(np.arange(max(int(values.max(initial=0)) + 1, 1))))
 
-    n = int(keep.sum())
+    nan = np.isnan(rows.time)
+    time_of = np.zeros(int(rows.index.max(initial=0)) + 1)
+    time_of[rows.index[~nan]] = rows.time[~nan]  # equal times have equal INDEX (run_rows)
+    one = np.zeros(len(rows), np.int64)
     columns = {
         "EVENT_NAME": text([lab[0] for lab in rows.labels], rows.label),
-        "INDEX": pa.array(rows.index[keep], pa.int64()),
-        "TIME": pa.array(rows.time[keep], pa.float64()),
+        "INDEX": integer(rows.index),
+        "TIME": coded(np.where(nan, -1, rows.index), pa.array(time_of)),
         "SOCKET": integer(rows.socket),
         "CORE": integer(rows.core),
         "CPU": integer(rows.cpu),
         "NODE": integer(rows.node),
         "UNIT": text(rows.units, rows.unit),
         "SAMPLE_VALUE": pa.array(rows.value[keep], pa.float64()),
-        "RUN": pa.array(np.full(n, rows.run, np.int64)),
-        "REPEAT": pa.array(np.full(n, rows.repeat, np.int64)),
+        "RUN": coded(one, pa.array([rows.run])),
+        "REPEAT": coded(one, pa.array([rows.repeat])),
         "PMU": text([lab[1] for lab in rows.labels], rows.label),
         "VALUE_UNIT": text(rows.value_units, rows.value_unit),
         "PERCENT_RUNNING": pa.array(rows.percent[keep], pa.float64()),
