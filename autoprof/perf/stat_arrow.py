@@ -145,7 +145,6 @@ def _dict(column) -> tuple[np.ndarray, list[str]]:
 
 
 def _columns(table, names: list[str], t: int, has_cpu: bool, v: int, n: int) -> Counts | None:
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     rows = table.num_rows
@@ -168,11 +167,11 @@ def _columns(table, names: list[str], t: int, has_cpu: bool, v: int, n: int) -> 
         return None
     cpu = np.full(rows, -1, np.int64)
     if has_cpu:
-        column = table.column(names[t])
-        if not pc.all(pc.match_substring_regex(column, r"^CPU\d+$")).as_py():
+        cpu_codes, cpu_names = _dict(table.column(names[t]))
+        numbers_of = [_CPU.match(c.strip()) for c in cpu_names]
+        if not all(numbers_of):
             return None
-        digits = pc.utf8_slice_codeunits(column, 3)
-        cpu = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
+        cpu = np.asarray([int(m[1]) for m in numbers_of if m], np.int64)[cpu_codes]
     unit_codes, units = _dict(table.column(names[v + 1]))
     time = table.column(names[0]).to_numpy() if t else np.full(rows, np.nan)
     bases, instances = (
