@@ -23,7 +23,6 @@ Columns:
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import IO, Any
 
@@ -91,8 +90,9 @@ def _number_text(value: float) -> str:
     return repr(float(value))  # a numpy float64 reprs as "np.float64(...)"
 
 
+_SLICE = 1 << 20  # rows written at a time from a whole frame
 WHOLE_AS_INT = ("SAMPLE_VALUE", "PERCENT_RUNNING")  # counts: 1004, not 1004.0
-_NEEDS_QUOTES = re.compile('[,"\n]')
+_NEEDS_QUOTES = '[,"\n]'
 
 
 def _float_text(values: np.ndarray, whole_as_int: bool):
@@ -143,48 +143,54 @@ _SEGMENTS = (
 )
 
 
-def _texts(dictionary, name: str) -> list[str] | None:
-    """The written text of each value of a column's dictionary; None if one needs quotes."""
+def _texts(dictionary, name: str):
+    """The written text of each value of a column's dictionary (a pyarrow string array); None
+    if one needs quotes."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     if name in ("TIME", "PERCENT_RUNNING"):
         values = dictionary.to_numpy(zero_copy_only=False).astype(np.float64)
-        return [
-            "" if t is None else t for t in _float_text(values, name in WHOLE_AS_INT).to_pylist()
-        ]
-    texts = ["" if t is None else t for t in dictionary.cast(pa.string()).to_pylist()]
-    if DTYPES[name] == "string" and any(_NEEDS_QUOTES.search(t) for t in texts):
+        texts = _float_text(values, name in WHOLE_AS_INT)
+    else:
+        texts = dictionary.cast(pa.string())
+    texts = pc.fill_null(texts, "")
+    if DTYPES[name] == "string" and pc.any(pc.match_substring_regex(texts, _NEEDS_QUOTES)).as_py():
         return None
     return texts
 
 
-def _segment(columns: list[tuple[np.ndarray, list[str]]], end: str = ""):
-    """Adjacent columns joined with commas (then `end`), as one pyarrow string array: each
-    distinct combination of their values is formatted once, then taken per row."""
+def _segment(columns: list, end: str = ""):
+    """Adjacent columns, each (codes, texts), joined with commas (then `end`), as one pyarrow
+    string array: each distinct combination of their values is formatted once, then taken."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if len(columns) == 1:
         codes, texts = columns[0]
-        return pa.array([t + end for t in texts], pa.string()).take(pa.array(codes))
-    if math.prod(len(texts) for _, texts in columns) < 2**62:
-        key = np.zeros(len(columns[0][0]), np.int64)
-        for codes, texts in columns:
-            key = key * len(texts) + codes
-        encoded = pc.dictionary_encode(pa.array(key))
-        combos = encoded.dictionary.to_numpy()
-        rows = encoded.indices.to_numpy(zero_copy_only=False)
-        parts = []
-        for _, texts in reversed(columns):
-            combos, code = np.divmod(combos, len(texts))
-            parts.append(np.asarray(texts, dtype=object)[code])
-        parts.reverse()
+        rows = pa.array(codes)
     else:
-        stacked = np.stack([codes for codes, _ in columns], axis=1)
-        combos, rows = np.unique(stacked, axis=0, return_inverse=True)
-        parts = [np.asarray(t, dtype=object)[combos[:, i]] for i, (_, t) in enumerate(columns)]
-    joined = [",".join(p) + end for p in zip(*parts, strict=True)]
-    return pa.array(joined, pa.string()).take(pa.array(rows.reshape(-1)))
+        if math.prod(len(texts) for _, texts in columns) < 2**62:
+            key = np.zeros(len(columns[0][0]), np.int64)
+            for codes, texts in columns:
+                key = key * len(texts) + codes
+            encoded = pc.dictionary_encode(pa.array(key))
+            combos = encoded.dictionary.to_numpy()
+            rows = encoded.indices
+            picked = []
+            for _, texts in reversed(columns):
+                combos, code = np.divmod(combos, len(texts))
+                picked.append(code)
+            picked.reverse()
+        else:
+            stacked = np.stack([codes for codes, _ in columns], axis=1)
+            combos, inverse = np.unique(stacked, axis=0, return_inverse=True)
+            picked, rows = list(combos.T), pa.array(inverse.reshape(-1))
+        parts = [texts.take(pa.array(p)) for p, (_, texts) in zip(picked, columns, strict=True)]
+        texts = pc.binary_join_element_wise(*parts, ",")
+    if end:
+        texts = pc.binary_join_element_wise(texts, pa.scalar(end), "")
+    return texts.take(rows)
 
 
 def _string_bytes(array) -> bytes:
@@ -231,7 +237,7 @@ class ResultsWriter:
             indices = column.indices
             if indices.null_count:  # a missing value: one more text, empty
                 indices = pc.fill_null(indices, len(texts))
-                texts.append("")
+                texts = pa.concat_arrays([texts, pa.array([""], texts.type)])
             coded[name] = (indices.to_numpy(zero_copy_only=False).astype(np.int64), texts)
         values = table.column("SAMPLE_VALUE").combine_chunks()
         value = _float_text(values.to_numpy(zero_copy_only=False).astype(np.float64), True)
@@ -267,8 +273,10 @@ def write_csv(frame: pd.DataFrame, path: str | Path | IO[str]) -> None:
     """Write a results frame in the canonical text form (see `ResultsWriter`)."""
     import pyarrow as pa
 
+    table = pa.Table.from_pandas(normalize(frame), preserve_index=False)
     with ResultsWriter(path) as writer:
-        writer.write(pa.Table.from_pandas(normalize(frame), preserve_index=False))
+        for start in range(0, table.num_rows, _SLICE):  # a text chunk stays under 2 GiB
+            writer.write(table.slice(start, _SLICE))
 
 
 def read_csv(
