@@ -14,6 +14,7 @@ supported`) stay in the report and out of results.csv; `exact_only` keeps only r
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,8 +126,10 @@ def _aggregate(
     state = _RunState()
     lines = 0
     keep = np.asarray(EXACT if exact_only else WRITTEN, np.int8)
-    for folder, record in _finished(out, broken, state):
-        counts, n = _read_counts(folder, folder.relative_to(out), record, broken)
+    for record, counts, n, problems in _read_ahead(out, state):
+        broken.extend(problems)
+        if record is None:
+            continue
         lines += n
         refused = []
         for item in record.unsupported:
@@ -159,19 +162,41 @@ class _RunState:
     modifiers: dict[tuple[str, str | None, str], dict[str, Any]] = field(default_factory=dict)
 
 
+def _read_ahead(out: Path, state: _RunState, ahead: int = 2) -> Iterator[tuple]:
+    """(record, Counts, lines, problems) per finished run, in order, each perf.csv read in a
+    thread while the runs before it are mapped and written (pyarrow and numpy let go of the
+    GIL); a broken run.json comes as (None, None, 0, problems) in its place."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(folder: Path, record: outdir.RunRecord | None, bad: list[dict[str, str]]):
+        if record is None:
+            return None, None, 0, bad
+        counts, n = _read_counts(folder, folder.relative_to(out), record, bad)
+        return record, counts, n, bad
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        runs = _finished(out, state)
+        pending = deque(pool.submit(read, *item) for item in itertools.islice(runs, ahead))
+        while pending:
+            done = pending.popleft().result()
+            pending.extend(pool.submit(read, *item) for item in itertools.islice(runs, 1))
+            yield done
+
+
 def _finished(
-    out: Path, broken: list[dict[str, str]], state: _RunState
-) -> Iterator[tuple[Path, outdir.RunRecord]]:
-    """The run folders that reached a final status, with their records (noted in `state`)."""
+    out: Path, state: _RunState
+) -> Iterator[tuple[Path, outdir.RunRecord | None, list[dict[str, str]]]]:
+    """The run folders that reached a final status, with their records (noted in `state`), and
+    those whose record is broken (with a None record and the problem)."""
     for folder in outdir.run_folders(out):
         try:
             record = outdir.read_run_record(folder)
         except FileNotFoundError:
             continue  # a run that never got its record: planned runs report it as missing
         except (ValueError, TypeError, KeyError) as err:
-            broken.append(
-                {"path": str(folder.relative_to(out) / outdir.RUN_RECORD), "error": _one_line(err)}
-            )
+            path = str(folder.relative_to(out) / outdir.RUN_RECORD)
+            yield folder, None, [{"path": path, "error": _one_line(err)}]
             continue
         if record.status not in FINAL_STATUSES:
             continue  # interrupted: the next `profile` runs it again
@@ -190,7 +215,7 @@ def _finished(
                     "error": record.error,
                 }
             )
-        yield folder, record
+        yield folder, record, []
 
 
 def runs_summary(
