@@ -61,6 +61,10 @@ class MachineFacts:
     perf_event_paranoid: int | None
     # per catalog PMU: {"generic": n, "fixed": m}; what the schedule assumed
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
+    # one entry per online CPU, from sysfs at profile time (as autoperf records lscpu):
+    # {"cpu": 5, "socket": 0, "core": 3, "node": 0}; "core" is the kernel's core_id (perf's
+    # S0-D0-C3 numbering, unique within a socket). Empty in manifests written before it existed.
+    topology: list[dict[str, int]] = field(default_factory=list)
 
 
 @dataclass

@@ -22,8 +22,11 @@ Columns:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 
 AUTOPERF_COLUMNS = [
@@ -87,21 +90,193 @@ def _number_text(value: float) -> str:
     return repr(float(value))  # a numpy float64 reprs as "np.float64(...)"
 
 
-def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
-    """Write results in the one canonical text form (the bytes `runs export` must reproduce).
+_SLICE = 1 << 20  # rows written at a time from a whole frame
+WHOLE_AS_INT = ("SAMPLE_VALUE", "PERCENT_RUNNING")  # counts: 1004, not 1004.0
+_NEEDS_QUOTES = '[,"\n]'
+
+
+def _float_text(values: np.ndarray, whole_as_int: bool):
+    """Python's repr of each float (pandas writes TIME so), or the integer for a whole count;
+    NaN is null. Vectorized in pyarrow where its shortest form provably equals repr (tested over
+    millions of values): whole numbers, and fractions between 1e-4 and 1e9; repr elsewhere."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    size = np.abs(values)
+    nan = np.isnan(values)
+    whole = (values == np.floor(values)) & (size < (2**53 if whole_as_int else 1e16))
+    text = pc.cast(pa.array(np.where(whole, values, 0).astype(np.int64)), pa.string())
+    if not whole_as_int:
+        text = pc.binary_join_element_wise(text, ".0", "")
+    fraction = ~whole & ~nan & (size >= 1e-4) & (size < 1e9)
+    if fraction.any():
+        formatted = pc.cast(pa.array(values[fraction]), pa.string())
+        text = pc.replace_with_mask(text, pa.array(fraction), formatted)
+    rare = ~whole & ~nan & ~fraction
+    if rare.any():
+        formatted = pa.array([repr(float(v)) for v in values[rare]], pa.string())
+        text = pc.replace_with_mask(text, pa.array(rare), formatted)
+    if nan.any():
+        text = pc.if_else(pa.array(nan), pa.scalar(None, pa.string()), text)
+    return text
+
+
+def _formatted(column, whole_as_int: bool):
+    """A float column as text; columns of few distinct values (TIME, PERCENT_RUNNING) are
+    formatted once per value."""
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column)
+    if len(encoded.dictionary) * 4 < len(column):
+        values = encoded.dictionary.to_numpy(zero_copy_only=False).astype(np.float64)
+        return _float_text(values, whole_as_int).take(encoded.indices)
+    return _float_text(column.to_numpy(zero_copy_only=False).astype(np.float64), whole_as_int)
+
+
+# runs of columns written as one piece: few distinct combinations each (per event, per interval,
+# per CPU or box, per event again), so each combination is formatted once; then SAMPLE_VALUE
+_SEGMENTS = (
+    ("EVENT_NAME",),
+    ("INDEX", "TIME"),
+    ("SOCKET", "CORE", "CPU", "NODE", "UNIT"),
+    ("RUN", "REPEAT", "PMU", "VALUE_UNIT", "PERCENT_RUNNING", "STATUS"),
+)
+
+
+def _texts(dictionary, name: str):
+    """The written text of each value of a column's dictionary (a pyarrow string array); None
+    if one needs quotes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if name in ("TIME", "PERCENT_RUNNING"):
+        values = dictionary.to_numpy(zero_copy_only=False).astype(np.float64)
+        texts = _float_text(values, name in WHOLE_AS_INT)
+    else:
+        texts = dictionary.cast(pa.string())
+    texts = pc.fill_null(texts, "")
+    if DTYPES[name] == "string" and pc.any(pc.match_substring_regex(texts, _NEEDS_QUOTES)).as_py():
+        return None
+    return texts
+
+
+def _segment(columns: list, end: str = ""):
+    """Adjacent columns, each (codes, texts), joined with commas (then `end`), as one pyarrow
+    string array: each distinct combination of their values is formatted once, then taken."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(columns) == 1:
+        codes, texts = columns[0]
+        rows = pa.array(codes)
+    else:
+        if math.prod(len(texts) for _, texts in columns) < 2**62:
+            key = np.zeros(len(columns[0][0]), np.int64)
+            for codes, texts in columns:
+                key = key * len(texts) + codes
+            encoded = pc.dictionary_encode(pa.array(key))
+            combos = encoded.dictionary.to_numpy()
+            rows = encoded.indices
+            picked = []
+            for _, texts in reversed(columns):
+                combos, code = np.divmod(combos, len(texts))
+                picked.append(code)
+            picked.reverse()
+        else:
+            stacked = np.stack([codes for codes, _ in columns], axis=1)
+            combos, inverse = np.unique(stacked, axis=0, return_inverse=True)
+            picked, rows = list(combos.T), pa.array(inverse.reshape(-1))
+        parts = [texts.take(pa.array(p)) for p, (_, texts) in zip(picked, columns, strict=True)]
+        texts = pc.binary_join_element_wise(*parts, ",")
+    if end:
+        texts = pc.binary_join_element_wise(texts, pa.scalar(end), "")
+    return texts.take(rows)
+
+
+def _string_bytes(array) -> bytes:
+    """The characters of a pyarrow string array, end to end (its data buffer, no copy per row)."""
+    offsets = np.frombuffer(array.buffers()[1], np.int32, len(array) + 1, array.offset * 4)
+    return memoryview(array.buffers()[2])[offsets[0] : offsets[-1]].tobytes()
+
+
+class ResultsWriter:
+    """The one canonical text form of results (the bytes `runs export` must reproduce), written
+    chunk by chunk: `aggregate` streams a profile run by run instead of holding it whole.
 
     Counts are written as integers when they are whole (``1004``, not ``1004.0``), other floats
     with Python's shortest round-trip repr, so that reading a file and writing it again gives the
-    same bytes; missing values are empty fields.
+    same bytes; missing values are empty fields. Chunks are pyarrow tables with the result
+    columns (floats as float64, integers as int64, text as strings; nulls for missing).
     """
-    out = normalize(frame)
-    for name in ("SAMPLE_VALUE", "PERCENT_RUNNING"):
+
+    def __init__(self, target: str | Path | IO[str]) -> None:
+        self._own = isinstance(target, (str, Path))
+        self._file: Any = open(target, "wb") if self._own else target  # noqa: SIM115
+        self._put(",".join(COLUMNS).encode() + b"\n")
+
+    def _put(self, data: bytes) -> None:
+        self._file.write(data if self._own else data.decode())
+
+    def write(self, table) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if table.num_rows == 0:
+            return
+        coded = {}
+        for name in COLUMNS:
+            column = table.column(name).combine_chunks()
+            if name == "SAMPLE_VALUE":  # mostly distinct: formatted as it is
+                continue
+            if not pa.types.is_dictionary(column.type):
+                column = pc.dictionary_encode(column)
+            texts = _texts(column.dictionary, name)
+            if texts is None:
+                self._put(_quoted_csv(table))  # rare: an unmapped event spec with a comma
+                return
+            indices = column.indices
+            if indices.null_count:  # a missing value: one more text, empty
+                indices = pc.fill_null(indices, len(texts))
+                texts = pa.concat_arrays([texts, pa.array([""], texts.type)])
+            coded[name] = (indices.to_numpy(zero_copy_only=False).astype(np.int64), texts)
+        values = table.column("SAMPLE_VALUE").combine_chunks()
+        value = _float_text(values.to_numpy(zero_copy_only=False).astype(np.float64), True)
+        parts = [_segment([coded[n] for n in names]) for names in _SEGMENTS[:-1]]
+        last = _segment([coded[n] for n in _SEGMENTS[-1]], "\n")
+        line = pc.binary_join_element_wise(*parts, pc.fill_null(value, ""), last, ",")
+        self._put(_string_bytes(line))
+
+    def close(self) -> None:
+        if self._own:
+            self._file.close()
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _quoted_csv(table) -> bytes:
+    """A chunk in the same text form through pandas, which quotes fields as the csv module does."""
+    out = normalize(table.to_pandas())
+    for name in WHOLE_AS_INT:
         out[name] = [
             # tolist(): Python floats, whose repr is the number (numpy 2's repr is np.float64(...))
             _number_text(v)
             for v in out[name].to_numpy(dtype="float64", na_value=float("nan")).tolist()
         ]
-    out.to_csv(path, index=False, lineterminator="\n")
+    return out.to_csv(index=False, header=False, lineterminator="\n").encode()
+
+
+def write_csv(frame: pd.DataFrame, path: str | Path | IO[str]) -> None:
+    """Write a results frame in the canonical text form (see `ResultsWriter`)."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(normalize(frame), preserve_index=False)
+    with ResultsWriter(path) as writer:
+        for start in range(0, table.num_rows, _SLICE):  # a text chunk stays under 2 GiB
+            writer.write(table.slice(start, _SLICE))
 
 
 def read_csv(

@@ -124,6 +124,7 @@ def read_facts(catalog: Catalog | None = None) -> MachineFacts:
         nmi_watchdog=nmi_watchdog(),
         perf_event_paranoid=perf_event_paranoid(),
         counters=counters,
+        topology=topology(),
     )
 
 
@@ -263,3 +264,40 @@ def build_catalog(
     )
     directory = _find_events_dir(events_dir)
     return host_catalog(directory, cpu, options, tracepoints)
+
+
+SYSFS_SYSTEM = Path("/sys/devices/system")
+
+
+def cpu_list(text: str) -> list[int]:
+    """``0-3,8,10-11`` (the kernel's cpulist format) -> [0, 1, 2, 3, 8, 10, 11]."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        first, _, last = part.partition("-")
+        if first.strip().isdigit():
+            cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def topology(root: Path = SYSFS_SYSTEM) -> list[dict[str, int]]:
+    """Socket, core and NUMA node of each online CPU, from sysfs (what `lscpu -p` shows; "core"
+    is the kernel's core_id, unique within its socket); -1 where sysfs says nothing."""
+
+    def number(path: Path) -> int:
+        text = _read(path)
+        return int(text) if text.lstrip("-").isdigit() else -1
+
+    node_of = {}
+    for node in sorted((root / "node").glob("node[0-9]*")):
+        for cpu in cpu_list(_read(node / "cpulist")):
+            node_of[cpu] = int(node.name.removeprefix("node"))
+    online = cpu_list(_read(root / "cpu" / "online"))
+    return [
+        {
+            "cpu": cpu,
+            "socket": number(root / "cpu" / f"cpu{cpu}" / "topology" / "physical_package_id"),
+            "core": number(root / "cpu" / f"cpu{cpu}" / "topology" / "core_id"),
+            "node": node_of.get(cpu, -1),
+        }
+        for cpu in online
+    ]

@@ -134,6 +134,9 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
         sep = sniff_separator(data)
     if not sep:
         raise StatCsvError("empty field separator")
+    cut = data.rfind(b"\n") + 1
+    if data[cut:].strip():
+        return _unterminated(data, cut, sep, interval)
     if len(sep.encode()) != 1:
         data = data.replace(sep.encode(), _FIELD_SEP.encode())
         read_sep = _FIELD_SEP
@@ -142,7 +145,7 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     if not data.strip():
         return StatCsv(_empty(), [], bool(interval), sep)
 
-    nfields, skip, nul, terminated = _line_facts(data, read_sep.encode())
+    nfields, skip, nul = _line_facts(data, read_sep.encode())
     decimal_comma = sep != "," and b"," in data  # a foreign locale (LC_NUMERIC)
     if nfields.max() > _MAX_FIELDS:
         raise StatCsvError(f"a line has {nfields.max()} fields; not perf stat output")
@@ -165,7 +168,6 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     skip = skip | nul
     data_rows = raw[~skip]
     counts = nfields[~skip]
-    last_unterminated = not terminated and len(raw) in data_rows.index
     if data_rows.empty:
         if nul.any():
             raise StatCsvError(f"line {np.flatnonzero(nul)[0] + 1}: NUL bytes (damaged file?)")
@@ -191,8 +193,6 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     for line in data_rows.index[too_short]:
         if not _is_continuation(raw.loc[line], prefix + int(interval)):
             problems.append(Problem(int(line), f"{nfields[line - 1]} fields, expected {minimum}"))
-    if last_unterminated:
-        problems = _mark_partial(problems, len(raw))
 
     frame = pd.concat(frames) if frames else _empty()
     if not frame.empty and frame["LINE"].is_monotonic_increasing is False:
@@ -204,9 +204,9 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     return StatCsv(frame, problems, bool(interval), sep)
 
 
-def _line_facts(data: bytes, sep: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+def _line_facts(data: bytes, sep: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per line (numpy over the bytes): fields, whether it is blank or a comment, NUL bytes
-    (a crash can leave zeroed blocks); and whether the last line ends with a newline."""
+    (a crash can leave zeroed blocks)."""
     buf = np.frombuffer(data, dtype=np.uint8)
     newlines = np.flatnonzero(buf == 10)
     terminated = bool(len(buf)) and buf[-1] == 10
@@ -225,7 +225,7 @@ def _line_facts(data: bytes, sep: bytes) -> tuple[np.ndarray, np.ndarray, np.nda
     if len(visible_at):
         first = np.minimum(np.searchsorted(visible_at, starts), len(visible_at) - 1)
         comment = (buf[visible_at[first]] == ord("#")) & (visible > 0)
-    return fields, (visible == 0) | comment, nul, terminated
+    return fields, (visible == 0) | comment, nul
 
 
 def _prefix_layout(rows: pd.DataFrame, t: int) -> tuple[int, str]:
@@ -361,7 +361,7 @@ def _match_int(pattern: str, text: str, group: int | str) -> int | None:
     return int(match[group]) if match and match[group] is not None else None
 
 
-def _split_instance(event: str) -> tuple[str, str | None]:
+def split_instance(event: str) -> tuple[str, str | None]:
     """(event without instance, uncore instance) in both ways perf names a box:
     ``uncore_cha_3/event=0x0/`` and ``UNC_CHA_CLOCKTICKS [uncore_cha_3]``."""
     match = re.match(_INSTANCE_SLASH_RE, event)
@@ -375,19 +375,29 @@ def _split_instance(event: str) -> tuple[str, str | None]:
 
 def _add_instance(out: pd.DataFrame, event: np.ndarray) -> None:
     codes, uniques = pd.factorize(event)
-    split = [_split_instance(u) for u in uniques]
+    split = [split_instance(u) for u in uniques]
     out["EVENT_BASE"] = pd.array(np.asarray([b for b, _ in split], dtype=object)[codes], "string")
     out["PMU_INSTANCE"] = pd.array(np.asarray([i for _, i in split], dtype=object)[codes], "string")
 
 
-def _mark_partial(problems: list[Problem], last: int) -> list[Problem]:
-    """Say plainly that a bad last line without a newline is the cut of an interrupted write."""
-    return [
-        Problem(p.line, f"partial last line (interrupted run?): {p.message}")
-        if p.line == last
-        else p
-        for p in problems
-    ]
+def _unterminated(data: bytes, cut: int, sep: str, interval: bool | None) -> StatCsv:
+    """A last line without a newline, the cut of an interrupted write: the lines before it are
+    parsed on their own (a cut line must not spoil them); it is kept only when it parses whole."""
+    head = parse(data[:cut], sep, interval)
+    try:
+        whole = parse(data + b"\n", sep, head.interval if len(head.frame) else interval)
+    except StatCsvError:
+        whole = None
+    if whole and len(whole.frame) == len(head.frame) + 1 and whole.problems == head.problems:
+        return whole
+    line = data[:cut].count(b"\n") + 1
+    said = [p.message for p in (whole.problems if whole else []) if p.line == line]
+    if said and said[0].startswith("NUL"):
+        head.problems.append(Problem(line, said[0]))  # zeroed blocks: a crash, not a cut
+    else:
+        detail = f": {said[0]}" if said else ""
+        head.problems.append(Problem(line, f"partial last line (interrupted run?){detail}"))
+    return head
 
 
 def _empty() -> pd.DataFrame:

@@ -154,7 +154,7 @@ def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
         job=record,
     )
     _note(job, phase="aggregating")
-    aggregate.write(out, aggregate.aggregate(out))
+    aggregate.aggregate_to(out)
     _note(job, phase="uploading")
     store = engine.open_store(settings.store)
     try:

@@ -31,7 +31,7 @@ import pandas as pd
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from autoprof import outdir, results
+from autoprof import aggregate, outdir, results
 from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.errors import AutoprofError
 from autoprof.store.engine import Store
@@ -110,6 +110,8 @@ def read_profile(out: Path) -> Profile:
         report = outdir.read_json(out / outdir.REPORT) if (out / outdir.REPORT).is_file() else None
     except (ValueError, TypeError, KeyError) as err:
         raise AutoprofError(f"{out}: unreadable manifest or report: {err}") from None
+    if report is not None and not aggregate.usable(report):
+        raise AutoprofError(f"{out}: nothing to upload: {aggregate.summary(report)}")
     records = []
     for folder in outdir.run_folders(out):
         try:

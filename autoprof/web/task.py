@@ -41,7 +41,7 @@ def run_profile(request: JobRequest, out: Path) -> dict:
     for warning in check_machine(catalog, options, request.command):
         print(f"autoprof: warning: {warning}", flush=True)
     outcome = profile(out, request.command, catalog, plan, options)
-    aggregate.write(out, aggregate.aggregate(out))
+    aggregate.aggregate_to(out)
     done = upload.upload(engine.open_store(None), out, request.tags)
     failed = len(outcome.failed)
     return {

@@ -37,3 +37,9 @@ LOCPATH=/tmp/loc LC_ALL=de_DE.UTF-8 perf stat -x ';' -I 100 -o de_semicolon_inte
 LOCPATH=/tmp/loc LC_ALL=de_DE.UTF-8 perf stat -x ' ;' -a -A -o de_space_semicolon_percpu.csv \
   -e task-clock -e msr/tsc/ -- sleep 0.05
 LOCPATH=/tmp/loc LC_ALL=de_DE.UTF-8 perf stat -x , -o de_comma.csv -e task-clock -e page-faults $W 10
+# a rootless container (user namespace): perf falls back to user-space counting and prints the
+# modifier it added: task-clock:u, syscalls:sys_enter_writeu (no colon), msr/tsc/u, TSC.NAMED:u
+unshare -r perf stat -x, -I 100 -o rootless_interval.csv -e task-clock \
+  -e syscalls:sys_enter_write -e page-faults -e msr/tsc/ -- sh -c 'echo hi; sleep 0.15'
+unshare -r perf stat -x, -o rootless_totals.csv -e task-clock -e syscalls:sys_enter_write \
+  -e 'software/config=2,config1=0/' -e 'msr/tsc,name=TSC.NAMED/' -- echo hi

@@ -1,0 +1,329 @@
+"""One run's perf counts -> its results rows (`sanity.RunRows`), and those rows as a pyarrow
+table in the `autoprof.results` columns. Pure: no file is read or written here.
+
+Everything per line is numpy over codes; Python only sees the distinct event names of a run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from autoprof import outdir
+from autoprof.perf import stat_arrow
+from autoprof.sanity import MULTIPLEXED, NOT_COUNTED, NOT_SUPPORTED, OK, Label, RunRows
+
+# perf appends event modifiers it chose itself: `task-clock:u`, `msr/tsc/u`, and on tracepoints
+# (whose names hold a colon already) without one: `syscalls:sys_enter_writeu`
+_MODIFIER = re.compile(r"^[ukhIGHpPSDWe]{1,4}$")
+_STATUS_OF_STATE = {
+    stat_arrow.COUNTED: OK,
+    stat_arrow.NOT_COUNTED: NOT_COUNTED,
+    stat_arrow.NOT_SUPPORTED: NOT_SUPPORTED,
+}
+STATUS_TEXT = ["ok", "multiplexed", "not counted", "not supported"]  # results.STATUSES order
+
+
+def lookup(record: outdir.RunRecord) -> dict[str, outdir.EventRef]:
+    """Every text perf may print for an event of this run -> its EventRef."""
+    table: dict[str, outdir.EventRef] = {}
+    for ref in record.events:
+        for key in (f"{ref.pmu}/{ref.label}/", ref.spec, ref.label):
+            table[key] = ref
+    return table
+
+
+def _inner_name(printed: str) -> str:
+    """``uncore_cha/UNC_CHA_CLOCKTICKS/`` -> ``UNC_CHA_CLOCKTICKS`` (perf wraps a name= event)."""
+    if printed.count("/") == 2 and printed.endswith("/"):
+        return printed.split("/")[1]
+    return printed
+
+
+def resolve(printed: str, table: dict[str, outdir.EventRef]) -> tuple[outdir.EventRef | None, str]:
+    """The planned event perf printed as `printed`, and the modifier perf appended ('' if none)."""
+    for text in (printed, _inner_name(printed)):
+        if text in table:
+            return table[text], ""
+    for cut in range(1, 5):
+        modifier, stem = printed[-cut:], printed[:-cut]
+        if not _MODIFIER.match(modifier):
+            break
+        for text in (stem.removesuffix(":"), _inner_name(stem)):
+            if text in table:
+                return table[text], modifier
+    return None, ""
+
+
+def run_rows(
+    counts: stat_arrow.Counts | None,
+    record: outdir.RunRecord,
+    refused: list[Label],
+    topology: np.ndarray,
+    modifiers: dict[tuple[str, str | None, str], dict[str, Any]],
+) -> RunRows:
+    """The results rows of one run: perf's lines mapped to catalog events, then a `not
+    supported` row for each refused event perf printed no line for (`refused`), and a `not
+    counted` row for each planned event that got no line at all. `modifiers` collects the
+    modifiers perf added to event names."""
+    table = lookup(record)
+    labels: list[Label] = []
+    label_code: dict[Label, int] = {}
+
+    def code(label: Label) -> int:
+        if label not in label_code:
+            label_code[label] = len(labels)
+            labels.append(label)
+        return label_code[label]
+
+    if counts is None or len(counts) == 0:
+        rows = _empty_rows(record, labels)
+    else:
+        rows = _mapped(counts, record, table, code, labels, modifiers)
+    present = {labels[c] for c in np.flatnonzero(np.bincount(rows.label, minlength=len(labels)))}
+    extra = [lab for lab in dict.fromkeys(refused) if lab not in present]
+    status = [NOT_SUPPORTED] * len(extra)
+    present.update(extra)
+    silent = [(r.name, r.pmu) for r in record.events]
+    silent = [lab for lab in dict.fromkeys(silent) if lab not in present]
+    if extra or silent:
+        rows = _append(
+            rows, [code(lab) for lab in extra + silent], status + [NOT_COUNTED] * len(silent)
+        )
+    _locate(rows, topology)
+    return rows
+
+
+def _mapped(
+    counts: stat_arrow.Counts,
+    record: outdir.RunRecord,
+    table: dict[str, outdir.EventRef],
+    code,
+    labels: list[Label],
+    modifiers: dict[tuple[str, str | None, str], dict[str, Any]],
+) -> RunRows:
+    per_event, unit_texts = [], []
+    for printed, base, instance in zip(counts.events, counts.bases, counts.instances, strict=True):
+        ref, modifier = resolve(base, table)
+        label = (ref.name, ref.pmu) if ref else (printed, None)
+        if modifier:
+            modifiers.setdefault(
+                (label[0], label[1], modifier),
+                {"event": label[0], "pmu": label[1], "printed": printed, "modifier": modifier},
+            )
+        per_event.append(code(label))
+        unit_texts.append(instance if instance is not None else label[1])
+    units, unit_of_event = _codes(unit_texts)
+    event = counts.event_codes
+    status = np.select(
+        [counts.state == stat_arrow.NOT_COUNTED, counts.state == stat_arrow.NOT_SUPPORTED],
+        [NOT_COUNTED, NOT_SUPPORTED],
+        OK,
+    ).astype(np.int8)
+    status[(status == OK) & (counts.percent < 100)] = MULTIPLEXED
+    rows = RunRows(
+        run=record.run,
+        repeat=record.repeat,
+        labels=labels,
+        label=np.asarray(per_event, np.int64)[event],
+        index=_index(counts.time),
+        time=counts.time,
+        cpu=counts.cpu,
+        socket=counts.socket,
+        core=counts.core,
+        node=counts.node,
+        units=units,
+        unit=np.asarray(unit_of_event, np.int64)[event],
+        value=counts.value,
+        value_units=counts.units,
+        value_unit=counts.unit_codes,
+        percent=counts.percent,
+        status=status,
+    )
+    no_box = np.asarray([i is None for i in counts.instances], bool)[event]
+    _number_boxes(rows, no_box)
+    return rows
+
+
+def _codes(texts: list[str | None]) -> tuple[list[str | None], list[int]]:
+    uniques = list(dict.fromkeys(texts))
+    where = {t: i for i, t in enumerate(uniques)}
+    return uniques, [where[t] for t in texts]
+
+
+def _index(time: np.ndarray) -> np.ndarray:
+    """Interval number per line: perf prints intervals in time order."""
+    if len(time) == 0 or np.isnan(time).all():
+        return np.zeros(len(time), np.int64)
+    step = np.diff(time)
+    if not np.isnan(time).any() and (step >= 0).all():
+        return np.concatenate(([0], np.cumsum(step > 0))).astype(np.int64)
+    return np.unique(time, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def _number_boxes(rows: RunRows, no_box: np.ndarray) -> None:
+    """An uncore event opened with name= prints one line per box without naming the box; number
+    the boxes in perf's print order (UNIT ``uncore_cha_0``, ``uncore_cha_1``, ...)."""
+    where = np.flatnonzero(no_box)
+    if len(where) < 2:
+        return
+    # perf's print order (interval, event, CPU) keeps distinct keys rising: a cheap test first
+    group = _group_ids(
+        [rows.index, rows.label, rows.unit, rows.cpu, rows.socket, rows.core, rows.node], where
+    )
+    size = np.bincount(group)
+    dup = size[group] > 1
+    if not dup.any():
+        return
+    order = np.argsort(group, kind="stable")  # perf's order within a group
+    start = np.concatenate(([True], group[order][1:] != group[order][:-1]))
+    nth = np.empty(len(group), np.int64)
+    nth[order] = np.arange(len(order)) - np.flatnonzero(start)[np.cumsum(start) - 1]
+    lines, nth = where[dup], nth[dup]
+    units = rows.unit[lines]
+    names = [
+        f"{'<NA>' if rows.units[u] is None else rows.units[u]}_{n}"
+        for u, n in zip(units.tolist(), nth.tolist(), strict=True)
+    ]
+    uniques, codes = _codes(names)
+    rows.unit = rows.unit.copy()
+    rows.unit[lines] = np.asarray(codes, np.int64) + len(rows.units)
+    rows.units = rows.units + uniques
+
+
+def _group_ids(columns: list[np.ndarray], where: np.ndarray) -> np.ndarray:
+    """A group number per selected row, equal where every column is equal (one int64 key when
+    the columns' ranges allow it)."""
+    key = np.zeros(len(where), np.int64)
+    span = 1
+    for column in columns:
+        values = column[where] + 1  # -1 (none) -> 0
+        width = int(values.max()) + 1
+        span *= width
+        if span >= 2**62:
+            stacked = np.stack([c[where] for c in columns], axis=1)
+            return np.unique(stacked, axis=0, return_inverse=True)[1].reshape(-1)
+        key = key * width + values
+    if (key[1:] > key[:-1]).all():
+        return np.arange(len(key))
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.dictionary_encode(pa.array(key)).indices.to_numpy(zero_copy_only=False)  # hashing
+
+
+def _empty_rows(record: outdir.RunRecord, labels: list[Label]) -> RunRows:
+    none = np.zeros(0, np.int64)
+    nan = np.zeros(0, np.float64)
+    return RunRows(
+        record.run,
+        record.repeat,
+        labels,
+        none,
+        none,
+        nan,
+        none,
+        none,
+        none,
+        none,
+        [],
+        none,
+        nan,
+        [None],
+        none,
+        nan,
+        np.zeros(0, np.int8),
+    )
+
+
+def _append(rows: RunRows, label_codes: list[int], status: list[int]) -> RunRows:
+    """Rows for events perf printed no line for: interval 0, no location, no value, UNIT = PMU."""
+    n = len(label_codes)
+    units = rows.units + [rows.labels[c][1] for c in label_codes]
+    minus = np.full(n, -1, np.int64)
+    nan = np.full(n, np.nan)
+    cat = np.concatenate
+    return RunRows(
+        rows.run,
+        rows.repeat,
+        rows.labels,
+        label=cat([rows.label, np.asarray(label_codes, np.int64)]),
+        index=cat([rows.index, np.zeros(n, np.int64)]),
+        time=cat([rows.time, nan]),
+        cpu=cat([rows.cpu, minus]),
+        socket=cat([rows.socket, minus]),
+        core=cat([rows.core, minus]),
+        node=cat([rows.node, minus]),
+        units=units,
+        unit=cat([rows.unit, np.arange(len(rows.units), len(units))]),
+        value=cat([rows.value, nan]),
+        value_units=[*rows.value_units, None],
+        value_unit=cat([rows.value_unit, np.full(n, len(rows.value_units), np.int64)]),
+        percent=cat([rows.percent, nan]),
+        status=cat([rows.status, np.asarray(status, np.int8)]),
+    )
+
+
+def _locate(rows: RunRows, topology: np.ndarray) -> None:
+    """SOCKET, CORE and NODE of each CPU row from the machine's topology, where perf gave none.
+    An uncore box counts for its socket, read on one CPU of it: no CORE there."""
+    known = (rows.cpu >= 0) & (rows.cpu < len(topology))
+    if not known.any():
+        return
+    at = topology[np.where(known, rows.cpu, 0)]
+    uncore = np.asarray([(pmu or "").startswith("uncore") for _, pmu in rows.labels], bool)
+    per_socket = uncore[rows.label] if len(rows.labels) else np.zeros(len(rows), bool)
+    for i, name in enumerate(("socket", "core", "node")):
+        column = getattr(rows, name)
+        fill = known & (column < 0) & (~per_socket if name == "core" else True)
+        if fill.any():
+            column = column.copy()
+            column[fill] = at[fill, i]
+            setattr(rows, name, column)
+
+
+def table(rows: RunRows, keep: np.ndarray):
+    """The rows where `keep` is true as a pyarrow table of the results columns, every column
+    but SAMPLE_VALUE and PERCENT_RUNNING dictionary-encoded (a run has a few names, CPUs and
+    intervals): the writer formats each distinct value once."""
+    import pyarrow as pa
+
+    def coded(codes: np.ndarray, dictionary):
+        kept = codes[keep]
+        missing = kept < 0
+        indices = np.where(missing, 0, kept).astype(np.int32)
+        mask = missing if missing.any() else None
+        return pa.DictionaryArray.from_arrays(pa.array(indices, mask=mask), dictionary)
+
+    def text(values: list[str | None], codes: np.ndarray):
+        missing = np.asarray([v is None for v in values], bool)
+        codes = np.where(missing[codes], -1, codes)
+        return coded(codes, pa.array(["" if v is None else v for v in values], pa.string()))
+
+    def integer(values: np.ndarray):
+        return coded(values, pa.array(np.arange(max(int(values.max(initial=0)) + 1, 1))))
+
+    nan = np.isnan(rows.time)
+    time_of = np.zeros(int(rows.index.max(initial=0)) + 1)
+    time_of[rows.index[~nan]] = rows.time[~nan]  # equal times have equal INDEX (run_rows)
+    one = np.zeros(len(rows), np.int64)
+    columns = {
+        "EVENT_NAME": text([lab[0] for lab in rows.labels], rows.label),
+        "INDEX": integer(rows.index),
+        "TIME": coded(np.where(nan, -1, rows.index), pa.array(time_of)),
+        "SOCKET": integer(rows.socket),
+        "CORE": integer(rows.core),
+        "CPU": integer(rows.cpu),
+        "NODE": integer(rows.node),
+        "UNIT": text(rows.units, rows.unit),
+        "SAMPLE_VALUE": pa.array(rows.value[keep], pa.float64()),
+        "RUN": coded(one, pa.array([rows.run])),
+        "REPEAT": coded(one, pa.array([rows.repeat])),
+        "PMU": text([lab[1] for lab in rows.labels], rows.label),
+        "VALUE_UNIT": text(rows.value_units, rows.value_unit),
+        "PERCENT_RUNNING": pa.array(rows.percent[keep], pa.float64()),
+        "STATUS": text(STATUS_TEXT, rows.status.astype(np.int64)),
+    }
+    return pa.table(columns)

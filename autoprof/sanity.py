@@ -1,0 +1,214 @@
+"""The sanity report of an aggregation (`OUT/report.json`), gathered run by run.
+
+`aggregate` streams a profile one run at a time; `Tally` keeps, per (event, pmu), only what the
+report needs (measured or not, multiplexed minimum, intervals uncounted), never the rows, so a
+profile of any size is reported in constant memory per event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autoprof import __version__, outdir
+
+# status codes of result rows (results.STATUSES order)
+OK, MULTIPLEXED, NOT_COUNTED, NOT_SUPPORTED = range(4)
+
+Label = tuple[str, str | None]  # (EVENT_NAME, PMU)
+
+
+@dataclass
+class RunRows:
+    """The results rows of one run, column-wise; text columns are codes into small lists."""
+
+    run: int
+    repeat: int
+    labels: list[Label]  # (EVENT_NAME, PMU) per label code
+    label: np.ndarray  # int64 label code per row
+    index: np.ndarray  # int64 interval index
+    time: np.ndarray  # float64
+    cpu: np.ndarray  # int64, -1 where none (socket, core, node alike)
+    socket: np.ndarray
+    core: np.ndarray
+    node: np.ndarray
+    units: list[str | None]
+    unit: np.ndarray  # int64 code into units (UNIT: box or pmu)
+    value: np.ndarray  # float64
+    value_units: list[str | None]
+    value_unit: np.ndarray  # int64 code into value_units
+    percent: np.ndarray  # float64
+    status: np.ndarray  # int8: OK, MULTIPLEXED, NOT_COUNTED, NOT_SUPPORTED
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+
+def _key(label: Label) -> tuple:
+    """Sort order of pandas' groupby(sort=True, dropna=False): a missing PMU goes last."""
+    return (label[0], label[1] is None, label[1] or "")
+
+
+@dataclass
+class Tally:
+    """What the report says about the rows seen so far."""
+
+    rows: int = 0
+    measured: set[Label] = field(default_factory=set)
+    multiplexed: dict[Label, list[float]] = field(default_factory=dict)  # [min percent, rows]
+    not_supported: dict[Label, None] = field(default_factory=dict)  # first-seen order
+    # (label, run, repeat) -> (intervals with <not counted>, intervals) where the first > 0
+    uncounted: dict[tuple[Label, int, int], tuple[int, int]] = field(default_factory=dict)
+
+    def add(self, rows: RunRows) -> None:
+        status = rows.status
+        for code in np.unique(rows.label[status == OK]):
+            self.measured.add(rows.labels[code])
+        mux = status == MULTIPLEXED
+        if mux.any():
+            for code in np.unique(rows.label[mux]):
+                these = rows.percent[mux & (rows.label == code)]
+                seen = self.multiplexed.setdefault(rows.labels[code], [float("inf"), 0])
+                seen[0] = min(seen[0], float(these.min()))
+                seen[1] += len(these)
+        refused = status == NOT_SUPPORTED
+        if refused.any():
+            codes, first = np.unique(rows.label[refused], return_index=True)
+            for code in codes[np.argsort(first)]:
+                self.not_supported.setdefault(rows.labels[code], None)
+        self._intervals(rows, ~refused)
+
+    def _intervals(self, rows: RunRows, measured: np.ndarray) -> None:
+        """Per event of the run: intervals (INDEX) seen, and those with a <not counted> line."""
+        idle = measured & (rows.status == NOT_COUNTED)
+        if not idle.any():
+            return
+        width = int(rows.index.max()) + 1
+        seen = np.unique(rows.label[measured] * width + rows.index[measured])
+        empty = np.unique(rows.label[idle] * width + rows.index[idle])
+        of = np.bincount(seen // width, minlength=len(rows.labels))
+        none = np.bincount(empty // width, minlength=len(rows.labels))
+        for code in np.flatnonzero(none):
+            key = (rows.labels[code], rows.run, rows.repeat)
+            before = self.uncounted.get(key, (0, 0))
+            self.uncounted[key] = (before[0] + int(none[code]), before[1] + int(of[code]))
+
+
+def build(
+    tally: Tally,
+    manifest: outdir.Manifest | None,
+    runs: dict[str, Any],
+    unsupported_reasons: dict[Label, str],
+    modifiers: list[dict[str, Any]],
+    broken: list[dict[str, str]],
+    results_name: str,
+) -> dict[str, Any]:
+    """The sanity report (report.json contract)."""
+    return {
+        "autoprof_version": __version__,
+        "profile_id": manifest.id if manifest else None,
+        "results": results_name,
+        "rows": tally.rows,
+        "events_measured": len(tally.measured),
+        "runs": runs,
+        "events": {
+            "multiplexed": [
+                {"event": e, "pmu": p, "min_percent_running": lo, "rows": int(n)}
+                for (e, p), (lo, n) in sorted(tally.multiplexed.items(), key=lambda i: _key(i[0]))
+            ],
+            **_counted_in(tally.uncounted),
+            "not_supported": [
+                {
+                    "event": e,
+                    "pmu": p,
+                    "reason": unsupported_reasons.get((e, p)) or "perf printed <not supported>",
+                }
+                for e, p in tally.not_supported
+            ],
+            # perf counted these with a modifier it added (`task-clock:u` in a rootless
+            # container: user space only); the rows carry the planned event's name
+            "modifiers": modifiers,
+        },
+        "broken_files": broken,
+    }
+
+
+def _counted_in(uncounted: dict[tuple[Label, int, int], tuple[int, int]]) -> dict[str, list]:
+    """Events counted in no interval of a run (not_counted), or in only some (idle_intervals).
+
+    An interval is (run, repeat, INDEX); it is uncounted for an event when perf printed
+    `<not counted>` for it there (on any CPU or box), or printed no line for the event at all.
+    """
+    out: dict[str, list[dict[str, Any]]] = {"not_counted": [], "idle_intervals": []}
+    grouped: dict[tuple[str, Label], list[tuple[int, int, int, int]]] = {}
+    for (label, run, repeat), (none, of) in uncounted.items():
+        kind = "not_counted" if none == of else "idle_intervals"
+        grouped.setdefault((kind, label), []).append((run, repeat, none, of))
+    for (kind, (event, pmu)), items in sorted(grouped.items(), key=lambda i: _key(i[0][1])):
+        items.sort()
+        out[kind].append(
+            {
+                "event": event,
+                "pmu": pmu,
+                "intervals": sum(i[2] for i in items),
+                "of": sum(i[3] for i in items),
+                "runs": [outdir.run_folder_name(r, k) for r, k, _, _ in items],
+            }
+        )
+    return out
+
+
+WARNINGS = ("events with idle intervals", "runs retried", "events with a modifier")
+
+
+def render(report: dict[str, Any], console: Any) -> None:
+    """Print the sanity report for a human: one summary table, then every list that is not empty."""
+    from rich.table import Table
+
+    runs, events = report["runs"], report["events"]
+    summary = Table(title="autoprof aggregate: sanity report", show_header=False)
+    summary.add_row("rows", str(report["rows"]))
+    summary.add_row("events measured", str(report["events_measured"]))
+    expected = "?" if runs["expected"] is None else str(runs["expected"])
+    ok = runs.get("ok", runs["finished"] - len(runs["failed"]))
+    style = "green" if runs["expected"] is not None and ok == runs["expected"] else "red"
+    summary.add_row("runs ok", f"[{style}]{ok} of {expected}[/{style}]")
+    for name, items in (
+        ("runs failed", runs["failed"]),
+        ("runs missing", runs["missing"]),
+        ("runs retried", runs.get("retried", [])),
+        ("events multiplexed", events["multiplexed"]),
+        ("events not counted", events["not_counted"]),
+        ("events with idle intervals", events["idle_intervals"]),
+        ("events not supported", events["not_supported"]),
+        ("events with a modifier", events.get("modifiers", [])),
+        ("broken files", report["broken_files"]),
+    ):
+        style = "green" if not items else ("yellow" if name in WARNINGS else "red")
+        summary.add_row(name, f"[{style}]{len(items)}[/{style}]")
+    console.print(summary)
+    _detail(console, "failed runs", runs["failed"], ["run", "repeat", "status", "error"])
+    _detail(console, "missing runs", runs["missing"], ["run", "repeat"])
+    _detail(console, "retried runs", runs.get("retried", []), ["run", "repeat", "attempt"])
+    _detail(console, "multiplexed", events["multiplexed"], ["event", "pmu", "min_percent_running"])
+    _detail(console, "not counted", events["not_counted"], ["event", "pmu", "intervals", "of"])
+    _detail(console, "not supported", events["not_supported"], ["event", "pmu", "reason"])
+    _detail(console, "modifiers", events.get("modifiers", []), ["event", "printed", "modifier"])
+    _detail(console, "broken files", report["broken_files"], ["path", "error"])
+
+
+def _detail(console: Any, title: str, items: list[dict[str, Any]], keys: list[str]) -> None:
+    from rich.table import Table
+
+    if not items:
+        return
+    table = Table(title=f"{title} ({len(items)})")
+    for k in keys:
+        table.add_column(k)
+    for item in items[:25]:
+        table.add_row(*("" if item.get(k) is None else str(item.get(k)) for k in keys))
+    if len(items) > 25:
+        table.add_row(f"... {len(items) - 25} more (see report.json)", *[""] * (len(keys) - 1))
+    console.print(table)
