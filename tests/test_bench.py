@@ -65,8 +65,12 @@ def test_sleep_ratio_is_two_and_significant(tmp_path):
     data = json.loads(out.read_text())
     assert [len(c["repetitions"]) for c in data["commands"]] == [10, 10]
     wall = next(r for r in data["commands"][1]["ratio_to_first"] if r["metric"] == "wall_s")
-    assert wall["low"] <= 2.0 <= wall["high"], wall
-    assert wall["p_value"] < 0.01
+    # The process start (~1 ms) is subtracted (startup_s, an empty program's wall time), so the
+    # ratio is 2 up to each sleep's own wake-up latency (0.1 + L) / (0.05 + L): 1.985-2.0 on this
+    # VM, whose interval (+-0.003 on a quiet machine) then does not always reach 2.0 itself.
+    assert 0 < data["startup_s"] < 0.01
+    assert 1.98 <= wall["ratio"] <= 2.01 and wall["low"] <= wall["ratio"] <= wall["high"], wall
+    assert wall["high"] - wall["low"] < 0.1 and wall["p_value"] < 0.01
     assert "wall_s" in proc.stdout and "95% CI" in proc.stdout
 
 

@@ -13,6 +13,12 @@ sets a tool event's run time to its value): a rusage time below the kernel's acc
 granularity, read as 0 s here. Every other event
 that was not counted, not supported or counted only part of the time (multiplexed) stops the
 benchmark with perf's words: a bench never reports such a number.
+
+Wall time also holds the start of a process (exec, dynamic loading: about a millisecond), the
+same for every command, which pulls ratios towards 1 (`sleep 0.1` / `sleep 0.05` reads 1.98).
+As hyperfine subtracts its shell's start-up, `bench` measures an empty program (`true`) the
+same way and subtracts its median wall time from every wall time (`startup_s` in the results;
+`startup_correction=False` keeps perf's raw figure).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ class BenchOptions:
     warmup: int = 2
     prepare: str | None = None  # a shell command run before every repetition (warm-ups too)
     timeout: float | None = None
+    startup_correction: bool = True
 
 
 @dataclass
@@ -69,6 +76,7 @@ class BenchResult:
     units: dict[str, str]  # metric -> unit ("s" for times, perf's unit for events)
     options: BenchOptions
     commands: list[CommandResult]
+    startup_s: float = 0.0  # subtracted from every wall time (see the module docstring)
 
     @property
     def metrics(self) -> list[str]:
@@ -194,6 +202,7 @@ def bench(
     units: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="autoprof-bench-") as tmp:
         output = Path(tmp) / "perf.csv"
+        startup = _startup(output, options, perf) if options.startup_correction else 0.0
         for i, result in enumerate(results):
             for rep in range(options.warmup + options.runs):
                 if options.prepare:
@@ -204,10 +213,22 @@ def bench(
                     index = rep - options.warmup + 1
                     counts = {k: v for k, v in values.items() if k not in TIMES}
                     times = {k: values[k] for k in TIMES}
+                    times["wall_s"] -= startup
                     result.repetitions.append(Repetition(index, **times, counts=counts))
                 if on_run:
                     on_run(i, rep + 1 if warm else rep - options.warmup + 1, warm)
-    return BenchResult(events, units, options, results)
+    return BenchResult(events, units, options, results, startup)
+
+
+def _startup(output: Path, options: BenchOptions, perf: str) -> float:
+    """Median wall time of an empty program (`true`) under the same perf stat: a process's
+    start and exit, which every command's wall time holds too."""
+    empty = [shutil.which("true") or "/bin/true"]
+    walls = [
+        run_once(empty, [], output, options.timeout, perf)[0]["wall_s"]
+        for _ in range(options.warmup + options.runs)
+    ]
+    return float(sorted(walls[options.warmup :])[(options.runs - 1) // 2])
 
 
 CSV_COLUMNS = ["command", "repetition", "metric", "value", "unit"]
@@ -219,6 +240,7 @@ def to_json(result: BenchResult) -> dict:
         "events": [{"name": e.name, "pmu": e.pmu, "spec": e.spec} for e in result.events],
         "units": result.units,
         "options": asdict(result.options),
+        "startup_s": result.startup_s,
         "commands": [
             {"command": c.command, "repetitions": [asdict(r) for r in c.repetitions]}
             for c in result.commands
@@ -235,6 +257,7 @@ def from_json(data: dict) -> BenchResult:
             CommandResult(c["command"], [Repetition(**r) for r in c["repetitions"]])
             for c in data["commands"]
         ],
+        data.get("startup_s", 0.0),
     )
 
 

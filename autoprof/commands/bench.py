@@ -127,6 +127,12 @@ def report(result, summaries, ratios) -> dict:
 )
 @click.option("--prepare", metavar="CMD", help="Shell command run before every repetition.")
 @click.option("--timeout", type=click.FloatRange(0, min_open=True), help="Seconds per run.")
+@click.option(
+    "--startup-correction/--no-startup-correction",
+    default=True,
+    show_default=True,
+    help="Subtract an empty program's wall time (process start and exit) from every wall time.",
+)
 @click.option("--events-dir", type=click.Path(file_okay=False), help="Intel perfmon directory.")
 @click.option(
     "--reserve",
@@ -155,8 +161,8 @@ def report(result, summaries, ratios) -> dict:
     "words", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [-- CMD2 ...]"
 )
 def bench(
-    runs, warmup, event_names, events_file, prepare, timeout, events_dir, reserve,
-    export_json, export_csv, output, words,
+    runs, warmup, event_names, events_file, prepare, timeout, startup_correction, events_dir,
+    reserve, export_json, export_csv, output, words,
 ) -> None:  # fmt: skip
     """Run each COMMAND (separated by --) many times under perf stat: times and counts per
     run, mean +- sd, outliers, and the ratio of each command to the first."""
@@ -173,7 +179,7 @@ def bench(
     names = common.event_names(event_names, events_file)
     catalog = common.build_catalog(events_dir=events_dir, reserve=reserve)
     events = measure.one_run_events(catalog, names)
-    options = measure.BenchOptions(runs, warmup, prepare, timeout)
+    options = measure.BenchOptions(runs, warmup, prepare, timeout, startup_correction)
     console = common.console(stderr=True)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
@@ -192,6 +198,11 @@ def bench(
             raise AutoprofError("interrupted: nothing measured is kept") from None
     summaries, ratios = stats.summaries(result), stats.ratios(result)
     _show(common.console(), result, summaries, ratios)
+    if startup_correction:
+        console.print(
+            f"wall times exclude a process's start and exit: {result.startup_s * 1000:.2f} ms "
+            "(median wall time of `true`; --no-startup-correction keeps it)"
+        )
     for warning in stats.warnings(result):
         console.print(f"[yellow]warning:[/] {warning}")
     document = report(result, summaries, ratios)
