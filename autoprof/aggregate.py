@@ -15,6 +15,7 @@ supported`) stay in the report and out of results.csv; `exact_only` keeps only r
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,9 +100,16 @@ def aggregate_to(
     """Aggregate `out` straight into results.csv (default OUT/results.csv) and report.json,
     one run at a time: memory stays that of the largest run, whatever the profile's size."""
     out = Path(out)
+    _check_profile(out)
     path = Path(path) if path else out / outdir.RESULTS
-    with results.ResultsWriter(path) as writer:
-        aggregation = _aggregate(out, writer.write, results_name or str(path), exact_only)
+    partial = path.with_name(path.name + ".partial")  # an older results.csv stays until done
+    try:
+        with results.ResultsWriter(partial) as writer:
+            aggregation = _aggregate(out, writer.write, results_name or str(path), exact_only)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, path)
     outdir.write_json(out / outdir.REPORT, aggregation.report)
     return aggregation
 
@@ -114,11 +122,15 @@ def write(out: Path, aggregation: Aggregation, path: Path | None = None) -> Path
     return path
 
 
+def _check_profile(out: Path) -> None:
+    if not out.is_dir() or not ((out / outdir.MANIFEST).is_file() or (out / outdir.RUNS).is_dir()):
+        raise AutoprofError(f"{out} is not a profile folder (no {outdir.MANIFEST}, no runs/)")
+
+
 def _aggregate(
     out: Path, sink: Callable[[Any], None], results_name: str, exact_only: bool
 ) -> Aggregation:
-    if not out.is_dir() or not ((out / outdir.MANIFEST).is_file() or (out / outdir.RUNS).is_dir()):
-        raise AutoprofError(f"{out} is not a profile folder (no {outdir.MANIFEST}, no runs/)")
+    _check_profile(out)
     broken: list[dict[str, str]] = []
     manifest = _read_manifest(out, broken)
     topology = _topology(manifest)
