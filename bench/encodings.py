@@ -22,14 +22,7 @@ sys.path.insert(0, str(REPO))
 from autoprof.catalog import intel  # noqa: E402
 from tests import perf_reference  # noqa: E402
 
-SHIPPED = {
-    "SKX": "skylakex",
-    "ICX": "icelakex",
-    "SPR": "sapphirerapids",
-    "ADL": "alderlake",
-    "SKL": "skylake",
-    "GLM": "goldmont",
-}
+SHIPPED = perf_reference.SHIPPED
 
 
 def main() -> int:

@@ -17,6 +17,15 @@ from pathlib import Path
 
 from autoprof.catalog import encoding
 
+# Platforms whose perf-converted JSON ships in ../shared/perf-encodings/, by folder name.
+SHIPPED = {
+    "SKX": "skylakex",
+    "ICX": "icelakex",
+    "SPR": "sapphirerapids",
+    "ADL": "alderlake",
+    "SKL": "skylake",
+    "GLM": "goldmont",
+}
 _DROP = {"0", "0x0", "0x00", "na", "null", "tbd"}
 _UNIT_FIXUPS = {"CBO": "CBOX", "SBO": "SBOX", "QPI LL": "QPI", "UPI LL": "UPI"}
 _FILTER_REMOVED = ("cbofilter", "chafilter", "pcufilter", "qpimask", "uboxfilter", "fc, chnl")

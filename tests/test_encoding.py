@@ -23,14 +23,7 @@ from tests import perf_reference
 from tests.conftest import SHARED
 
 ENCODINGS = SHARED / "perf-encodings"
-PLATFORMS = {
-    "SKX": "skylakex",
-    "ICX": "icelakex",
-    "SPR": "sapphirerapids",
-    "ADL": "alderlake",
-    "SKL": "skylake",
-    "GLM": "goldmont",
-}
+PLATFORMS = perf_reference.SHIPPED
 EVERYTHING = intel.IntelOptions(experimental=True, deprecated=True)
 # Names create_perf_json adds from its uncore CSV (aliases of perfmon events, not in perfmon).
 PERF_ONLY = {"LLC_MISSES.PCIE_READ", "LLC_MISSES.PCIE_WRITE", "LLC_MISSES.MEM_READ"}
