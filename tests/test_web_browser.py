@@ -281,6 +281,8 @@ def test_record_job_shows_flame_graph_and_top_functions(page, server):
     percents = [
         float(p) for p in page.locator("table.top tbody tr td:last-child").all_text_contents()
     ]
-    assert percents == sorted(percents, reverse=True) and 0 < sum(percents) <= 100.01
+    # each share is rounded to 2 decimals: the sum may pass 100 by half a unit per row
+    assert percents == sorted(percents, reverse=True)
+    assert 0 < sum(percents) <= 100 + 0.005 * len(percents)
     page.wait_for_timeout(500)
     shot(page, "record")
