@@ -67,10 +67,10 @@ def test_sleep_ratio_is_two_and_significant(tmp_path):
     wall = next(r for r in data["commands"][1]["ratio_to_first"] if r["metric"] == "wall_s")
     # The process start (~1 ms) is subtracted (startup_s, an empty program's wall time), so the
     # ratio is 2 up to each sleep's own wake-up latency, (0.1 + L) / (0.05 + L): 1.985-2.0 on
-    # this VM. Quiet, the interval (+-0.003) may then miss 2.0 by that much; loaded, the interval
-    # widens (1.84-2.01 seen with both cores busy) and holds 2.0.
-    assert 0 < data["startup_s"] < 0.01
-    assert wall["low"] <= 2.0 <= wall["high"] or abs(wall["ratio"] - 2.0) < 0.02, wall
+    # this VM, whose quiet interval (+-0.003) may miss 2.0 by that much. So: 2.0 within the 95%
+    # interval, give or take 1% (loaded, the interval is wider: 1.84-2.01, 1.89-2.00 seen).
+    assert 0 < data["startup_s"] < 0.05
+    assert wall["low"] - 0.02 <= 2.0 <= wall["high"] + 0.02, wall
     assert wall["low"] <= wall["ratio"] <= wall["high"] and wall["p_value"] < 0.01, wall
     assert "wall_s" in proc.stdout and "95% CI" in proc.stdout
 
