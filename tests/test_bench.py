@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -66,12 +67,15 @@ def test_sleep_ratio_is_two_and_significant(tmp_path):
     assert [len(c["repetitions"]) for c in data["commands"]] == [10, 10]
     wall = next(r for r in data["commands"][1]["ratio_to_first"] if r["metric"] == "wall_s")
     # The process start (~1 ms) is subtracted (startup_s, an empty program's wall time), so the
-    # ratio is 2 up to each sleep's own wake-up latency, (0.1 + L) / (0.05 + L): 1.985-2.0 on
-    # this VM, whose quiet interval (+-0.003) may miss 2.0 by that much. So: 2.0 within the 95%
-    # interval, give or take 1% (loaded, the interval is wider: 1.84-2.01, 1.89-2.00 seen).
+    # ratio is (0.1 + L) / (0.05 + L), L each sleep's wake-up latency: 1.985-2.0 on this quiet
+    # VM, whose interval (+-0.003) may miss 2.0 by that much; with both cores busy L grows to
+    # milliseconds (1.89 [1.81, 1.98] seen), while the difference of the means stays 50 ms.
     assert 0 < data["startup_s"] < 0.05
-    assert wall["low"] - 0.02 <= 2.0 <= wall["high"] + 0.02, wall
     assert wall["low"] <= wall["ratio"] <= wall["high"] and wall["p_value"] < 0.01, wall
+    a, b = ([r["wall_s"] for r in c["repetitions"]] for c in data["commands"])
+    assert abs(np.mean(b) - np.mean(a) - 0.05) < 0.005, (a, b)
+    if os.getloadavg()[0] < (os.cpu_count() or 1):  # quiet: L is tens of microseconds
+        assert wall["low"] - 0.02 <= 2.0 <= wall["high"] + 0.02, wall
     assert "wall_s" in proc.stdout and "95% CI" in proc.stdout
 
 
