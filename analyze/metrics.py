@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from autoprof.commands.analyze import run_script
+from autoprof.cli import main_analyze
 
 if __name__ == "__main__":
-    run_script("metrics")
+    main_analyze("metrics", sys.argv[1:])

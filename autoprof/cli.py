@@ -82,3 +82,12 @@ def main() -> None:
             sys.stdout.flush()
         except BrokenPipeError:  # the pipe closed after the command's last write
             _silence_stdout()
+
+
+def main_analyze(name: str, argv: list[str]) -> None:
+    """Entry point of the `analyze/<name>.py` scripts: `autoprof analyze <name> ARGS...`, with
+    autoperf's own calling forms (`correlation.py ./out`, `event_detail.py --resultdir ./out
+    --features AVG.EVENT`) accepted too."""
+    from autoprof.commands.analyze import autoperf_args
+
+    cli.main(args=["analyze", name, *autoperf_args(argv)], prog_name="autoprof")

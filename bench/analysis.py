@@ -16,6 +16,7 @@ import pandas as pd
 
 from autoprof import results
 from autoprof.analysis import correlation, data
+from autoprof.analysis.renderers import png
 
 EVENTS = 500
 INTERVALS = 10_000
@@ -89,7 +90,7 @@ def main() -> None:
         result = correlation.Correlation(
             matrix.iloc[order, order], excluded, "pearson", len(series)
         )
-        step("heatmap PNG", lambda: correlation.heatmap(result).savefig(Path(tmp) / "h.png"))
+        step("heatmap PNG", lambda: png.heatmap(result).savefig(Path(tmp) / "h.png"))
         total = sum(t for _, t in rows)
         step("Spearman matrix", lambda: correlation.correlate(usable, "spearman"))
     print(

@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from autoprof import outdir, results
 from autoprof.analysis import compare, correlation, data, event_detail, stats
+from autoprof.analysis.renderers import png
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError
 
@@ -482,21 +483,19 @@ def test_long_event_names_fit_in_every_figure(ab):
     signal = RNG.normal(size=50)
     series = {f"{LONG}.{i}": signal * (i + 1) + RNG.normal(size=50) for i in range(8)}
     result = correlation.analyse(data.prepare(results_frame(series)))
-    figure = correlation.heatmap(result)
+    figure = png.heatmap(result)
     assert drawn_outside(figure) == [0, 0, 0, 0]
     cells = [t.get_text() for t in figure.axes[0].texts]  # 8 events: coefficients shown
     assert len(cells) == 64 and "1.00" in cells
     labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
-    assert all(len(label) <= correlation.LABEL_CHARS and "…" in label for label in labels)
+    assert all(len(label) <= png.HEATMAP_LABEL_CHARS and "…" in label for label in labels)
     renamed = [
         frame.assign(EVENT=frame[data.EVENT].cat.rename_categories(lambda e: f"{LONG}.{e}"))
         for frame in ab
     ]
-    assert drawn_outside(compare.plot(compare.compare(*renamed))) == [0, 0, 0, 0]
-    intervals = data.per_interval(data.prepare(results_frame(series)))
-    names = list(series)[:3]
-    lines = event_detail.timelines(intervals, names)
-    assert drawn_outside(event_detail.plot(lines, names)) == [0, 0, 0, 0]
+    assert drawn_outside(png.changes(compare.analyse(*renamed))) == [0, 0, 0, 0]
+    detail = event_detail.analyse(data.prepare(results_frame(series)), list(series)[:3])
+    assert drawn_outside(png.timeline(detail)) == [0, 0, 0, 0]
 
 
 def test_a_single_event_is_enough_for_stats_event_detail_and_compare(tmp_path):

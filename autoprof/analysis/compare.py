@@ -12,22 +12,20 @@ breakpoints) has no variance to test: it is reported as an exact change.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from scipy import stats
 
 from autoprof.analysis import data
 from autoprof.analysis.choices import COMPARE_TESTS as TESTS
+from autoprof.analysis.tables import Table
 from autoprof.errors import AutoprofError
 
-WIDTH = 10.0  # inches
-BAR_HEIGHT = 0.35
-MARGIN = 1.5
-DPI = 100
-LABEL_CHARS = 40
+SHOWN = ["total_a", "total_b", "ratio", "p_value", "q_value", "significant", "note"]
 COLUMNS = [
     "event",
     "total_a",
@@ -43,9 +41,34 @@ COLUMNS = [
 ]
 
 
-def figure_size(bars: int) -> tuple[float, float]:
-    """Figure size in inches: a fixed width and a fixed height per bar."""
-    return (WIDTH, MARGIN + BAR_HEIGHT * bars)
+@dataclass
+class Comparison:
+    """`compare`'s table for results `a` and `b` (their names, for titles), the test and alpha
+    it used and how many of the largest changes to show (`top`)."""
+
+    table: pd.DataFrame
+    a: str = "A"
+    b: str = "B"
+    test: str = "welch"
+    alpha: float = 0.05
+    top: int = 20
+
+    FIGURES: ClassVar[tuple[str, ...]] = ("compare.png",)
+
+    def tables(self) -> list[Table]:
+        return [Table("compare", self.table)]
+
+    def shown(self) -> list[Table]:
+        shown = self.table.head(self.top).set_index("event")[SHOWN]
+        title = f"Largest changes, B = {self.b} vs A = {self.a}"
+        return [Table("compare", shown, title, "event")]
+
+    def notes(self) -> list[str]:
+        significant = int(self.table["significant"].sum())
+        return [
+            f"{significant} of {len(self.table)} events changed significantly "
+            f"(q < {self.alpha}, {self.test})"
+        ]
 
 
 def check_same_cpu(path_a: Path, path_b: Path) -> list[str]:
@@ -133,49 +156,17 @@ def compare(
     return table.iloc[order].reset_index(drop=True)
 
 
-def _log2(ratio: np.ndarray) -> np.ndarray:
-    """log2 for the ratio axis; matplotlib probes it with 0 too."""
-    return np.log2(np.clip(ratio, 1e-12, None))
-
-
-def plot(table: pd.DataFrame, top: int = 20, test: str = "welch") -> Figure:
-    """Horizontal bars of log2(B/A) for the `top` largest changes: coloured when significant,
-    grey when not; events that appear or vanish drawn at the edge and marked."""
-    shown = table[table["log2_ratio"].notna()].head(top)
-    if shown.empty:
+def analyse(
+    frame_a: pd.DataFrame,
+    frame_b: pd.DataFrame,
+    test: str = "welch",
+    alpha: float = 0.05,
+    top: int = 20,
+    names: tuple[str, str] = ("A", "B"),
+) -> Comparison:
+    """`compare` as a result for the renderers; refused when no event has a count on both
+    sides (there is no change to show)."""
+    table = compare(frame_a, frame_b, test, alpha)
+    if table["log2_ratio"].notna().sum() == 0:
         raise AutoprofError("no event is in both results with a count: nothing to plot")
-    fig = Figure(figsize=figure_size(len(shown)), dpi=DPI, layout="constrained")
-    ax = fig.add_subplot()
-    finite = shown["log2_ratio"][np.isfinite(shown["log2_ratio"])]
-    edge = max(1.0, float(finite.abs().max()) if len(finite) else 1.0) * 1.15
-    values = shown["log2_ratio"].clip(-edge, edge).to_numpy()
-    colours = [
-        ("tab:red" if v > 0 else "tab:blue") if sig else "0.7"
-        for v, sig in zip(values, shown["significant"], strict=True)
-    ]
-    y = np.arange(len(shown))[::-1]
-    ax.barh(y, values, color=colours)
-    for yi, value, (_, row) in zip(y, values, shown.iterrows(), strict=True):
-        ratio = row["ratio"]
-        text = "new" if np.isinf(ratio) else ("gone" if ratio == 0 else f"×{ratio:.3g}")
-        if row["q_value"] == row["q_value"]:
-            text += f"  q={row['q_value']:.2g}"
-        elif isinstance(row["note"], str) and row["note"].startswith("exact"):
-            text += "  exact"
-        ax.text(
-            value, yi, f" {text} ", va="center", ha="left" if value >= 0 else "right", fontsize=7
-        )
-    ax.set_yticks(y, [data.short_label(e, LABEL_CHARS) for e in shown["event"]], fontsize=8)
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlim(-edge * 1.35, edge * 1.35)
-    ax.set_xlabel("log2(B / A) of the total count")
-    ratio_axis = ax.secondary_xaxis("top", functions=(np.exp2, _log2))
-    ratio_axis.set_xlabel("ratio B / A", fontsize=8)
-    ratio_axis.tick_params(labelsize=8)
-    name = "Welch's t-test" if test == "welch" else "Mann-Whitney U"
-    ax.set_title(
-        f"Largest changes B vs A ({name}, Benjamini-Hochberg q; colour = significant)",
-        fontsize=10,
-    )
-    ax.grid(axis="x", alpha=0.3)
-    return fig
+    return Comparison(table, *names, test=test, alpha=alpha, top=top)

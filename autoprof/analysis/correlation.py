@@ -10,11 +10,10 @@ matrix so that events that move together (or exactly against each other) sit sid
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
-from matplotlib.figure import Figure
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
@@ -22,13 +21,11 @@ from autoprof.analysis import data
 from autoprof.analysis.choices import CORRELATION_FEWEST_OVERLAP as FEWEST_OVERLAP
 from autoprof.analysis.choices import CORRELATION_METHODS as METHODS
 from autoprof.analysis.choices import CORRELATION_MIN_OVERLAP as MIN_OVERLAP
+from autoprof.analysis.tables import Table
 from autoprof.errors import AutoprofError
 
 LABEL_LIMIT = 60  # more events than this and the heatmap is unreadable: number them instead
-LABEL_CHARS = 32  # longer names are cut in the middle, or they squeeze the heatmap
-ANNOTATE_LIMIT = 12  # up to this many events, each cell shows its coefficient
-HEATMAP_SIZE = (10.0, 8.5)  # inches
-DPI = 100
+SHOWN_PAIRS = 20  # the strongest pairs a terminal shows
 SHORT_COLUMNS = ["event_a", "event_b", "common_intervals"]
 TIE_DIGITS = 12  # Spearman: values equal to this many significant digits are ties
 
@@ -47,6 +44,10 @@ class Correlation:
     short_pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SHORT_COLUMNS))
     min_overlap: int = MIN_OVERLAP
     min_overlap_chosen: bool = False  # taken from the data: the user did not set it
+    # attached profiles: the pairs no run measured together (see cross_run_pairs)
+    cross_run: pd.DataFrame | None = None
+
+    FIGURES: ClassVar[tuple[str, ...]] = ("correlation_heatmap.png",)
 
     @property
     def labelled(self) -> bool:
@@ -57,6 +58,61 @@ class Correlation:
         return pd.DataFrame(
             {"position": np.arange(1, len(self.matrix) + 1), "event": self.matrix.index}
         )
+
+    def strongest_pairs(self, k: int = SHOWN_PAIRS) -> pd.DataFrame:
+        """The k pairs of events with the largest |r| (together or against each other)."""
+        values = self.matrix.to_numpy()
+        i, j = np.triu_indices(len(values), k=1)
+        r = values[i, j]
+        order = np.argsort(-np.nan_to_num(np.abs(r), nan=-1.0), kind="stable")[:k]
+        names = np.asarray(self.matrix.index, dtype=object)
+        return pd.DataFrame({"event_a": names[i[order]], "event_b": names[j[order]], "r": r[order]})
+
+    def tables(self) -> list[Table]:
+        found = [Table("correlation_matrix", self.matrix, index="event", float_format="%.6g")]
+        if not self.labelled:
+            found.append(Table("correlation_index", self.index_table()))
+        for name, frame in (
+            ("correlation_excluded", self.excluded),
+            ("correlation_short_pairs", self.short_pairs),
+            ("correlation_cross_run", self.cross_run),
+        ):
+            if frame is not None and len(frame):
+                found.append(Table(name, frame))
+        return found
+
+    def shown(self) -> list[Table]:
+        title = f"Strongest {self.method} correlations ({len(self.matrix)} events)"
+        return [Table("correlation_pairs", self.strongest_pairs(), title)]
+
+    def notes(self) -> list[str]:
+        lines = []
+        if self.min_overlap_chosen and self.min_overlap != MIN_OVERLAP:
+            lines.append(
+                f"--min-overlap {self.min_overlap} chosen from the data: the results have "
+                f"{self.intervals} intervals, fewer than the default {MIN_OVERLAP} "
+                "(set --min-overlap to change it)"
+            )
+        if len(self.excluded):
+            shown = ", ".join(f"{e} ({r})" for e, r in self.excluded.head(10).to_numpy())
+            more = f" and {len(self.excluded) - 10} more" if len(self.excluded) > 10 else ""
+            lines.append(f"left out {len(self.excluded)} event(s): {shown}{more}")
+        if len(self.short_pairs):
+            lines.append(
+                f"{len(self.short_pairs)} pair(s) of events share fewer than {self.min_overlap} "
+                "intervals (runs of different lengths): no correlation, grey on the heatmap"
+            )
+        if self.cross_run is not None:
+            lines.append(
+                f"warning: attached profile: {len(self.cross_run)} pair(s) of events were "
+                "measured in different runs, i.e. at different moments of the target; their "
+                "correlation aligns intervals by index, not by time (listed in "
+                "correlation_cross_run.csv)"
+            )
+        lines.append(
+            f"{len(self.matrix)} events over {self.intervals} intervals, {self.method} correlation"
+        )
+        return lines
 
 
 def choose_min_overlap(series: pd.DataFrame) -> int:
@@ -269,6 +325,7 @@ def analyse(
     top: int | None = None,
     repeat: int | None = None,
     min_overlap: int | None = None,
+    attached: bool = False,
 ) -> Correlation:
     """Series, exclusions, correlation and clustering of a loaded results frame.
 
@@ -276,7 +333,8 @@ def analyse(
     most (coefficient of variation), `repeat` uses one repetition instead of their mean,
     `anchor` divides every count by the anchor event's count in the same run and interval, and
     `min_overlap` is the fewest common intervals a pair needs for a correlation (None: chosen
-    from the data by `choose_min_overlap`).
+    from the data by `choose_min_overlap`). `attached` (a `profile -p` folder) lists the pairs
+    no run measured together.
     """
     if repeat is not None:
         frame = frame[frame["REPEAT"] == repeat]
@@ -317,41 +375,5 @@ def analyse(
         short_pairs=short_pairs(usable, min_overlap),
         min_overlap=min_overlap,
         min_overlap_chosen=chosen_overlap,
+        cross_run=cross_run_pairs(frame, list(matrix.index)) if attached else None,
     )
-
-
-def heatmap(result: Correlation) -> Figure:
-    """The clustered matrix as a heatmap: diverging colours fixed at -1..1 with a colour bar,
-    event names on the axes when there are few enough to read, positions otherwise."""
-    fig = Figure(figsize=HEATMAP_SIZE, dpi=DPI, layout="constrained")
-    ax = fig.add_subplot()
-    cmap = colormaps["RdBu_r"].with_extremes(bad="0.85")  # no common intervals: grey
-    image = ax.imshow(result.matrix.to_numpy(), cmap=cmap, vmin=-1.0, vmax=1.0)
-    n = len(result.matrix)
-    if result.labelled:
-        size = max(4.0, min(9.0, 480 / max(n, 1) / 1.6))
-        labels = [data.short_label(str(e), LABEL_CHARS) for e in result.matrix.index]
-        ax.set_xticks(range(n), labels, rotation=90, fontsize=size)
-        ax.set_yticks(range(n), labels, fontsize=size)
-        if n <= ANNOTATE_LIMIT:
-            for (i, j), r in np.ndenumerate(result.matrix.to_numpy()):
-                shown = f"{r:.2f}".replace("-0.00", "0.00")
-                text, dark = ("–", False) if np.isnan(r) else (shown, abs(r) > 0.6)
-                colour = "white" if dark else "black"
-                ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
-    else:
-        step = max(1, int(np.ceil(n / 25)))
-        ticks = list(range(0, n, step))
-        ax.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
-        ax.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
-        ax.set_xlabel("event position (see correlation_index.csv)")
-        ax.set_ylabel("event position")
-    fig.colorbar(image, ax=ax, shrink=0.8, label=f"{result.method.capitalize()} correlation")
-    per = f", per {result.anchor}" if result.anchor else ""
-    grey = f"; grey: < {result.min_overlap} common intervals" if len(result.short_pairs) else ""
-    ax.set_title(
-        f"{n} events over {result.intervals} intervals{per}, clustered"
-        f" ({len(result.excluded)} left out{grey})",
-        fontsize=10,
-    )
-    return fig

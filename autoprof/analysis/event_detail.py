@@ -10,27 +10,50 @@ statistic over the CPUs/boxes of each interval (`add_features`) instead of the m
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from autoprof.analysis import data
+from autoprof.analysis.tables import Table
 from autoprof.errors import AutoprofError
 
 DEFAULT_EVENTS = 6  # with no choice, the most variable events
 MAX_EVENTS = 16  # one readable panel each
-WIDTH = 10.0  # inches
-PANEL_HEIGHT = 2.0
-SHARED_HEIGHT = 5.0
-MARGIN = 1.0  # title and x axis label
-DPI = 100
-LABEL_CHARS = 28
 FEATURES = {"AVG": "mean", "MAX": "max", "MIN": "min", "STD": "std"}  # autoperf's prefixes
 
 
-def figure_size(events: int, shared: bool) -> tuple[float, float]:
-    """Figure size in inches: a fixed width, and a fixed height per panel."""
-    return (WIDTH, MARGIN + (SHARED_HEIGHT if shared else PANEL_HEIGHT * events))
+@dataclass
+class EventDetail:
+    """The points to plot (see `timelines`) and how: `shared` axes, `rate`, `log` scale."""
+
+    lines: pd.DataFrame
+    events: list[str]
+    units: dict[str, str] = field(default_factory=dict)
+    shared: bool = False
+    rate: bool = False
+    log: bool = False
+
+    FIGURES: ClassVar[tuple[str, ...]] = ("event_detail.png", "event_detail.svg")
+
+    def tables(self) -> list[Table]:
+        return [Table("event_detail", self.lines)]
+
+    def shown(self) -> list[Table]:
+        values = self.lines.groupby(data.EVENT, sort=False)["VALUE"]
+        summary = pd.DataFrame(
+            {"points": values.count(), "min": values.min(), "mean": values.mean()}
+        ).assign(max=values.max())
+        summary["unit"] = [self.units.get(e, "") for e in summary.index]
+        what = "per second" if self.rate else "per interval, mean over CPUs/boxes"
+        return [
+            Table("event_detail", summary.loc[self.events], f"Events over time ({what})", "event")
+        ]
+
+    def notes(self) -> list[str]:
+        return [f"plotted {', '.join(self.events)}"]
 
 
 def split_feature(name: str, known: set[str]) -> tuple[str | None, str]:
@@ -124,57 +147,6 @@ def value_units(frame: pd.DataFrame) -> dict[str, str]:
     return units.groupby(data.EVENT, observed=True)["VALUE_UNIT"].first().astype(str).to_dict()
 
 
-def plot(
-    lines: pd.DataFrame,
-    events: list[str],
-    units: dict[str, str] | None = None,
-    shared: bool = False,
-    rate: bool = False,
-    log: bool = False,
-) -> Figure:
-    """One panel per event (or all on shared axes); one line per (run, repeat)."""
-    units = units or {}
-    fig = Figure(figsize=figure_size(len(events), shared), dpi=DPI, layout="constrained")
-    axes = (
-        [fig.add_subplot()]
-        if shared
-        else fig.subplots(len(events), 1, sharex=True, squeeze=False)[:, 0]
-    )
-    colours = [f"C{i % 10}" for i in range(len(events))]
-    for i, event in enumerate(events):
-        ax = axes[0] if shared else axes[i]
-        runs = lines[lines[data.EVENT] == event].groupby(["RUN", "REPEAT"], sort=True)
-        for j, ((run, repeat), points) in enumerate(runs):
-            several = runs.ngroups > 1
-            label = event if shared and j == 0 else None
-            if not shared and several:
-                label = f"run {run}, repeat {repeat}"
-            colour = colours[i] if shared or not several else f"C{j % 10}"
-            ax.plot(points["TIME"], points["VALUE"], color=colour, lw=1.2, label=label)
-        if not shared:
-            ax.set_ylabel(_axis_label(event, units.get(event), rate), fontsize=8)
-            if runs.ngroups > 1:
-                ax.legend(fontsize=7, loc="upper right")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        if log:
-            ax.set_yscale("log")
-    if shared:
-        axes[0].set_ylabel("per second" if rate else "count per interval")
-        axes[0].legend(fontsize=8)
-    axes[-1].set_xlabel("time since the run started (s)")
-    what = "rate" if rate else "count per interval, mean over CPUs/boxes"
-    fig.suptitle(f"{len(events)} event(s) over time ({what})", fontsize=10)
-    return fig
-
-
-def _axis_label(event: str, unit: str | None, rate: bool) -> str:
-    if rate:
-        unit = f"{unit}/s" if unit else "per s"
-    short = data.short_label(event, LABEL_CHARS)
-    return f"{short}\n({unit})" if unit else short
-
-
 def check_plottable(lines: pd.DataFrame, events: list[str]) -> None:
     """Refuse events with no number in any interval: an empty panel looks like a zero count."""
     counted = lines.dropna(subset=["VALUE"])[data.EVENT].unique()
@@ -183,3 +155,21 @@ def check_plottable(lines: pd.DataFrame, events: list[str]) -> None:
         raise AutoprofError(f"no counted value to plot for: {', '.join(empty)}")
     if not np.isfinite(lines["TIME"]).any():
         raise AutoprofError("the results have no TIME values to plot against")
+
+
+def analyse(
+    frame: pd.DataFrame,
+    names: list[str],
+    pattern: str | None = None,
+    rate: bool = False,
+    shared: bool = False,
+    log: bool = False,
+) -> EventDetail:
+    """The timelines of the `names` (autoperf features too) and `pattern`'s events in a loaded
+    results frame (with its VALUE_UNIT column), refused when one has nothing to plot."""
+    intervals = add_features(frame, data.per_interval(frame), names)
+    chosen = choose(intervals, names, pattern)
+    lines = timelines(intervals, chosen, rate)
+    check_plottable(lines, chosen)
+    units = feature_units(value_units(frame), chosen)
+    return EventDetail(lines, chosen, units, shared, rate, log)

@@ -10,11 +10,13 @@ derived from the STATUS column and the summary says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pandas as pd
 
 from autoprof import results
 from autoprof.analysis import data
+from autoprof.analysis.tables import Table
 
 SANITY_KINDS = ("multiplexed", "not_counted", "idle_intervals", "not_supported")
 
@@ -156,3 +158,49 @@ def top(table: pd.DataFrame, column: str, k: int) -> pd.DataFrame:
     """The k events with the largest `column` (total or cv), ignoring events with no value."""
     ranked = table[table["samples"] > 0].sort_values(column, ascending=False, kind="stable")
     return ranked.head(k)[["pmu", "total", "mean", "cv", "samples"]]
+
+
+@dataclass
+class Stats:
+    """`stats`'s result for the renderers: the per-event table and the summary of results file
+    `name`; a terminal shows the top `top` events."""
+
+    name: str
+    events: pd.DataFrame
+    summary: Summary
+    top: int = 10
+
+    FIGURES: ClassVar[tuple[str, ...]] = ()
+
+    def tables(self) -> list[Table]:
+        return [
+            Table("stats", self.events, index="event"),
+            Table("stats_summary", self.summary.table()),
+            Table("stats_sanity", self.summary.sanity),
+        ]
+
+    def shown(self) -> list[Table]:
+        k = self.top
+        found = [Table("stats_summary", self.summary.table(), self.name)]
+        if len(self.summary.sanity):
+            found.append(
+                Table(
+                    "stats_sanity", self.summary.sanity.head(3 * k), "Events not to trust blindly"
+                )
+            )
+        for column, what in (("total", "total count"), ("cv", "variability (cv)")):
+            title = f"Top {k} events by {what}"
+            found.append(Table(f"stats_top_{column}", top(self.events, column, k), title, "event"))
+        return found
+
+    def notes(self) -> list[str]:
+        return [
+            f"sanity lists from the {self.summary.source}",
+            *(f"warning: {w}" for w in self.summary.warnings),
+        ]
+
+
+def analyse(frame: pd.DataFrame, report: dict | None, name: str = "", k: int = 10) -> Stats:
+    """The per-event table and summary of a loaded results frame (and its report.json)."""
+    table = event_table(frame)
+    return Stats(name, table, summarize(frame, table, report), k)

@@ -1,25 +1,19 @@
 """`autoprof analyze <name>`: the analyses of a results.csv, one subcommand each.
 
-The scripts in `analyze/` run these same commands (`run_script`), so there is one
-implementation and two entry points. The commands only read files, call the pure functions of
-`autoprof.analysis` and write what they return.
+The scripts in `analyze/` run these same commands (`autoprof.cli.main_analyze`), so there is
+one implementation and two entry points. The commands only read files, call an analysis of
+`autoprof.analysis` and hand the result it returns to the renderer that `-o`'s extension picks.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from autoprof.analysis import choices
 from autoprof.commands.common import console
 from autoprof.commands.metrics import analyze_metrics
-
-if TYPE_CHECKING:
-    import pandas as pd
-    from rich.table import Table
 
 RESULTS = click.Path(exists=False, path_type=Path)
 
@@ -35,13 +29,23 @@ def _results_argument(name: str):
     return click.argument(name, type=RESULTS, callback=_results)
 
 
+def _out(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """An unknown extension is refused before the analysis runs."""
+    from autoprof.analysis import renderers
+
+    return renderers.check(value)
+
+
 def _out_option(function):
     return click.option(
         "-o",
         "--out",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         default=None,
-        help="Folder for the outputs [default: analysis/ beside the (first) results file].",
+        callback=_out,
+        help="A folder for every output [default: analysis/ beside the (first) results file], "
+        "or one file whose extension picks the format: .png or .svg (the figure), .csv (the "
+        "main table), .txt (the terminal's tables).",
     )(function)
 
 
@@ -51,39 +55,15 @@ def _top_option(default: int, text: str):
     )
 
 
-def _out_dir(out: Path | None, results: Path) -> Path:
-    folder = out if out is not None else results.parent / "analysis"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+def _show(result, out: Path | None, results: Path) -> None:
+    """Hand `result` to the renderers (by `out`'s extension), then tell its notes."""
+    from autoprof.analysis import renderers
 
-
-def _wrote(*paths: Path) -> None:
-    for path in paths:
+    written = renderers.render(result, out, results.parent / "analysis", console(highlight=False))
+    for line in result.notes():
+        click.echo(line)
+    for path in written:
         click.echo(f"wrote {path}")
-
-
-def _rich_table(title: str, frame: pd.DataFrame, index: str | None = None) -> Table:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    if index:
-        table.add_column(index)
-    for name in frame.columns:
-        table.add_column(str(name), justify="right" if frame[name].dtype.kind in "iuf" else "left")
-    for label, row in frame.iterrows():
-        cells = [_cell(v) for v in row]
-        table.add_row(*([str(label)] if index else []), *cells)
-    return table
-
-
-def _cell(value: object) -> str:
-    import pandas as pd
-
-    if isinstance(value, float):
-        if value != value:
-            return ""
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.4e}"
-    return "" if value is None or value is pd.NA else str(value)
 
 
 class _Names(click.Group):
@@ -138,54 +118,10 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
     from autoprof.analysis import data
 
     frame = data.load(results, data.SERIES_COLUMNS)
-    result = correlation_.analyse(frame, method, anchor, events, top, repeat, min_overlap)
-    min_overlap = result.min_overlap
-    if result.min_overlap_chosen and min_overlap != correlation_.MIN_OVERLAP:
-        click.echo(
-            f"--min-overlap {min_overlap} chosen from the data: the results have "
-            f"{result.intervals} intervals, fewer than the default {correlation_.MIN_OVERLAP} "
-            "(set --min-overlap to change it)"
-        )
-    folder = _out_dir(out, results)
-    matrix_path = folder / "correlation_matrix.csv"
-    result.matrix.to_csv(matrix_path, index_label="event", float_format="%.6g")
-    heatmap_path = folder / "correlation_heatmap.png"
-    correlation_.heatmap(result).savefig(heatmap_path)
-    written = [matrix_path, heatmap_path]
-    if not result.labelled:
-        index_path = folder / "correlation_index.csv"
-        result.index_table().to_csv(index_path, index=False)
-        written.append(index_path)
-    if len(result.excluded):
-        excluded_path = folder / "correlation_excluded.csv"
-        result.excluded.to_csv(excluded_path, index=False)
-        written.append(excluded_path)
-        shown = ", ".join(f"{e} ({r})" for e, r in result.excluded.head(10).to_numpy())
-        more = f" and {len(result.excluded) - 10} more" if len(result.excluded) > 10 else ""
-        click.echo(f"left out {len(result.excluded)} event(s): {shown}{more}")
-    if len(result.short_pairs):
-        short_path = folder / "correlation_short_pairs.csv"
-        result.short_pairs.to_csv(short_path, index=False)
-        written.append(short_path)
-        click.echo(
-            f"{len(result.short_pairs)} pair(s) of events share fewer than {min_overlap} "
-            "intervals (runs of different lengths): no correlation, grey on the heatmap"
-        )
     manifest = data.read_manifest_beside(results)
-    if manifest is not None and manifest.attach:
-        cross = correlation_.cross_run_pairs(frame, list(result.matrix.index))
-        cross_path = folder / "correlation_cross_run.csv"
-        cross.to_csv(cross_path, index=False)
-        written.append(cross_path)
-        click.echo(
-            f"warning: attached profile: {len(cross)} pair(s) of events were measured in "
-            "different runs, i.e. at different moments of the target; their correlation "
-            "aligns intervals by index, not by time (listed in correlation_cross_run.csv)"
-        )
-    click.echo(
-        f"{len(result.matrix)} events over {result.intervals} intervals, {method} correlation"
-    )
-    _wrote(*written)
+    attached = manifest is not None and bool(manifest.attach)
+    found = correlation_.analyse(frame, method, anchor, events, top, repeat, min_overlap, attached)
+    _show(found, out, results)
 
 
 @analyze.command("event-detail")
@@ -210,18 +146,7 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
     from autoprof.analysis import event_detail as event_detail_
 
     frame = data.load(results, [*data.SERIES_COLUMNS, "VALUE_UNIT"])
-    intervals = event_detail_.add_features(frame, data.per_interval(frame), list(names))
-    chosen = event_detail_.choose(intervals, list(names), events)
-    lines = event_detail_.timelines(intervals, chosen, rate)
-    event_detail_.check_plottable(lines, chosen)
-    units = event_detail_.feature_units(event_detail_.value_units(frame), chosen)
-    figure = event_detail_.plot(lines, chosen, units, shared, rate, log)
-    folder = _out_dir(out, results)
-    paths = [folder / "event_detail.png", folder / "event_detail.svg"]
-    for path in paths:
-        figure.savefig(path)
-    click.echo(f"plotted {', '.join(chosen)}")
-    _wrote(*paths)
+    _show(event_detail_.analyse(frame, list(names), events, rate, shared, log), out, results)
 
 
 @analyze.command("stats")
@@ -234,27 +159,7 @@ def stats(results, out, k) -> None:
     from autoprof.analysis import stats as stats_
 
     frame = data.load(results)
-    table = stats_.event_table(frame)
-    summary = stats_.summarize(frame, table, data.read_report_beside(results))
-    out_console = console(highlight=False)
-    out_console.print(_rich_table(f"{results}", summary.table().set_index("metric"), "metric"))
-    out_console.print(f"sanity lists from the {summary.source}")
-    for warning in summary.warnings:
-        out_console.print(f"warning: {warning}")
-    if len(summary.sanity):
-        out_console.print(_rich_table("Events not to trust blindly", summary.sanity.head(3 * k)))
-    out_console.print(
-        _rich_table(f"Top {k} events by total count", stats_.top(table, "total", k), "event")
-    )
-    out_console.print(
-        _rich_table(f"Top {k} events by variability (cv)", stats_.top(table, "cv", k), "event")
-    )
-    folder = _out_dir(out, results)
-    paths = [folder / "stats.csv", folder / "stats_summary.csv", folder / "stats_sanity.csv"]
-    table.to_csv(paths[0])
-    summary.table().to_csv(paths[1], index=False)
-    summary.sanity.to_csv(paths[2], index=False)
-    _wrote(*paths)
+    _show(stats_.analyse(frame, data.read_report_beside(results), str(results), k), out, results)
 
 
 @analyze.command("compare")
@@ -284,22 +189,7 @@ def compare(a, b, out, test, alpha, k) -> None:
     frame_a, frame_b = data.load(a, data.SERIES_COLUMNS), data.load(b, data.SERIES_COLUMNS)
     for warning in compare_.check_same_cpu(a, b):
         click.echo(f"warning: {warning}", err=True)
-    table = compare_.compare(frame_a, frame_b, test, alpha)
-    figure = compare_.plot(table, k, test)  # refuses before anything is written
-    folder = _out_dir(out, a)
-    paths = [folder / "compare.csv", folder / "compare.png"]
-    table.to_csv(paths[0], index=False)
-    figure.savefig(paths[1])
-    significant = int(table["significant"].sum())
-    shown = table.head(k).set_index("event")[
-        ["total_a", "total_b", "ratio", "p_value", "q_value", "significant", "note"]
-    ]
-    out_console = console(highlight=False)
-    out_console.print(_rich_table(f"Largest changes, B = {b} vs A = {a}", shown, "event"))
-    out_console.print(
-        f"{significant} of {len(table)} events changed significantly (q < {alpha}, {test})"
-    )
-    _wrote(*paths)
+    _show(compare_.analyse(frame_a, frame_b, test, alpha, k, (str(a), str(b))), out, a)
 
 
 def autoperf_args(argv: list[str]) -> list[str]:
@@ -322,12 +212,3 @@ def autoperf_args(argv: list[str]) -> list[str]:
             features = False
             out.append(word)
     return out
-
-
-def run_script(name: str) -> None:
-    """Entry point of the `analyze/<name>.py` scripts: `autoprof analyze <name> ARGS...`,
-    with autoperf's own calling forms (`correlation.py ./out`, `event_detail.py --resultdir
-    ./out --features AVG.EVENT`) accepted too."""
-    from autoprof.cli import cli
-
-    cli.main(args=["analyze", name, *autoperf_args(sys.argv[1:])], prog_name="autoprof")
