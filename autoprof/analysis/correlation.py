@@ -82,7 +82,7 @@ class Correlation:
         return found
 
     def shown(self) -> list[Table]:
-        title = f"Strongest {self.method} correlations ({len(self.matrix)} events)"
+        title = f"Strongest correlations ({self.method})"
         return [Table("correlation_pairs", self.strongest_pairs(), title)]
 
     def notes(self) -> list[str]:

@@ -45,12 +45,11 @@ class PngRenderer(Renderer):
     extensions = (".png", ".svg")
 
     def render(self, result: Result, path: Path | None) -> list[Path]:
-        if not result.FIGURES:
-            raise AutoprofError(
-                f"{type(result).__name__.lower()} draws no figure (use .csv or .txt)"
-            )
         if path is None:
             raise AutoprofError("a figure needs a file: give -o NAME.png")
+        if not result.FIGURES:
+            name = type(result).__name__.lower()
+            raise AutoprofError(f"{path}: {name} draws no figure (use .csv or .txt)")
         drawn = figure(result)  # refuses before anything is written
         paths = (
             [path] if path.suffix.lower() in self.extensions else [path / n for n in result.FIGURES]

@@ -1,0 +1,122 @@
+"""The renderers of the analyses' results, chosen by the output's extension: a real PNG that
+Matplotlib reads back, CSV with the analysis' own numbers, tables on the terminal, and one line
+for an extension no renderer knows. The numbers come from series built with known relations."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib import image
+
+import autoprof.analysis
+from autoprof.analysis import correlation, data
+from tests.test_analysis import invoke, png_size, results_frame, write
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def linear(tmp_path_factory):
+    """a, b = 2a + 1 (r = 1), c = -a (r = -1) and an independent noise event, in one run."""
+    rng = np.random.default_rng(16)
+    signal = np.cumsum(rng.normal(size=40)) + 100
+    series = {"a": signal, "b": 2 * signal + 1, "c": -signal + 500, "noise": rng.normal(size=40)}
+    return write(results_frame(series), tmp_path_factory.mktemp("linear"))
+
+
+def test_importing_the_analyses_imports_no_matplotlib():
+    """The numbers never pay for Matplotlib: only the png renderer imports it."""
+    names = [
+        m.name
+        for m in pkgutil.walk_packages(autoprof.analysis.__path__, "autoprof.analysis.")
+        if m.name != "autoprof.analysis.renderers.png"
+    ]
+    assert "autoprof.analysis.correlation" in names and "autoprof.analysis.renderers.csv" in names
+    code = f"import importlib, sys; [importlib.import_module(n) for n in {names!r}]; " + (
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_a_png_output_is_a_png_that_matplotlib_reads_back(tmp_path, linear):
+    out = tmp_path / "figures" / "heat.png"
+    run = invoke("correlation", str(linear), "-o", str(out))
+    assert run.exit_code == 0, run.output
+    assert out.read_bytes()[:8] == PNG_SIGNATURE
+    assert image.imread(out).shape == (850, 1000, 4)  # 10 x 8.5 in at 100 dpi, RGBA
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["heat.png"]
+    assert f"wrote {out}" in run.output
+
+
+def test_a_csv_output_holds_the_analysis_numbers(tmp_path, linear):
+    out = tmp_path / "matrix.csv"
+    run = invoke("correlation", str(linear), "-o", str(out))
+    assert run.exit_code == 0, run.output
+    written = pd.read_csv(out, index_col="event")
+    expected = correlation.analyse(data.load(linear, data.SERIES_COLUMNS)).matrix
+    assert list(written.index) == list(expected.index) == list(written.columns)
+    assert np.allclose(written.to_numpy(), expected.to_numpy(), rtol=1e-5)
+    assert written.loc["a", "b"] == pytest.approx(1.0) and written.loc["a", "c"] == -1.0
+    stats_csv = tmp_path / "events.csv"
+    assert invoke("stats", str(linear), "-o", str(stats_csv)).exit_code == 0
+    table = pd.read_csv(stats_csv, index_col="event")
+    assert table.loc["b", "total"] == pytest.approx(2 * table.loc["a", "total"] + 40)
+
+
+def test_the_console_shows_the_tables(tmp_path, linear):
+    run = invoke("correlation", str(linear), "-o", str(tmp_path / "folder"))
+    assert run.exit_code == 0, run.output
+    assert "Strongest correlations" in run.output
+    first = next(line for line in run.output.splitlines() if line.startswith("│"))
+    assert {"a", "b", "1"} <= set(first.replace("│", " ").split())  # r(a, b) = 1 leads
+    names = {p.name for p in (tmp_path / "folder").iterdir()}
+    assert names == {"correlation_heatmap.png", "correlation_matrix.csv"}  # today's defaults
+    text = tmp_path / "stats.txt"
+    run = invoke("stats", str(linear), "-o", str(text))
+    assert run.exit_code == 0, run.output
+    shown = text.read_text()
+    assert "Top 10 events by total count" in shown and "│ noise" in shown
+    assert "Top 10" not in run.output  # the tables went to the file
+
+
+def test_event_detail_renders_svg_and_csv_by_extension(tmp_path, linear):
+    svg, points = tmp_path / "lines.svg", tmp_path / "lines.csv"
+    assert invoke("event-detail", str(linear), "-e", "a", "-o", str(svg)).exit_code == 0
+    assert svg.read_text().lstrip().startswith("<?xml")
+    assert invoke("event-detail", str(linear), "-e", "b", "-o", str(points)).exit_code == 0
+    lines = pd.read_csv(points)
+    assert set(lines[data.EVENT]) == {"b"} and len(lines) == 40
+
+
+@pytest.mark.parametrize(
+    ("args", "out", "message"),
+    [
+        (
+            ["correlation"],
+            "heat.jpeg",
+            "unknown output format '.jpeg' (known: .png, .svg, .csv, .txt)",
+        ),
+        (["stats"], "stats.png", "stats draws no figure (use .csv or .txt)"),
+    ],
+)
+def test_an_output_no_renderer_can_write_is_one_line(tmp_path, linear, args, out, message):
+    run = invoke(*args, str(linear), "-o", str(tmp_path / out))
+    assert run.exit_code == 2
+    assert run.stderr.splitlines() == [f"autoprof: error: {tmp_path / out}: {message}"]
+    assert not (tmp_path / out).exists()
+
+
+def test_default_folder_is_analysis_beside_the_results(linear):
+    run = invoke("compare", str(linear), str(linear))
+    assert run.exit_code == 0, run.output
+    folder = linear.parent / "analysis"
+    assert png_size(folder / "compare.png") == (1000, 290)  # 1.5 in + 4 bars x 0.35 in
+    assert pd.read_csv(folder / "compare.csv")["ratio"].tolist() == [1.0] * 4
+    assert "Largest changes" in run.output and "0 of 4 events changed significantly" in run.output
