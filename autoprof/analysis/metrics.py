@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from autoprof.analysis import data
+from autoprof.analysis.tables import Table
 from autoprof.metrics import constants as consts
 from autoprof.metrics import events as metric_events
 from autoprof.metrics.catalog import Metric
 from autoprof.metrics.formula import FormulaError
+from autoprof.metrics.tree import Node, tree_lines
 
 SAME_RUN = "same-run"
 CROSS_RUN = "cross-run"
@@ -241,3 +244,49 @@ def series(values: dict[str, Value]) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=["METRIC", "INDEX", "TIME", "VALUE", "SCOPE"])
     return pd.concat(parts, ignore_index=True)
+
+
+@dataclass
+class Metrics:
+    """The metric values of a results file for the renderers: a terminal shows the top-down
+    tree of CPU `cpu` (every node with `show_all`, else only under crossed thresholds) and the
+    other metrics' values, one line each."""
+
+    values: dict[str, Value]
+    cpu: str = ""
+    show_all: bool = False
+
+    FIGURES: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def done(self) -> list[Value]:
+        return [v for v in self.values.values() if not v.missing]
+
+    def tables(self) -> list[Table]:
+        return [Table("metrics", table(self.values)), Table("metrics_series", series(self.values))]
+
+    def shown(self) -> list[Table | str]:
+        lines: list[Table | str] = []
+        nodes = [
+            Node(v.metric.name, v.metric.parent, v.value, v.metric.unit, v.crossed, v.scope, v.flag)
+            for v in self.done
+            if v.metric.tma
+        ]
+        if nodes:
+            lines += [f"[bold]Top-down tree[/] ({self.cpu})", *tree_lines(nodes, self.show_all)]
+        for v in self.done:
+            if not v.metric.tma:
+                flag = f" [red]! {v.flag}[/]" if v.flag else ""
+                m = v.metric
+                lines.append(f"{m.name:<44} {v.value:>14.6g} {m.unit:<16} {v.scope}{flag}")
+        return lines
+
+    def notes(self) -> list[str]:
+        done = self.done
+        same = sum(v.scope == SAME_RUN for v in done)
+        flagged = sum(bool(v.flag) for v in done)
+        return [
+            f"{len(done)} of {len(self.values)} metrics computed ({same} same-run, "
+            f"{len(done) - same} cross-run), {flagged} flagged; {len(self.values) - len(done)} "
+            "lack events or constants (MISSING in metrics.csv)"
+        ]

@@ -35,8 +35,9 @@ class Result(Protocol):
         """Every table, the main one first (`-o table.csv` writes that one)."""
         ...
 
-    def shown(self) -> list[Table]:
-        """The tables for a terminal: short ones, the top of long ones."""
+    def shown(self) -> list[Table | str]:
+        """What a terminal shows: short tables, the top of long ones; a str is a line of rich
+        markup (the metrics' top-down tree)."""
         ...
 
     def notes(self) -> list[str]:

@@ -130,14 +130,23 @@ def show_command(events_dir, cpu, metrics_files, name) -> None:
                 click.echo(f"    {alias} = metric {other}")
 
 
+def _checked_out(ctx: click.Context, param: click.Parameter, out: Path | None) -> Path | None:
+    """An output extension no renderer knows is refused before the metrics are computed."""
+    from autoprof.analysis import renderers
+
+    return renderers.check(out)
+
+
 @click.command("metrics")
 @click.argument("results", type=click.Path(path_type=Path))
 @_catalog_args
 @click.option(
     "-o",
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Output folder [default: analysis/ beside the results].",
+    type=click.Path(path_type=Path),
+    callback=_checked_out,
+    help="Output folder [default: analysis/ beside the results], or one file: .csv (the "
+    "metrics.csv table), .txt (the terminal's lines).",
 )
 @click.option(
     "--metrics",
@@ -166,11 +175,10 @@ def analyze_metrics(
     metrics_series.csv and the TMA tree."""
     from dataclasses import asdict
 
-    from autoprof.analysis import data
+    from autoprof.analysis import data, renderers
     from autoprof.analysis import metrics as analysis
     from autoprof.catalog import host
     from autoprof.metrics import catalog, constants
-    from autoprof.metrics.tree import Node, tree_lines
 
     path = results / "results.csv" if results.is_dir() else results
     manifest = data.read_manifest_beside(path)
@@ -183,33 +191,10 @@ def analyze_metrics(
     values = analysis.compute(
         data.load(path), found.select(list(metric_words) or ["all"]), known, retire
     )
-    folder = out if out is not None else path.parent / "analysis"
-    folder.mkdir(parents=True, exist_ok=True)
-    analysis.table(values).to_csv(folder / "metrics.csv", index=False)
-    analysis.series(values).to_csv(folder / "metrics_series.csv", index=False)
-    console = common.console(highlight=False)
-    done = [v for v in values.values() if not v.missing]
-    nodes = [
-        Node(v.metric.name, v.metric.parent, v.value, v.metric.unit, v.crossed, v.scope, v.flag)
-        for v in done
-        if v.metric.tma
-    ]
-    if nodes:
-        console.print(f"[bold]Top-down tree[/] ({found.cpu})")
-        for line in tree_lines(nodes, show_all):
-            console.print(line)
-    for v in done:
-        if not v.metric.tma:
-            flag = f" [red]! {v.flag}[/]" if v.flag else ""
-            console.print(
-                f"{v.metric.name:<44} {v.value:>14.6g} {v.metric.unit:<16} {v.scope}{flag}"
-            )
-    same = sum(v.scope == analysis.SAME_RUN for v in done)
-    flagged = sum(bool(v.flag) for v in done)
-    console.print(
-        f"{len(done)} of {len(values)} metrics computed ({same} same-run, {len(done) - same} "
-        f"cross-run), {flagged} flagged; {len(values) - len(done)} lack events or constants "
-        "(MISSING in metrics.csv)"
-    )
-    for name in ("metrics.csv", "metrics_series.csv"):
-        click.echo(f"wrote {folder / name}")
+    shown = analysis.Metrics(values, found.cpu, show_all)
+    folder = path.parent / "analysis"
+    written = renderers.render(shown, out, folder, common.console(highlight=False))
+    for line in shown.notes():
+        click.echo(line)
+    for written_path in written:
+        click.echo(f"wrote {written_path}")

@@ -1,5 +1,5 @@
-"""The tables a result shows on a terminal (`Result.shown`) as rich tables; `-o tables.txt`
-writes the same text to a file."""
+"""What a result shows on a terminal (`Result.shown`): its tables as rich tables, its lines as
+rich markup; `-o tables.txt` writes the same text to a file."""
 
 from __future__ import annotations
 
@@ -64,5 +64,5 @@ class ConsoleRenderer(Renderer):
 
     @staticmethod
     def _print(result: Result, console: Console) -> None:
-        for table in result.shown():
-            console.print(rich_table(table))
+        for item in result.shown():
+            console.print(item if isinstance(item, str) else rich_table(item))
