@@ -94,3 +94,24 @@ def test_percore_event_read_per_thread_is_flagged(intel_dir):
     assert on.value == 2.0 and on.flag == ":percore event read per thread"
     off = analysis.compute(frame(rows), [metric], {"HYPERTHREADING_ON": 0})[metric.name]
     assert off.value == 1.0 and off.flag == ""
+
+
+def test_metrics_result_renders_the_tree_as_text_and_the_table_as_csv(skx, tmp_path):
+    from autoprof.analysis import renderers
+
+    rows = [
+        ("IDQ_UOPS_NOT_DELIVERED.CORE", 1, 0, 1_200_000),
+        ("CPU_CLK_UNHALTED.THREAD", 1, 0, 1_000_000),
+    ]
+    values = analysis.compute(frame(rows), [skx["Frontend_Bound"]], {"HYPERTHREADING_ON": 0})
+    result = analysis.Metrics(values, "SKX")
+    assert result.notes()[0].startswith("1 of 1 metrics computed (1 same-run, 0 cross-run)")
+    text = tmp_path / "tree.txt"
+    assert renderers.for_path(text).render(result, text) == [text]
+    shown = text.read_text()
+    assert "Top-down tree (SKX)" in shown and "Frontend_Bound" in shown and "30.0" in shown
+    assert "[bold]" not in shown  # the markup is rendered, not written
+    table = tmp_path / "m.csv"
+    renderers.for_path(table).render(result, table)
+    written = pd.read_csv(table).set_index("METRIC")
+    assert written.loc["Frontend_Bound", "VALUE"] == pytest.approx(30.0)
