@@ -45,6 +45,15 @@ def test_importing_the_analyses_imports_no_matplotlib():
     assert proc.stdout.strip() == "[]"
 
 
+def test_the_analyze_commands_do_not_import_the_cli():
+    """The analyze/*.py scripts enter through `autoprof.cli.main_analyze`: the command layer
+    itself never imports the CLI (no circle)."""
+    code = "import sys, autoprof.commands.analyze; print('autoprof.cli' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
 def test_a_png_output_is_a_png_that_matplotlib_reads_back(tmp_path, linear):
     out = tmp_path / "figures" / "heat.png"
     run = invoke("correlation", str(linear), "-o", str(out))

@@ -7,6 +7,7 @@ is shown (PNG, CSV, terminal) is the renderers' business, chosen by the output's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -35,7 +36,7 @@ class Result(Protocol):
         """Every table, the main one first (`-o table.csv` writes that one)."""
         ...
 
-    def shown(self) -> list[Table | str]:
+    def shown(self) -> Sequence[Table | str]:
         """What a terminal shows: short tables, the top of long ones; a str is a line of rich
         markup (the metrics' top-down tree)."""
         ...
