@@ -4,6 +4,7 @@ for an extension no renderer knows. The numbers come from series built with know
 
 from __future__ import annotations
 
+import io
 import pkgutil
 import subprocess
 import sys
@@ -129,3 +130,12 @@ def test_default_folder_is_analysis_beside_the_results(linear):
     assert png_size(folder / "compare.png") == (1000, 290)  # 1.5 in + 4 bars x 0.35 in
     assert pd.read_csv(folder / "compare.csv")["ratio"].tolist() == [1.0] * 4
     assert "Largest changes" in run.output and "0 of 4 events changed significantly" in run.output
+
+
+def test_a_csv_renderer_without_a_path_writes_the_main_table_to_stdout(linear, capsys):
+    from autoprof.analysis import renderers, stats
+
+    result = stats.analyse(data.load(linear), None)
+    assert renderers.renderer(renderers.RENDERERS[".csv"]).render(result, None) == []
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out), index_col="event")
+    assert sorted(table.index) == ["a", "b", "c", "noise"] and (table["samples"] == 40).all()

@@ -27,6 +27,7 @@ RENDERERS = {  # extension -> module:class, imported when chosen (png imports Ma
 
 
 def renderer(target: str) -> Renderer:
+    """A renderer from its `module:class` in RENDERERS, importing only that module."""
     module, _, name = target.partition(":")
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)()
 
@@ -47,7 +48,8 @@ def check(out: Path | None) -> Path | None:
 
 def for_path(out: Path) -> Renderer:
     """The renderer of a file's extension."""
-    return renderer(RENDERERS[check(out).suffix.lower()])
+    check(out)
+    return renderer(RENDERERS[out.suffix.lower()])
 
 
 def render(result: Result, out: Path | None, folder: Path, console: Console) -> list[Path]:
