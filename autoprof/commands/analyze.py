@@ -8,12 +8,16 @@ one implementation and two entry points. The commands only read files, call an a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from autoprof.analysis import choices
 from autoprof.commands.common import console
 from autoprof.commands.metrics import analyze_metrics
+
+if TYPE_CHECKING:
+    from autoprof.analysis.tables import Result
 
 RESULTS = click.Path(exists=False, path_type=Path)
 
@@ -55,7 +59,7 @@ def _top_option(default: int, text: str):
     )
 
 
-def _show(result, out: Path | None, results: Path) -> None:
+def _show(result: Result, out: Path | None, results: Path) -> None:
     """Hand `result` to the renderers (by `out`'s extension), then tell its notes."""
     from autoprof.analysis import renderers
 
