@@ -110,11 +110,12 @@ class Manifest:
         command: list[str],
         plan: dict[str, Any],
         options: dict[str, Any],
+        machine: MachineFacts,
         profile_id: str | None = None,
     ) -> None:
         """Raise unless `out`, holding this manifest, holds the very profile asked for (same
-        command, plan, part and measurement `options`, as `Manifest.options` records them):
-        resuming anything else would mix two profiles' numbers in one folder."""
+        command, plan, CPU, part and measurement `options`, as `Manifest.options` records
+        them): resuming anything else would mix two profiles' numbers in one folder."""
         if self.command != command:
             raise AutoprofError(
                 f"{out} holds a profile of another command ({' '.join(self.command)}); "
@@ -122,6 +123,11 @@ class Manifest:
             )
         if self.plan != plan:
             raise AutoprofError(f"{out} holds a profile with another event plan; use another -o")
+        if self.machine.cpu_id != machine.cpu_id:
+            raise AutoprofError(
+                f"{out} was profiled on another CPU ({self.machine.cpu_id}, this one is "
+                f"{machine.cpu_id}); use another -o"
+            )
         if profile_id is not None and self.id != profile_id:
             raise AutoprofError(f"{out} holds another profile ({self.id}); use another -o")
         here = (self.options.get("part", 1), self.options.get("parts", 1))

@@ -143,7 +143,7 @@ def open_profile(
     wanted = manifest_options(options)
     if (out / outdir.MANIFEST).exists():
         manifest = outdir.read_manifest(out)
-        manifest.check_resume(out, command, plan.to_json(), wanted, profile_id)
+        manifest.check_resume(out, command, plan.to_json(), wanted, facts, profile_id)
         if manifest.options.get("repeat", 1) < options.repeat:
             manifest.options["repeat"] = options.repeat
             outdir.write_manifest(out, manifest)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from click.testing import CliRunner
 from autoprof import journal, outdir, results
 from autoprof.catalog import host
 from autoprof.cli import cli
-from autoprof.errors import NewerFormat
+from autoprof.errors import AutoprofError, NewerFormat
 
 DATA = Path(__file__).parent / "data" / "profile-ed64973"
 RUN1 = Path(outdir.RUNS) / "run0001-rep1"
@@ -127,6 +128,27 @@ def test_unknown_keys_are_ignored_and_missing_ones_defaulted():
     assert data == copy  # from_json changes nothing it is given
     entry = journal.Entry.from_json({"run": 1, "repeat": 1, "status": "ok", "later": 1})
     assert entry == journal.Entry(1, 1, "ok")
+
+
+def test_resume_checks_it_is_the_same_profile(old):
+    manifest = outdir.read_manifest(old)
+    options, machine = manifest.options, manifest.machine
+    manifest.check_resume(old, COMMAND, manifest.plan, options, machine)  # the same: resumes
+    refusals = {
+        "another command": (["true"], manifest.plan, options, machine),
+        "another event plan": (COMMAND, {"runs": []}, options, machine),
+        "part 1 of 1 of this profile, not part 2 of 2": (
+            COMMAND,
+            manifest.plan,
+            options | {"part": 2, "parts": 2},
+            machine,
+        ),
+        "other interval_ms": (COMMAND, manifest.plan, options | {"interval_ms": 10}, machine),
+        "another CPU": (COMMAND, manifest.plan, options, replace(machine, cpu_id="Other-6-1-1")),
+    }
+    for message, args in refusals.items():
+        with pytest.raises(AutoprofError, match=message):
+            manifest.check_resume(old, *args)
 
 
 @pytest.mark.parametrize("file", [outdir.MANIFEST, str(RUN1 / outdir.RUN_RECORD)])
