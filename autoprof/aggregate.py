@@ -24,16 +24,10 @@ from typing import Any
 import numpy as np
 
 from autoprof import outdir, results, rows, sanity
-from autoprof.errors import AutoprofError
+from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.perf import stat_arrow, stat_csv
 from autoprof.sanity import MULTIPLEXED, OK
 
-FINAL_STATUSES = (
-    outdir.RUN_OK,
-    outdir.RUN_WORKLOAD_FAILED,
-    outdir.RUN_PERF_FAILED,
-    outdir.RUN_TIMEOUT,
-)
 MAX_PROBLEMS_PER_FILE = 20  # a garbage file should not drown the report
 WRITTEN = (OK, MULTIPLEXED)  # rows with a value
 EXACT = (OK,)  # --exact-only: counted 100% of the time
@@ -210,7 +204,7 @@ def _finished(
             path = str(folder.relative_to(out) / outdir.RUN_RECORD)
             yield folder, None, [{"path": path, "error": _one_line(err)}]
             continue
-        if record.status not in FINAL_STATUSES:
+        if record.status not in outdir.FINAL_STATUSES:
             continue  # interrupted: the next `profile` runs it again
         state.finished.add((record.run, record.repeat))
         if record.attempt > 1 and record.part == 1:
@@ -268,8 +262,10 @@ def _read_manifest(out: Path, broken: list[dict[str, str]]) -> outdir.Manifest |
         return None
     try:
         return outdir.read_manifest(out)
-    except (ValueError, TypeError, KeyError) as err:
-        broken.append({"path": outdir.MANIFEST, "error": _one_line(err)})
+    except NewerFormat:
+        raise
+    except AutoprofError as err:
+        broken.append({"path": outdir.MANIFEST, "error": str(err)})
         return None
 
 

@@ -10,18 +10,17 @@ stops; the runs left are missing until `profile --resume` runs them against a ne
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autoprof import outdir
 from autoprof.errors import AutoprofError
+from autoprof.options import ProfileOptions
 from autoprof.outdir import Manifest, RunRecord
 from autoprof.perf import command as perf_command
 
 if TYPE_CHECKING:
     from autoprof.perf.command import OpenFailure
-    from autoprof.runner import ProfileOptions
 
 WARNING = (
     "an attached profile measures each group at a different moment of the target: events of "
@@ -126,14 +125,10 @@ def perf_argv(folder: Path, specs: list[str], options: ProfileOptions, perf: str
     )
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
 def start(out: Path, manifest: Manifest, options: ProfileOptions, resume: bool) -> None:
     """Record the target in the manifest; a profile attached to another target continues only
     with `resume` (the new process carries on the old one's plan)."""
-    target = {"pids": options.pids, "cgroup": options.cgroup, "since": _now()}
+    target = {"pids": options.pids, "cgroup": options.cgroup, "since": outdir.now()}
     targets = manifest.attach.get("targets", [])
     if targets:
         last = targets[-1]

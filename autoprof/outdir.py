@@ -16,6 +16,10 @@ Layout::
 
 Nothing here runs perf or parses its output: this module only names files and (de)serializes
 the records, so the runner, the aggregator and the results store agree on one layout.
+
+Every file autoprof reads back carries a `"format"` number (none: format 1, the files written
+before formats were recorded). `from_json` reads every format up to the current one, ignoring
+keys it does not know and defaulting the ones a file lacks; a newer format is refused.
 """
 
 from __future__ import annotations
@@ -23,9 +27,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from autoprof.catalog.host import MachineFacts
+from autoprof.errors import AutoprofError, file_format
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -45,26 +53,22 @@ RUN_PERF_FAILED = "perf-failed"  # perf could not count (its stderr says why)
 RUN_TIMEOUT = "timeout"  # killed after --timeout
 RUN_INTERRUPTED = "interrupted"  # Ctrl-C or a signal; partial output kept, run not finished
 RUN_TARGET_EXITED = "target-exited"  # attached: the process exited mid-run; not finished
+# a run that reached one of these is done: resume skips it, aggregate counts it
+FINAL_STATUSES = frozenset({RUN_OK, RUN_WORKLOAD_FAILED, RUN_PERF_FAILED, RUN_TIMEOUT})
+# Options that change what the numbers mean: a resumed profile must keep them.
+MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
 
 
-@dataclass
-class MachineFacts:
-    """The machine a profile ran on; one row per distinct machine in the results store."""
+def now() -> str:
+    """The time records carry: ISO 8601 in UTC, to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
-    cpu_id: str  # perf's CPU id string, e.g. GenuineIntel-6-55-4 or AuthenticAMD-25-11-1
-    model_name: str  # /proc/cpuinfo "model name"
-    hostname: str
-    kernel: str  # uname -r
-    perf_version: str  # "perf version 6.1.187" -> "6.1.187"
-    smt: bool
-    nmi_watchdog: bool
-    perf_event_paranoid: int | None
-    # per catalog PMU: {"generic": n, "fixed": m}; what the schedule assumed
-    counters: dict[str, dict[str, int]] = field(default_factory=dict)
-    # one entry per online CPU, from sysfs at profile time (as autoperf records lscpu):
-    # {"cpu": 5, "socket": 0, "core": 3, "node": 0}; "core" is the kernel's core_id (perf's
-    # S0-D0-C3 numbering, unique within a socket). Empty in manifests written before it existed.
-    topology: list[dict[str, int]] = field(default_factory=list)
+
+def known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `data` that are fields of dataclass `cls`: a file written by a version
+    with more fields still reads (the rest take their defaults)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
 
 
 @dataclass
@@ -87,14 +91,58 @@ class Manifest:
     # an attached profile (`profile -p/--cgroup/-a --duration`): targets and run times
     attach: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    FORMAT: ClassVar[int] = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.FORMAT, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Manifest:
-        data = dict(data)
-        data["machine"] = MachineFacts(**data["machine"])
-        return cls(**data)
+    def from_json(cls, data: dict[str, Any], path: object = MANIFEST) -> Manifest:
+        """Raises NewerFormat for a newer file, KeyError/TypeError for one that is not a
+        manifest."""
+        file_format(data, cls.FORMAT, path)
+        machine = MachineFacts(**known_fields(MachineFacts, data["machine"]))
+        return cls(**{**known_fields(cls, data), "machine": machine})
+
+    def check_resume(
+        self,
+        out: Path,
+        command: list[str],
+        plan: dict[str, Any],
+        options: dict[str, Any],
+        machine: MachineFacts,
+        profile_id: str | None = None,
+    ) -> None:
+        """Raise unless `out`, holding this manifest, holds the very profile asked for (same
+        command, plan, CPU, part and measurement `options`, as `Manifest.options` records
+        them): resuming anything else would mix two profiles' numbers in one folder."""
+        if self.command != command:
+            raise AutoprofError(
+                f"{out} holds a profile of another command ({' '.join(self.command)}); "
+                "use another -o"
+            )
+        if self.plan != plan:
+            raise AutoprofError(f"{out} holds a profile with another event plan; use another -o")
+        if self.machine.cpu_id != machine.cpu_id:
+            raise AutoprofError(
+                f"{out} was profiled on another CPU ({self.machine.cpu_id}, this one is "
+                f"{machine.cpu_id}); use another -o"
+            )
+        if profile_id is not None and self.id != profile_id:
+            raise AutoprofError(f"{out} holds another profile ({self.id}); use another -o")
+        here = (self.options.get("part", 1), self.options.get("parts", 1))
+        wanted = (options.get("part", 1), options.get("parts", 1))
+        if here != wanted:
+            raise AutoprofError(
+                f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
+                f"{wanted[0]} of {wanted[1]}; use another -o"
+            )
+        changed = [k for k in MEASUREMENT_OPTIONS if self.options.get(k) != options.get(k)]
+        if changed:
+            raise AutoprofError(
+                f"{out} was profiled with other {', '.join(changed)}; "
+                "use the same options or another -o"
+            )
 
 
 @dataclass
@@ -133,18 +181,23 @@ class RunRecord:
     # unfinished after its profiler died can stop what it left running
     perf_pid: int | None = None
 
+    FORMAT: ClassVar[int] = 1
+
     @property
     def folder_name(self) -> str:
         return run_folder_name(self.run, self.repeat, self.part)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.FORMAT, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        data = dict(data)
-        data["events"] = [EventRef(**e) for e in data.get("events", [])]
-        return cls(**data)
+    def from_json(cls, data: dict[str, Any], path: object = RUN_RECORD) -> RunRecord:
+        """Raises NewerFormat for a newer file, KeyError/TypeError for one that is not a run
+        record (run and repeat are required; the rest default)."""
+        file_format(data, cls.FORMAT, path)
+        events = [EventRef(**known_fields(EventRef, e)) for e in data.get("events", [])]
+        required = {"run": int(data["run"]), "repeat": int(data["repeat"]), "events": events}
+        return cls(**{"perf_argv": [], **known_fields(cls, data), **required})
 
 
 def run_folder_name(run: int, repeat: int, part: int = 1) -> str:
@@ -178,19 +231,42 @@ def read_json(path: Path) -> Any:
 
 
 def write_manifest(out: Path, manifest: Manifest) -> None:
-    write_json(out / MANIFEST, manifest.to_dict())
+    write_json(out / MANIFEST, manifest.to_json())
 
 
 def read_manifest(out: Path) -> Manifest:
-    return Manifest.from_dict(read_json(out / MANIFEST))
+    """The manifest of `out`; a missing, broken or newer one raises a one-line AutoprofError
+    (NewerFormat for a newer one)."""
+    path = out / MANIFEST
+    try:
+        data = read_json(path)
+    except FileNotFoundError:
+        raise AutoprofError(f"{out}: no {MANIFEST}; is this a profile's output folder?") from None
+    except (OSError, ValueError) as err:
+        raise AutoprofError(f"{path}: unreadable manifest ({one_line(err)})") from None
+    try:
+        return Manifest.from_json(data, path)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise AutoprofError(f"{path}: unreadable manifest ({one_line(err)})") from None
+
+
+def one_line(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
 def write_run_record(folder: Path, record: RunRecord) -> None:
-    write_json(folder / RUN_RECORD, record.to_dict())
+    write_json(folder / RUN_RECORD, record.to_json())
 
 
 def read_run_record(folder: Path) -> RunRecord:
-    return RunRecord.from_dict(read_json(folder / RUN_RECORD))
+    """The record of one run; raises OSError, ValueError, KeyError or TypeError for a missing
+    or broken one (aggregate lists those), NewerFormat for a newer one."""
+    path = folder / RUN_RECORD
+    data = read_json(path)
+    try:
+        return RunRecord.from_json(data, path)
+    except AttributeError as err:  # not a JSON object
+        raise TypeError(f"not a run record: {err}") from None
 
 
 _FOLDER = re.compile(r"run(\d+)-rep(\d+)(?:-part(\d+))?")
@@ -227,3 +303,17 @@ def set_aside(out: Path, folder: Path, attempt: int) -> Path:
 def part_folders(out: Path, run: int, repeat: int) -> list[Path]:
     """Every part's folder of one (run, repeat): rep1's, never rep10's."""
     return [p for p in run_folders(out) if _folder_order(p)[1:3] == (run, repeat)]
+
+
+def left_running(root: Path) -> list[int]:
+    """perf's pid in every run record under `root` (any depth) that is not finished: a profiler
+    that died left it running (perf.process.stop_leftovers stops it)."""
+    pids = []
+    for path in sorted(root.glob(f"**/{RUNS}/run*/{RUN_RECORD}")):
+        try:
+            record = read_run_record(path.parent)
+        except (OSError, ValueError, TypeError, KeyError, AutoprofError):
+            continue
+        if not record.status and record.perf_pid:
+            pids.append(record.perf_pid)
+    return pids

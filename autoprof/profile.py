@@ -21,15 +21,15 @@ from typing import Any
 
 from autoprof import __version__, attach, outdir, preflight
 from autoprof.catalog import host
+from autoprof.catalog.host import MachineFacts
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
-from autoprof.outdir import MachineFacts, Manifest, RunRecord
-from autoprof.runner import ProfileOptions, Runner, Task, finished, now, perf_argv, tasks
+from autoprof.journal import finished
+from autoprof.options import ProfileOptions
+from autoprof.outdir import Manifest, RunRecord
+from autoprof.runner import Runner, Task, perf_argv
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
-
-# Options that change what the numbers mean: a resumed profile must keep them.
-MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
 
 
 @dataclass
@@ -60,6 +60,21 @@ def plan_for(catalog: Catalog, names: list[str], anchor: str | None = None) -> t
                 "choose a software event such as task-clock"
             )
     return catalog, schedule(catalog)
+
+
+def tasks(plan: Plan, options: ProfileOptions) -> list[Task]:
+    """The (run, repeat) tasks of this part (all of them for a plain profile), each with the
+    anchor event added to the runs the plan did not put it in."""
+    anchor = [e for run in plan.runs for e in run.events if options.anchor in (e.name, e.spec)]
+    if options.anchor and not anchor:
+        raise AutoprofError(f"anchor event {options.anchor} is not in the plan")
+    runs = [
+        tuple(run.events) + tuple(e for e in anchor if e not in run.events) for run in plan.runs
+    ]
+    return [
+        Task(run, rep, runs[run - 1])
+        for run, rep in outdir.planned(len(plan.runs), options.repeat, options.part, options.parts)
+    ]
 
 
 def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) -> list[list[str]]:
@@ -126,33 +141,9 @@ def open_profile(
     `profile_id` names the profile (the parts of a split profile share one); default a new uuid.
     """
     wanted = manifest_options(options)
-    path = out / outdir.MANIFEST
-    if path.exists():
-        try:
-            manifest = outdir.read_manifest(out)
-        except (ValueError, KeyError, TypeError) as err:
-            raise AutoprofError(f"{path} is unreadable ({err}); use another -o") from None
-        if manifest.command != command:
-            raise AutoprofError(
-                f"{out} holds a profile of another command "
-                f"({' '.join(manifest.command)}); use another -o"
-            )
-        if manifest.plan != plan.to_json():
-            raise AutoprofError(f"{out} holds a profile with another event plan; use another -o")
-        if profile_id is not None and manifest.id != profile_id:
-            raise AutoprofError(f"{out} holds another profile ({manifest.id}); use another -o")
-        here = (manifest.options.get("part", 1), manifest.options.get("parts", 1))
-        if here != (options.part, options.parts):
-            raise AutoprofError(
-                f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
-                f"{options.part} of {options.parts}; use another -o"
-            )
-        changed = [k for k in MEASUREMENT_OPTIONS if manifest.options.get(k) != wanted.get(k)]
-        if changed:
-            raise AutoprofError(
-                f"{out} was profiled with other {', '.join(changed)}; "
-                "use the same options or another -o"
-            )
+    if (out / outdir.MANIFEST).exists():
+        manifest = outdir.read_manifest(out)
+        manifest.check_resume(out, command, plan.to_json(), wanted, facts, profile_id)
         if manifest.options.get("repeat", 1) < options.repeat:
             manifest.options["repeat"] = options.repeat
             outdir.write_manifest(out, manifest)
@@ -161,7 +152,7 @@ def open_profile(
     manifest = Manifest(
         id=profile_id or str(uuid.uuid4()),
         autoprof_version=__version__,
-        created=now(),
+        created=outdir.now(),
         command=list(command),
         machine=facts,
         plan=plan.to_json(),
@@ -184,7 +175,7 @@ def profile(
     on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
     resume: bool = False,
 ) -> Outcome:
-    """Run (or resume) the profile in `out`; raises procgroup.Interrupted on Ctrl-C, SIGTERM or
+    """Run (or resume) the profile in `out`; raises perf.process.Interrupted on Ctrl-C, SIGTERM or
     SIGHUP (after stopping the run in progress).
 
     `facts` default to this machine's; `job` is recorded in the manifest (the queue job that

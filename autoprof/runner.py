@@ -11,61 +11,26 @@ that fails is recorded and the profile goes on (or stops, with fail_fast).
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
-import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-from autoprof import attach, outdir
+from autoprof import attach, outcome, outdir
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
+from autoprof.journal import Entry, Journal, finished
+from autoprof.options import ProfileOptions
 from autoprof.outdir import EventRef, RunRecord
 from autoprof.perf import command as perf_command
-from autoprof.procgroup import Interrupted, Stopper, stop_group, stop_leftovers
-from autoprof.schedule.plan import Plan, perf_event_args  # networkx only when a plan is packed
+from autoprof.perf import process
+from autoprof.perf.process import Interrupted, Stopper, stop_group
+from autoprof.schedule.plan import perf_event_args  # networkx only when a plan is packed
 
-__all__ = ["Interrupted", "ProfileOptions", "Runner", "Task", "stop_leftovers"]
-
-# perf stat -I exits 0 whatever the workload did (perf 6.1), so the workload runs under a
-# shell that writes its exit status to a file (the shell is PIE: it never maps the low
-# addresses the breakpoint tests watch, and adds a constant few page faults).
-_STATUS_WRAPPER = ["/bin/sh", "-c", '"$@"; s=$?; echo $s > "$0"; exit $s']
-STATUS_FILE = "workload.status"
 LOCK_FILE = ".lock"
-FINAL = {outdir.RUN_OK, outdir.RUN_WORKLOAD_FAILED, outdir.RUN_PERF_FAILED, outdir.RUN_TIMEOUT}
-
-
-@dataclass(frozen=True)
-class ProfileOptions:
-    interval_ms: int | None = 100
-    repeat: int = 1
-    system_wide: bool = False
-    cpu_list: str | None = None
-    timeout: float | None = None
-    fail_fast: bool = False
-    force: bool = False
-    retries: int = 0  # run a failed (run, repeat) again, up to this many more times
-    # an unconstrained event (task-clock) counted in every run, so analyses can normalise by it
-    anchor: str | None = None
-    # a profile split over `parts` machines: this one runs its share (outdir.planned)
-    part: int = 1
-    parts: int = 1
-    # attached profile (no command): each run watches these processes (perf -p), this cgroup,
-    # or the whole system (system_wide) for `duration` seconds
-    pids: str | None = None
-    cgroup: str | None = None
-    duration: float | None = None
-
-    @property
-    def attached(self) -> bool:
-        return self.duration is not None
 
 
 @dataclass(frozen=True)
@@ -77,25 +42,6 @@ class Task:
     events: tuple[Event, ...]
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def tasks(plan: Plan, options: ProfileOptions) -> list[Task]:
-    """The (run, repeat) tasks of this part (all of them for a plain profile), each with the
-    anchor event added to the runs the plan did not put it in."""
-    anchor = [e for run in plan.runs for e in run.events if options.anchor in (e.name, e.spec)]
-    if options.anchor and not anchor:
-        raise AutoprofError(f"anchor event {options.anchor} is not in the plan")
-    runs = [
-        tuple(run.events) + tuple(e for e in anchor if e not in run.events) for run in plan.runs
-    ]
-    return [
-        Task(run, rep, runs[run - 1])
-        for run, rep in outdir.planned(len(plan.runs), options.repeat, options.part, options.parts)
-    ]
-
-
 def perf_argv(
     folder: Path, events: list[Event], command: list[str], options: ProfileOptions, perf: str
 ) -> list[str]:
@@ -104,10 +50,9 @@ def perf_argv(
     `--dry-run` prints this very argv."""
     if options.attached:
         return attach.perf_argv(folder, perf_event_args(list(events)), options, perf)
-    wrapped = [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *command]
     return perf_command.stat_argv(
         perf_event_args(list(events)),
-        wrapped,
+        perf_command.with_status(folder, command),
         str(folder / outdir.PERF_OUTPUT),
         interval_ms=options.interval_ms,
         system_wide=options.system_wide,
@@ -115,48 +60,6 @@ def perf_argv(
         no_merge=any(e.pmu.startswith("uncore_") for e in events),
         perf=perf,
     )
-
-
-def finished(out: Path) -> set[tuple[int, int]]:
-    """(run, repeat) pairs whose last journal entry is final; unreadable lines are skipped."""
-    done: dict[tuple[int, int], str] = {}
-    path = out / outdir.JOURNAL
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                entry = json.loads(line)
-                done[(int(entry["run"]), int(entry["repeat"]))] = entry["status"]
-            except (ValueError, KeyError, TypeError):
-                continue  # a line cut short by a crash
-    return {key for key, status in done.items() if status in FINAL}
-
-
-def _journal(out: Path, records: list[RunRecord]) -> int:
-    """Append the journal entry of one (run, repeat) in one write; returns the open file
-    descriptor, for the caller to fsync and close."""
-    last = records[-1]
-    status = next((r.status for r in records if r.status != outdir.RUN_OK), outdir.RUN_OK)
-    entry = {
-        "run": last.run,
-        "repeat": last.repeat,
-        "status": status,
-        "end": last.end,
-        "folders": [r.folder_name for r in records],
-    }
-    fd = os.open(out / outdir.JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (json.dumps(entry) + "\n").encode())
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _sync_and_close(fd: int) -> None:
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Runner:
@@ -176,7 +79,7 @@ class Runner:
         self.perf = shutil.which("perf") or "perf"
         self.env = dict(os.environ, LC_ALL="C")
         self.stopper = Stopper()
-        self._syncing: threading.Thread | None = None
+        self.journal = Journal(out)
 
     def run_all(self, todo: list[Task]) -> list[RunRecord]:
         """Run every task not finished yet; stop early on fail_fast, or on Ctrl-C, SIGTERM or
@@ -194,22 +97,12 @@ class Runner:
                 try:
                     return self._run_all(todo)
                 finally:
-                    self._synced()
+                    self.journal.synced()
 
     def _journal(self, records: list[RunRecord]) -> None:
-        """Append the entry now (a crashed or killed profiler keeps it) and fsync it while the
-        next run goes on: a power cut loses at most the last finished run besides the one in
-        progress. The next entry waits for that fsync, so entries reach the disk in order."""
+        """Append the entry now: a crashed or killed profiler keeps it (a signal waits for it)."""
         with self.stopper.deferred():
-            self._synced()
-            fd = _journal(self.out, records)
-            self._syncing = threading.Thread(target=_sync_and_close, args=(fd,), daemon=True)
-            self._syncing.start()
-
-    def _synced(self) -> None:
-        if self._syncing is not None:
-            self._syncing.join()
-            self._syncing = None
+            self.journal.append(Entry.of(records))
 
     def _run_all(self, todo: list[Task]) -> list[RunRecord]:
         records: list[RunRecord] = []
@@ -292,7 +185,7 @@ class Runner:
             events=[
                 EventRef(e.name, e.pmu, e.spec, attach.label(e.label, self.options)) for e in events
             ],
-            start=now(),
+            start=outdir.now(),
         )
         started = time.monotonic()
         with (folder / outdir.STDOUT).open("wb") as out, (folder / outdir.STDERR).open("wb") as err:
@@ -321,66 +214,31 @@ class Runner:
                 record.perf_exit = stop_group(proc)
                 record.status = outdir.RUN_INTERRUPTED
                 record.error = f"interrupted by {stop.name}"
-                record.end, record.elapsed_s = now(), round(time.monotonic() - started, 6)
+                record.end, record.elapsed_s = outdir.now(), round(time.monotonic() - started, 6)
                 outdir.write_run_record(folder, record)
                 raise
             except BaseException:  # e.g. a queue job's timeout raised in this process
                 with self.stopper.deferred():
                     stop_group(proc)
                 raise
-        record.end, record.elapsed_s = now(), round(time.monotonic() - started, 6)
+        record.end, record.elapsed_s = outdir.now(), round(time.monotonic() - started, 6)
         record.perf_exit = code
         stderr = (folder / outdir.STDERR).read_text(errors="replace")
         if record.status:
             pass
         elif self.options.attached:
             failure = perf_command.open_failure(stderr)
-            attach.classify(record, code, _counted(folder), failure, stderr, self.options)
+            attach.classify(record, code, outcome.counted(folder), failure, stderr, self.options)
         else:
-            _classify(record, code, stderr, folder)
+            outcome.classify(record, code, stderr, folder)
         return record, stderr
-
-
-def _classify(record: RunRecord, code: int, stderr: str, folder: Path) -> None:
-    """ok / workload-failed / perf-failed from perf's exit code and output and the
-    workload's own exit status."""
-    status_path = folder / STATUS_FILE
-    status_text = status_path.read_text().strip() if status_path.exists() else ""
-    failure = perf_command.open_failure(stderr)
-    if not status_text.isdigit() or (failure and not _counted(folder)):
-        record.status = outdir.RUN_PERF_FAILED
-        record.error = (
-            f"perf could not open {failure.event}: {failure.reason}"
-            if failure
-            else f"perf exited {code} without running the workload"
-        )
-        return
-    status = int(status_text)
-    record.workload_exit = status
-    if status == 0:
-        record.status = outdir.RUN_OK
-    elif status > 128 and status - 128 in {int(s) for s in signal.Signals}:
-        record.status = outdir.RUN_WORKLOAD_FAILED
-        record.workload_exit = -(status - 128)
-        record.error = f"workload killed by {signal.Signals(status - 128).name}"
-        if status - 128 == signal.SIGTRAP and any(e.pmu == "breakpoint" for e in record.events):
-            record.error += (
-                " (a breakpoint trap perf did not claim: is another debugger or profile "
-                "using the debug registers? --retries N runs it again)"
-            )
-    else:
-        record.status = outdir.RUN_WORKLOAD_FAILED
-        record.error = f"workload exited with status {status}"
-
-
-def _counted(folder: Path) -> bool:
-    """perf wrote at least one count (not only its header) into the run's output."""
-    output = folder / outdir.PERF_OUTPUT
-    if not output.exists():
-        return False
-    with output.open() as fh:
-        return any(line.strip() and not line.startswith("#") for line in fh)
 
 
 def _event_named(events: list[Event], name: str) -> Event | None:
     return next((e for e in events if name in (e.spec, e.label, e.name)), None)
+
+
+def stop_leftovers(root: Path) -> list[int]:
+    """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
+    still unfinished in its run.json. Returns the process groups killed."""
+    return process.stop_leftovers(outdir.left_running(root))

@@ -274,13 +274,9 @@ def short_label(name: str, limit: int) -> str:
 
 def read_manifest_beside(path: Path) -> outdir.Manifest | None:
     """The manifest of the profile a results file came from, when it sits beside it."""
-    manifest = path.parent / outdir.MANIFEST
-    if not manifest.is_file():
+    if not (path.parent / outdir.MANIFEST).is_file():
         return None
-    try:
-        return outdir.read_manifest(path.parent)
-    except (ValueError, KeyError, TypeError) as err:
-        raise AutoprofError(f"{manifest}: unreadable manifest ({err})") from None
+    return outdir.read_manifest(path.parent)
 
 
 def read_report_beside(path: Path) -> dict | None:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from autoprof import __version__, outdir, results
 from autoprof.benchmark.measure import TIMES, BenchResult
+from autoprof.catalog.host import MachineFacts
 from autoprof.errors import AutoprofError
-from autoprof.outdir import MachineFacts, Manifest
+from autoprof.outdir import Manifest
 
 BENCH_FILE = "bench.json"
 

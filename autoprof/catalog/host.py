@@ -13,12 +13,12 @@ import re
 import shutil
 import socket
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoprof.catalog import cache, intel, perfnames, yaml
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
-from autoprof.outdir import MachineFacts
 
 SYSFS_PMUS = Path("/sys/bus/event_source/devices")
 TRACEFS = Path("/sys/kernel/tracing/events")
@@ -26,6 +26,26 @@ ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 # Debug registers for hardware breakpoints (mem:ADDR) on x86; other architectures vary.
 BREAKPOINT_SLOTS = {"x86_64": 4, "i686": 4, "i386": 4}
 _BREAKPOINT = re.compile(r"^mem:(0x[0-9a-fA-F]+|\d+)(?:/\d+)?(?::[rwx]+)?$")
+
+
+@dataclass
+class MachineFacts:
+    """The machine a profile ran on; one row per distinct machine in the results store."""
+
+    cpu_id: str  # perf's CPU id string, e.g. GenuineIntel-6-55-4 or AuthenticAMD-25-11-1
+    model_name: str  # /proc/cpuinfo "model name"
+    hostname: str
+    kernel: str  # uname -r
+    perf_version: str  # "perf version 6.1.187" -> "6.1.187"
+    smt: bool
+    nmi_watchdog: bool
+    perf_event_paranoid: int | None
+    # per catalog PMU: {"generic": n, "fixed": m}; what the schedule assumed
+    counters: dict[str, dict[str, int]] = field(default_factory=dict)
+    # one entry per online CPU, from sysfs at profile time (as autoperf records lscpu):
+    # {"cpu": 5, "socket": 0, "core": 3, "node": 0}; "core" is the kernel's core_id (perf's
+    # S0-D0-C3 numbering, unique within a socket). Empty in manifests written before it existed.
+    topology: list[dict[str, int]] = field(default_factory=list)
 
 
 def _read(path: Path | str, default: str = "") -> str:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from autoprof.catalog.model import Catalog
-    from autoprof.runner import ProfileOptions
+    from autoprof.options import ProfileOptions
 
 # rich's width where the output is no terminal: lines (and table rows) are never wrapped there,
 # since scripts and `grep` read them whole
@@ -229,7 +229,7 @@ def profile_options(
     **more,
 ) -> ProfileOptions:
     """ProfileOptions from the measure_options values (plus force, part, parts if given)."""
-    from autoprof.runner import ProfileOptions
+    from autoprof.options import ProfileOptions
 
     return ProfileOptions(
         interval_ms=interval_ms,

@@ -124,7 +124,7 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
 def _run(library, out, command, catalog, plan, options, warnings, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
     from autoprof import attach, outdir
-    from autoprof.procgroup import Interrupted
+    from autoprof.perf.process import Interrupted
 
     if options.attached:
         warnings = [*warnings, attach.WARNING]

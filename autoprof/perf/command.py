@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 # "The sys_perf_event_open() syscall returned with 28 (No space left on device) for event (X)."
 _OPEN_FAILED = re.compile(
@@ -19,6 +20,25 @@ _SYNTAX = re.compile(r"event syntax error: '(.+?)'", re.MULTILINE)
 # "No permission to enable ftrace:function event." (EACCES/EPERM; perf names no errno)
 _NO_PERMISSION = re.compile(r"^No permission to enable (\S+) event\.", re.MULTILINE)
 _EPERM = 1
+
+# perf stat -I exits 0 whatever the workload did (perf 6.1), so the workload runs under a
+# shell that writes its exit status to a file (the shell is PIE: it never maps the low
+# addresses the breakpoint tests watch, and adds a constant few page faults).
+_STATUS_WRAPPER = ["/bin/sh", "-c", '"$@"; s=$?; echo $s > "$0"; exit $s']
+STATUS_FILE = "workload.status"  # in the run's folder
+
+
+def with_status(folder: Path, command: Sequence[str]) -> list[str]:
+    """`command` wrapped in the shell that writes its exit status to `folder`/STATUS_FILE."""
+    return [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *command]
+
+
+def workload_status(folder: Path) -> int | None:
+    """The exit status the wrapper wrote (128 + N: killed by signal N); None when it wrote none,
+    i.e. perf never ran the workload to its end."""
+    path = folder / STATUS_FILE
+    text = path.read_text().strip() if path.exists() else ""
+    return int(text) if text.isdigit() else None
 
 
 def stat_argv(

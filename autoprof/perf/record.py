@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from autoprof.errors import AutoprofError
-from autoprof.procgroup import Interrupted, Stopper, stop_group
+from autoprof.perf.process import Interrupted, Stopper, stop_group
 
 CALL_GRAPHS = ("fp", "dwarf", "lbr")
 # `perf script` fields: perf's default layout plus the pid (for --pid), so the output stays what

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autoprof.errors import AutoprofError
-from autoprof.runner import ProfileOptions
+from autoprof.options import ProfileOptions
 
 # the only function a worker runs; jobs naming anything else are refused
 JOB_FUNCTION = "autoprof.queue.worker.run_job"

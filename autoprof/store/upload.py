@@ -33,6 +33,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from autoprof import aggregate, outdir, results
 from autoprof.benchmark.folder import BENCH_FILE
+from autoprof.catalog.host import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
@@ -101,21 +102,19 @@ def _part_of(manifest: outdir.Manifest) -> tuple[int, int]:
 
 def read_profile(out: Path) -> Profile:
     """The manifest, report and run records of `out` (results.csv is read by `load_results`)."""
-    if not (out / outdir.MANIFEST).is_file():
-        raise AutoprofError(f"{out}: no {outdir.MANIFEST}; is this a profile's output folder?")
+    manifest = outdir.read_manifest(out)
     if not (out / outdir.RESULTS).is_file():
         raise AutoprofError(f"{out}: no {outdir.RESULTS}; run `autoprof aggregate {out}` first")
     try:
-        manifest = outdir.read_manifest(out)
         report = outdir.read_json(out / outdir.REPORT) if (out / outdir.REPORT).is_file() else None
     except (ValueError, TypeError, KeyError) as err:
-        raise AutoprofError(f"{out}: unreadable manifest or report: {err}") from None
+        raise AutoprofError(f"{out}: unreadable report: {err}") from None
     if report is not None and not aggregate.usable(report):
         raise AutoprofError(f"{out}: nothing to upload: {aggregate.summary(report)}")
     records = []
     for folder in outdir.run_folders(out):
         try:
-            records.append(outdir.read_run_record(folder).to_dict())
+            records.append(outdir.read_run_record(folder).to_json())
         except (OSError, ValueError, TypeError, KeyError):
             continue  # a broken run.json is already listed in the report's broken_files
     part, parts = _part_of(manifest)
@@ -134,7 +133,7 @@ def load_results(out: Path) -> pd.DataFrame:
         raise AutoprofError(f"{out / outdir.RESULTS}: not a results file: {err}") from None
 
 
-def machine_fingerprint(machine: outdir.MachineFacts) -> str:
+def machine_fingerprint(machine: MachineFacts) -> str:
     return hashlib.sha256(json.dumps(asdict(machine), sort_keys=True).encode()).hexdigest()
 
 
@@ -149,7 +148,7 @@ def _known(model: type, values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in model.__table__.c}
 
 
-def _machine_id(store: Store, machine: outdir.MachineFacts) -> int:
+def _machine_id(store: Store, machine: MachineFacts) -> int:
     """The machine's row, created if new, in its own short transaction: concurrent uploads from
     one machine must not queue behind each other's long measurement transaction."""
     fingerprint = machine_fingerprint(machine)
@@ -307,7 +306,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
                 run_id=run.id,
                 part=part,
                 machine_id=machine_id,
-                manifest=profile.manifest.to_dict(),
+                manifest=profile.manifest.to_json(),
                 report=profile.report,
                 records=profile.records,
                 rows=len(frame),

@@ -96,10 +96,10 @@ def local_out(state: State, uuid: str) -> Path | None:
     """The run's out/ folder when a job of this server made it (else None)."""
     for manifest in state.settings.data_dir.glob(f"*/out/{outdir.MANIFEST}"):
         try:
-            if outdir.read_json(manifest).get("id") == uuid:
+            if outdir.read_manifest(manifest.parent).id == uuid:
                 return manifest.parent
-        except (OSError, ValueError):
-            continue
+        except AutoprofError:
+            continue  # broken, or written by a newer autoprof: not this run's
     return None
 
 

@@ -27,8 +27,8 @@ TOP = 30
 def run_profile(request: JobRequest, out: Path) -> dict:
     from autoprof import aggregate
     from autoprof.catalog import host
+    from autoprof.options import ProfileOptions
     from autoprof.profile import check_machine, plan_for, profile
-    from autoprof.runner import ProfileOptions
     from autoprof.store import engine, upload
 
     settings = {"interval_ms": request.interval_ms, "repeat": request.repeat}
@@ -82,7 +82,7 @@ def main(folder: Path) -> int:
     request = JobRequest(**json.loads((folder / REQUEST).read_text()))
     os.environ.update(request.env)
     out = folder / "out"
-    from autoprof.runner import Interrupted
+    from autoprof.perf.process import Interrupted
 
     try:
         result = run_record(request, out) if request.tool == "record" else run_profile(request, out)

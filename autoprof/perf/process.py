@@ -20,10 +20,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-
-from autoprof import outdir
 
 STOP_GRACE_S = 2.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
@@ -130,23 +128,18 @@ class Stopper:
             raise Interrupted(self.signum)
 
 
-def stop_leftovers(root: Path) -> list[int]:
-    """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
-    still unfinished in its run.json. Returns the process groups killed.
+def stop_leftovers(pids: Iterable[int]) -> list[int]:
+    """Kill what a dead profiler left running: each of `pids` (the perf of a run its run.json
+    says is unfinished) that is still a perf leading its own process group, with its workload.
+    Returns the process groups killed.
 
     perf runs in a session of its own (so that a timeout can stop perf and workload together),
     which also means it outlives a profiler killed with SIGKILL and would disturb whatever is
-    measured next. Only a live process named perf that leads its own group is killed.
+    measured next. Only a live process named perf that leads its own group is killed: the pid
+    may have been reused since.
     """
     killed = []
-    for path in sorted(root.glob(f"**/{outdir.RUNS}/run*/{outdir.RUN_RECORD}")):
-        try:
-            record = outdir.read_run_record(path.parent)
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
-        pid = record.perf_pid
-        if record.status or not pid:
-            continue
+    for pid in pids:
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
             if comm == "perf" and os.getpgid(pid) == pid:

@@ -1,0 +1,49 @@
+"""How one run of a command ended: ok, workload-failed or perf-failed, from perf's exit code and
+stderr, the counts it wrote and the workload's exit status (attached runs: `attach.classify`)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from autoprof import outdir
+from autoprof.outdir import RunRecord
+from autoprof.perf import command as perf_command
+
+
+def classify(record: RunRecord, code: int, stderr: str, folder: Path) -> None:
+    """Set the record's status, error and workload exit code."""
+    status = perf_command.workload_status(folder)
+    failure = perf_command.open_failure(stderr)
+    if status is None or (failure and not counted(folder)):
+        record.status = outdir.RUN_PERF_FAILED
+        record.error = (
+            f"perf could not open {failure.event}: {failure.reason}"
+            if failure
+            else f"perf exited {code} without running the workload"
+        )
+        return
+    record.workload_exit = status
+    if status == 0:
+        record.status = outdir.RUN_OK
+    elif status > 128 and status - 128 in {int(s) for s in signal.Signals}:
+        record.status = outdir.RUN_WORKLOAD_FAILED
+        record.workload_exit = -(status - 128)
+        record.error = f"workload killed by {signal.Signals(status - 128).name}"
+        if status - 128 == signal.SIGTRAP and any(e.pmu == "breakpoint" for e in record.events):
+            record.error += (
+                " (a breakpoint trap perf did not claim: is another debugger or profile "
+                "using the debug registers? --retries N runs it again)"
+            )
+    else:
+        record.status = outdir.RUN_WORKLOAD_FAILED
+        record.error = f"workload exited with status {status}"
+
+
+def counted(folder: Path) -> bool:
+    """perf wrote at least one count (not only its header) into the run's output."""
+    output = folder / outdir.PERF_OUTPUT
+    if not output.exists():
+        return False
+    with output.open() as fh:
+        return any(line.strip() and not line.startswith("#") for line in fh)

@@ -1,0 +1,181 @@
+"""Files on disk keep working across versions: a profile folder written by main at ed64973
+(before files carried a `format`) aggregates, resumes and uploads; a file of a newer format is
+refused with one line.
+
+The folder in tests/data is never touched: each test works on a copy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autoprof import journal, outdir, results
+from autoprof.catalog import host
+from autoprof.cli import cli
+from autoprof.errors import AutoprofError, NewerFormat
+
+DATA = Path(__file__).parent / "data" / "profile-ed64973"
+RUN1 = Path(outdir.RUNS) / "run0001-rep1"
+RUN2 = Path(outdir.RUNS) / "run0002-rep1"
+# the command line that wrote DATA (README.md there)
+EVENTS = [f"mem:0x{0x10000 + 8 * i:x}:w" for i in range(6)] + ["task-clock", "page-faults"]
+COMMAND = ["sleep", "0.5"]
+
+
+def autoprof(*args: str | Path):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture
+def old(tmp_path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(DATA, out)
+    return out
+
+
+def edit_json(path: Path, **changes) -> None:
+    path.write_text(json.dumps(json.loads(path.read_text()) | changes))
+
+
+def refused_in_one_line(result, path: Path, found: int, known: int) -> None:
+    """Refused with the one line the brief fixes, first; anything after it (upload's count of
+    failed folders) is one-line errors too, never a traceback."""
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = result.output.strip().splitlines()
+    assert lines[0] == (
+        f"autoprof: error: {path}: written by a newer autoprof (format {found}, "
+        f"this one reads up to {known}); upgrade autoprof"
+    )
+    assert all(line.startswith("autoprof: error: ") for line in lines)
+
+
+def test_old_folder_aggregates_run_1_and_reports_run_2_missing(old):
+    before = results.read_csv(DATA / outdir.RESULTS)
+    (old / outdir.RESULTS).unlink()
+    (old / outdir.REPORT).unlink()
+    result = autoprof("aggregate", old)
+    assert result.exit_code == 0, result.output
+    frame = results.read_csv(old / outdir.RESULTS)
+    assert set(frame["RUN"]) == {1}
+    assert len(frame) == len(before)
+    sums = frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict()
+    assert sums == before.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict()
+    runs = json.loads((old / outdir.REPORT).read_text())["runs"]
+    assert (runs["expected"], runs["finished"]) == (2, 1)
+    assert runs["missing"] == [{"run": 2, "repeat": 1}]
+
+
+@pytest.mark.slow
+def test_old_folder_resumes_run_2_only(old):
+    if shutil.which("perf") is None:
+        pytest.skip("needs perf")
+    cpu = json.loads((DATA / outdir.MANIFEST).read_text())["machine"]["cpu_id"]
+    if host.cpu_id() != cpu:
+        pytest.skip(f"the test folder's plan is for {cpu}, not this machine's {host.cpu_id()}")
+    run1 = (old / RUN1 / outdir.RUN_RECORD).read_bytes()
+    args = [a for e in EVENTS for a in ("-e", e)]
+    result = autoprof("profile", *args, "-o", old, "--", *COMMAND)
+    assert result.exit_code == 0, result.output
+    assert (old / RUN1 / outdir.RUN_RECORD).read_bytes() == run1  # not run again
+    record = outdir.read_run_record(old / RUN2)
+    assert record.status == outdir.RUN_OK
+    assert str(old / RUN2) in " ".join(record.perf_argv)  # measured here, in the copy
+    entries = journal.read(old)
+    assert [(e.run, e.status) for e in entries] == [(1, "ok"), (2, "ok")]
+    assert json.loads((old / outdir.JOURNAL).read_text().splitlines()[-1])["format"] == 1
+    assert autoprof("aggregate", old).exit_code == 0
+    runs = json.loads((old / outdir.REPORT).read_text())["runs"]
+    assert (runs["finished"], runs["missing"]) == (2, [])
+    assert set(results.read_csv(old / outdir.RESULTS)["RUN"]) == {1, 2}
+
+
+def test_old_folder_uploads_and_reads_back(old, tmp_path):
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    uploaded = autoprof("upload", old, "--store", store)
+    assert uploaded.exit_code == 0, uploaded.output
+    listing = autoprof("runs", "list", "--store", store)
+    assert listing.exit_code == 0, listing.output
+    ids = [line.split()[0] for line in listing.output.splitlines()[1:]]
+    assert ids == [outdir.read_manifest(DATA).id]
+
+
+def test_old_records_read_and_write_the_current_format(old):
+    manifest = outdir.read_manifest(old)
+    assert manifest.command == COMMAND
+    outdir.write_manifest(old, manifest)
+    written = json.loads((old / outdir.MANIFEST).read_text())
+    assert written["format"] == outdir.Manifest.FORMAT
+    assert outdir.read_manifest(old) == manifest
+    record = outdir.read_run_record(old / RUN1)
+    assert (record.run, record.status, record.attempt) == (1, "ok", 1)
+
+
+def test_unknown_keys_are_ignored_and_missing_ones_defaulted():
+    data = json.loads((DATA / RUN1 / outdir.RUN_RECORD).read_text())
+    copy = json.loads(json.dumps(data))
+    newer_field = dict(data, added_later="x")
+    del newer_field["attempt"], newer_field["perf_pid"]
+    record = outdir.RunRecord.from_json(newer_field)
+    assert (record.attempt, record.perf_pid) == (1, None)
+    assert record.events[0].name == "mem:0x10000:w"
+    assert data == copy  # from_json changes nothing it is given
+    entry = journal.Entry.from_json({"run": 1, "repeat": 1, "status": "ok", "later": 1})
+    assert entry == journal.Entry(1, 1, "ok")
+
+
+def test_resume_checks_it_is_the_same_profile(old):
+    manifest = outdir.read_manifest(old)
+    options, machine = manifest.options, manifest.machine
+    manifest.check_resume(old, COMMAND, manifest.plan, options, machine)  # the same: resumes
+    refusals = {
+        "another command": (["true"], manifest.plan, options, machine),
+        "another event plan": (COMMAND, {"runs": []}, options, machine),
+        "part 1 of 1 of this profile, not part 2 of 2": (
+            COMMAND,
+            manifest.plan,
+            options | {"part": 2, "parts": 2},
+            machine,
+        ),
+        "other interval_ms": (COMMAND, manifest.plan, options | {"interval_ms": 10}, machine),
+        "another CPU": (COMMAND, manifest.plan, options, replace(machine, cpu_id="Other-6-1-1")),
+    }
+    for message, args in refusals.items():
+        with pytest.raises(AutoprofError, match=message):
+            manifest.check_resume(old, *args)
+
+
+@pytest.mark.parametrize("file", [outdir.MANIFEST, str(RUN1 / outdir.RUN_RECORD)])
+def test_newer_manifest_or_run_record_is_refused(old, file):
+    edit_json(old / file, format=999)
+    refused_in_one_line(autoprof("aggregate", old), old / file, 999, 1)
+
+
+def test_newer_manifest_is_refused_by_upload(old, tmp_path):
+    edit_json(old / outdir.MANIFEST, format=999)
+    result = autoprof("upload", old, "--store", f"sqlite:///{tmp_path / 'store.db'}")
+    refused_in_one_line(result, old / outdir.MANIFEST, 999, 1)
+
+
+@pytest.mark.skip(reason="report.json's format comes with the report helper's Report class")
+def test_newer_report_is_refused(old, tmp_path):
+    edit_json(old / outdir.REPORT, format=999)
+    result = autoprof("upload", old, "--store", f"sqlite:///{tmp_path / 'store.db'}")
+    refused_in_one_line(result, old / outdir.REPORT, 999, 1)
+
+
+def test_newer_journal_line_is_refused(old):
+    with (old / outdir.JOURNAL).open("a") as fh:
+        fh.write(json.dumps({"format": 999, "run": 2, "repeat": 1, "status": "ok"}) + "\n")
+    with pytest.raises(NewerFormat) as refused:
+        journal.finished(old)
+    assert str(refused.value) == (
+        f"{old / outdir.JOURNAL}: written by a newer autoprof (format 999, this one reads up "
+        "to 1); upgrade autoprof"
+    )
