@@ -20,8 +20,8 @@ from autoprof.outdir import Manifest, RunRecord
 from autoprof.perf import command as perf_command
 
 if TYPE_CHECKING:
+    from autoprof.options import ProfileOptions
     from autoprof.perf.command import OpenFailure
-    from autoprof.runner import ProfileOptions
 
 WARNING = (
     "an attached profile measures each group at a different moment of the target: events of "

@@ -23,8 +23,9 @@ from autoprof import __version__, attach, outdir, preflight
 from autoprof.catalog import host
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
+from autoprof.options import ProfileOptions
 from autoprof.outdir import MachineFacts, Manifest, RunRecord
-from autoprof.runner import ProfileOptions, Runner, Task, finished, now, perf_argv, tasks
+from autoprof.runner import Runner, Task, finished, now, perf_argv, tasks
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
 

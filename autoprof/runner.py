@@ -26,12 +26,13 @@ from pathlib import Path
 from autoprof import attach, outdir
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
+from autoprof.options import ProfileOptions
 from autoprof.outdir import EventRef, RunRecord
 from autoprof.perf import command as perf_command
 from autoprof.procgroup import Interrupted, Stopper, stop_group, stop_leftovers
 from autoprof.schedule.plan import Plan, perf_event_args  # networkx only when a plan is packed
 
-__all__ = ["Interrupted", "ProfileOptions", "Runner", "Task", "stop_leftovers"]
+__all__ = ["Interrupted", "Runner", "Task", "stop_leftovers"]
 
 # perf stat -I exits 0 whatever the workload did (perf 6.1), so the workload runs under a
 # shell that writes its exit status to a file (the shell is PIE: it never maps the low
@@ -40,32 +41,6 @@ _STATUS_WRAPPER = ["/bin/sh", "-c", '"$@"; s=$?; echo $s > "$0"; exit $s']
 STATUS_FILE = "workload.status"
 LOCK_FILE = ".lock"
 FINAL = {outdir.RUN_OK, outdir.RUN_WORKLOAD_FAILED, outdir.RUN_PERF_FAILED, outdir.RUN_TIMEOUT}
-
-
-@dataclass(frozen=True)
-class ProfileOptions:
-    interval_ms: int | None = 100
-    repeat: int = 1
-    system_wide: bool = False
-    cpu_list: str | None = None
-    timeout: float | None = None
-    fail_fast: bool = False
-    force: bool = False
-    retries: int = 0  # run a failed (run, repeat) again, up to this many more times
-    # an unconstrained event (task-clock) counted in every run, so analyses can normalise by it
-    anchor: str | None = None
-    # a profile split over `parts` machines: this one runs its share (outdir.planned)
-    part: int = 1
-    parts: int = 1
-    # attached profile (no command): each run watches these processes (perf -p), this cgroup,
-    # or the whole system (system_wide) for `duration` seconds
-    pids: str | None = None
-    cgroup: str | None = None
-    duration: float | None = None
-
-    @property
-    def attached(self) -> bool:
-        return self.duration is not None
 
 
 @dataclass(frozen=True)

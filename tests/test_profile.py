@@ -20,7 +20,8 @@ from autoprof import outdir, results
 from autoprof.catalog.host import breakpoint_event
 from autoprof.catalog.model import Event
 from autoprof.examples import expected_writes, slot_addresses
-from autoprof.runner import ProfileOptions, Runner, Task, stop_leftovers
+from autoprof.options import ProfileOptions
+from autoprof.runner import Runner, Task, stop_leftovers
 
 pytestmark = pytest.mark.skipif(
     shutil.which("perf") is None or shutil.which("cc") is None, reason="needs perf and cc"

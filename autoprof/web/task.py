@@ -27,8 +27,8 @@ TOP = 30
 def run_profile(request: JobRequest, out: Path) -> dict:
     from autoprof import aggregate
     from autoprof.catalog import host
+    from autoprof.options import ProfileOptions
     from autoprof.profile import check_machine, plan_for, profile
-    from autoprof.runner import ProfileOptions
     from autoprof.store import engine, upload
 
     settings = {"interval_ms": request.interval_ms, "repeat": request.repeat}
