@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoprof.options import ProfileOptions
+
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
 RUNS = "runs"
@@ -81,19 +83,20 @@ class Manifest:
     command: list[str]
     machine: MachineFacts
     plan: dict[str, Any]
-    options: dict[str, Any] = field(default_factory=dict)
+    options: ProfileOptions = field(default_factory=ProfileOptions)
     # the queue job that ran this profile, when one did: job id, worker, load average seen
     job: dict[str, Any] = field(default_factory=dict)
     # an attached profile (`profile -p/--cgroup/-a --duration`): targets and run times
     attach: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"options": self.options.to_json()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
         data = dict(data)
         data["machine"] = MachineFacts(**data["machine"])
+        data["options"] = ProfileOptions.from_json(data.get("options", {}))
         return cls(**data)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,15 +104,6 @@ def check_machine(
     return warnings
 
 
-def manifest_options(options: ProfileOptions) -> dict:
-    """The options a manifest records: what the numbers mean and which part this is (a plain
-    profile's manifest has no part/parts)."""
-    skip = {"force", "fail_fast", "retries"} | ({"part", "parts"} if options.parts == 1 else set())
-    if not options.attached:
-        skip |= {"pids", "cgroup", "duration"}
-    return {k: v for k, v in asdict(options).items() if k not in skip}
-
-
 def open_profile(
     out: Path,
     command: list[str],
@@ -126,7 +117,6 @@ def open_profile(
 
     `profile_id` names the profile (the parts of a split profile share one); default a new uuid.
     """
-    wanted = manifest_options(options)
     path = out / outdir.MANIFEST
     if path.exists():
         try:
@@ -142,20 +132,22 @@ def open_profile(
             raise AutoprofError(f"{out} holds a profile with another event plan; use another -o")
         if profile_id is not None and manifest.id != profile_id:
             raise AutoprofError(f"{out} holds another profile ({manifest.id}); use another -o")
-        here = (manifest.options.get("part", 1), manifest.options.get("parts", 1))
+        here = (manifest.options.part, manifest.options.parts)
         if here != (options.part, options.parts):
             raise AutoprofError(
                 f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
                 f"{options.part} of {options.parts}; use another -o"
             )
-        changed = [k for k in MEASUREMENT_OPTIONS if manifest.options.get(k) != wanted.get(k)]
+        changed = [
+            k for k in MEASUREMENT_OPTIONS if getattr(manifest.options, k) != getattr(options, k)
+        ]
         if changed:
             raise AutoprofError(
                 f"{out} was profiled with other {', '.join(changed)}; "
                 "use the same options or another -o"
             )
-        if manifest.options.get("repeat", 1) < options.repeat:
-            manifest.options["repeat"] = options.repeat
+        if manifest.options.repeat < options.repeat:
+            manifest.options = replace(manifest.options, repeat=options.repeat)
             outdir.write_manifest(out, manifest)
         return manifest
     out.mkdir(parents=True, exist_ok=True)
@@ -166,7 +158,7 @@ def open_profile(
         command=list(command),
         machine=facts,
         plan=plan.to_json(),
-        options=wanted,
+        options=options,
     )
     outdir.write_manifest(out, manifest)
     return manifest
