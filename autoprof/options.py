@@ -4,7 +4,8 @@ help, type and range, and where it travels (a job spec, the manifest).
 The command line (`commands.common.profile_flags`), the job spec (`queue.spec`) and the
 manifest (`outdir`) are all derived from these declarations, so an option the CLI accepts is
 one a job spec carries and a worker runs, and a bad value is refused everywhere with the one
-message of `ProfileOptions.problem`. Imports nothing heavy: `autoprof --help` reads it.
+message of `ProfileOptions.problem` (the CLI and the job spec both run it). Imports nothing
+heavy: `autoprof --help` reads it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ __all__ = [
     "kind_of",
     "option_fields",
     "spec_fields",
-    "value_problem",
 ]
 
 _OPTION = "autoprof.option"  # the key of a field's Option in its metadata
@@ -148,7 +148,7 @@ class ProfileOptions:
         """What is wrong with these options, in one line (None when nothing is): a value of the
         wrong type or out of its range, or a part that is not one of the parts."""
         for f in dataclasses.fields(self):
-            found = value_problem(f.name, getattr(self, f.name))
+            found = _value_problem(f.name, getattr(self, f.name))
             if found:
                 return found
         if not self.part <= self.parts:
@@ -174,6 +174,10 @@ class ProfileOptions:
             for f, option in option_fields()
             if option.recorded and f.name not in skip
         }
+
+    def spec_json(self) -> dict[str, Any]:
+        """What a job spec carries (`queue.spec`): the options a submitter may set."""
+        return {f.name: getattr(self, f.name) for f, option in option_fields() if option.spec}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProfileOptions:
@@ -219,9 +223,8 @@ def is_json(value: Any, kinds: tuple[type, ...]) -> bool:
     return isinstance(value, kinds)
 
 
-def value_problem(name: str, value: Any) -> str | None:
-    """What is wrong with `value` for the option `name` (None when nothing is): the one check
-    the command line (on each value) and the job spec (on all of them) make."""
+def _value_problem(name: str, value: Any) -> str | None:
+    """What is wrong with `value` for the option `name` (None when nothing is)."""
     option = _option_of(name)
     label = option.flags[-1] if option.flags else name
     kind, optional = kind_of(name)

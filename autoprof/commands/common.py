@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from autoprof.errors import AutoprofError
-from autoprof.options import Option, ProfileOptions, kind_of, option_fields, value_problem
+from autoprof.options import Option, ProfileOptions, kind_of, option_fields
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -158,9 +158,9 @@ def measure_options(func: Callable) -> Callable:
 
 def profile_flags(*, spec: bool) -> Callable[[Callable], Callable]:
     """The click options of the ProfileOptions fields that have flags, derived from their
-    declarations: those a job spec carries (spec=True) or the others (spec=False). Each value is
-    checked as the job spec checks it (one line, status 2); --help shows the range as click
-    shows an IntRange's."""
+    declarations: those a job spec carries (spec=True) or the others (spec=False). Their values
+    are checked by `take_options` as a job spec's are (one line, status 2), not by click; --help
+    shows each range as click shows an IntRange's."""
     return functools.partial(
         _apply,
         options=[
@@ -184,17 +184,8 @@ def _flag(name: str, default: Any, option: Option) -> Callable:
         default=default,
         type=None if kind is str else number,
         metavar=option.metavar or (f"{number.name.upper()} RANGE" if option.range_text else None),
-        callback=_checked,
         help=option.help + (f"  [{'; '.join(extra)}]" if extra else ""),
     )
-
-
-def _checked(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """A value as the job spec would take it, or the job spec's one-line refusal."""
-    problem = value_problem(str(param.name), value)
-    if problem:
-        raise AutoprofError(problem)
-    return value
 
 
 def event_names(event_names: tuple[str, ...], events_file: str | None) -> list[str]:
@@ -222,10 +213,11 @@ def key_values(values: tuple[str, ...], option: str) -> dict[str, str]:
     return pairs
 
 
-def take_options(opts: dict[str, Any], **more: Any) -> ProfileOptions:
-    """The ProfileOptions a command's click values give (taken out of `opts`), plus `more`."""
+def take_options(opts: dict[str, Any]) -> ProfileOptions:
+    """The ProfileOptions a command's click values give (taken out of `opts`), checked as a job
+    spec's are: AutoprofError with the spec's very refusal for a value out of its range."""
     names = [f.name for f, _ in option_fields() if f.name in opts]
-    return ProfileOptions(**{name: opts.pop(name) for name in names}, **more)
+    return ProfileOptions(**{name: opts.pop(name) for name in names}).check()
 
 
 # the queue's library (redis, rq) is imported inside the queue commands; $AUTOPROF_REDIS is read
