@@ -31,7 +31,7 @@ __all__ = [
 _OPTION = "autoprof.option"  # the key of a field's Option in its metadata
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)  # fewer generated methods: --help imports it
 class Option:
     """One ProfileOptions field as the command line and the checks see it."""
 
@@ -203,9 +203,14 @@ def _option_of(name: str) -> Option:
 
 
 @functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(ProfileOptions)
+
+
+@functools.cache
 def kind_of(name: str) -> tuple[type, bool]:
     """(the field's type, whether it may be None), from its annotation."""
-    hint = typing.get_type_hints(ProfileOptions)[name]
+    hint = _hints()[name]
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
     return next(a for a in args if a is not types.NoneType), types.NoneType in args
 
