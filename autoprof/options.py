@@ -38,8 +38,8 @@ class Option:
     help: str = ""
     flags: tuple[str, ...] = ()  # click's declarations ("-a", "--system-wide"); () = no flag
     metavar: str | None = None
-    low: float | None = None  # the smallest value allowed...
-    low_open: bool = False  # ...or, when open, the bound values must exceed (timeout > 0)
+    low: float | None = None  # the smallest value allowed
+    low_open: bool = False  # low itself is refused: values must exceed it (timeout > 0)
     high: float | None = None
     spec: bool = False  # a job spec may set it (what `submit` sends); else the worker's own
     recorded: bool = True  # the manifest keeps it (it says what the numbers mean, or the part)
