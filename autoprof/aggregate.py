@@ -236,10 +236,7 @@ def runs_summary(
     if manifest is not None:
         options = manifest.options
         pairs = outdir.planned(
-            len(manifest.plan.get("runs", [])),
-            int(options.get("repeat", 1) or 1),
-            int(options.get("part", 1)),
-            int(options.get("parts", 1)),
+            len(manifest.plan.get("runs", [])), options.repeat, options.part, options.parts
         )
         expected = len(pairs)
         missing = [{"run": r, "repeat": k} for r, k in pairs if (r, k) not in finished]

@@ -20,6 +20,7 @@ from autoprof.outdir import Manifest, RunRecord
 from autoprof.perf import command as perf_command
 
 if TYPE_CHECKING:
+    from autoprof.options import ProfileOptions
     from autoprof.perf.command import OpenFailure
 
 WARNING = (

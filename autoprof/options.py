@@ -1,32 +1,242 @@
-"""The options of a profile: what `autoprof profile`, the queue's job spec and the runner
-share."""
+"""How a profile measures: `ProfileOptions`, each field declaring once its command-line flags,
+help, type and range, and where it travels (a job spec, the manifest).
+
+The command line (`commands.common.profile_flags`), the job spec (`queue.spec`) and the
+manifest (`outdir`) are all derived from these declarations, so an option the CLI accepts is
+one a job spec carries and a worker runs, and a bad value is refused everywhere with the one
+message of `ProfileOptions.problem` (the CLI and the job spec both run it). Imports nothing
+heavy: `autoprof --help` reads it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import functools
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoprof.errors import AutoprofError
+
+__all__ = [
+    "Option",
+    "ProfileOptions",
+    "is_json",
+    "kind_of",
+    "option_fields",
+    "spec_fields",
+]
+
+_OPTION = "autoprof.option"  # the key of a field's Option in its metadata
+
+
+@dataclass(frozen=True, eq=False, repr=False)  # fewer generated methods: --help imports it
+class Option:
+    """One ProfileOptions field as the command line and the checks see it."""
+
+    help: str = ""
+    flags: tuple[str, ...] = ()  # click's declarations ("-a", "--system-wide"); () = no flag
+    metavar: str | None = None
+    low: float | None = None  # the smallest value allowed
+    low_open: bool = False  # low itself is refused: values must exceed it (timeout > 0)
+    high: float | None = None
+    spec: bool = False  # a job spec may set it (what `submit` sends); else the worker's own
+    recorded: bool = True  # the manifest keeps it (it says what the numbers mean, or the part)
+
+    @property
+    def range_text(self) -> str | None:
+        """The range as click shows one in --help (x>=10, 0<=x<=10, x>0)."""
+        low_op = "<" if self.low_open else "<="
+        if self.low is not None and self.high is not None:
+            return f"{self.low:g}{low_op}x<={self.high:g}"
+        if self.low is not None:
+            return f"x{'>' if self.low_open else '>='}{self.low:g}"
+        if self.high is not None:
+            return f"x<={self.high:g}"
+        return None
+
+    def within(self, value: float) -> bool:
+        above = self.low is None or value > self.low or (value == self.low and not self.low_open)
+        return above and (self.high is None or value <= self.high)
+
+
+def _option(default: Any, **declared: Any) -> Any:
+    return field(default=default, metadata={_OPTION: Option(**declared)})
 
 
 @dataclass(frozen=True)
 class ProfileOptions:
-    interval_ms: int | None = 100
-    repeat: int = 1
-    system_wide: bool = False
-    cpu_list: str | None = None
-    timeout: float | None = None
-    fail_fast: bool = False
-    force: bool = False
-    retries: int = 0  # run a failed (run, repeat) again, up to this many more times
+    """How a profile measures (and which part of it this machine runs).
+
+    Built from the command line, a job spec or a manifest; `check` before running one that
+    came from outside. `to_json` is what a manifest records, `from_json` reads any version of it.
+    """
+
+    interval_ms: int | None = _option(
+        100, flags=("--interval",), low=10, spec=True, help="perf stat -I interval in ms."
+    )
+    repeat: int = _option(
+        1, flags=("--repeat",), low=1, spec=True, help="Run every group this many times."
+    )
+    system_wide: bool = _option(
+        False, flags=("-a", "--system-wide"), spec=True, help="Count on all CPUs (perf -a -A)."
+    )
+    cpu_list: str | None = _option(
+        None, flags=("--cpu-list",), spec=True, help="Count on these CPUs only (perf -C LIST -A)."
+    )
+    timeout: float | None = _option(
+        None,
+        flags=("--timeout",),
+        low=0,
+        low_open=True,
+        spec=True,
+        help="Seconds after which a run is stopped.",
+    )
+    fail_fast: bool = _option(
+        False,
+        flags=("--fail-fast",),
+        spec=True,
+        recorded=False,
+        help="Stop at the first run whose workload fails.",
+    )
     # an unconstrained event (task-clock) counted in every run, so analyses can normalise by it
-    anchor: str | None = None
-    # a profile split over `parts` machines: this one runs its share (outdir.planned)
-    part: int = 1
-    parts: int = 1
+    anchor: str | None = _option(
+        None,
+        flags=("--anchor",),
+        metavar="EVENT",
+        spec=True,
+        help="Count this software event (task-clock) in every run, so analyses can normalise "
+        "events of different runs by it.",
+    )
+    retries: int = _option(
+        0,
+        flags=("--retries",),
+        low=0,
+        high=10,
+        spec=True,
+        recorded=False,
+        help="Run a failed run again up to N times (failed attempts are kept in OUT/attempts/).",
+    )
+    force: bool = _option(
+        False, flags=("--force",), recorded=False, help="Run again the runs already finished."
+    )
+    # a profile split over `parts` machines: this one runs its share (outdir.planned); a job
+    # spec carries them as its own fields
+    part: int = _option(1, low=1)
+    parts: int = _option(1, low=1)
     # attached profile (no command): each run watches these processes (perf -p), this cgroup,
     # or the whole system (system_wide) for `duration` seconds
-    pids: str | None = None
-    cgroup: str | None = None
-    duration: float | None = None
+    pids: str | None = _option(
+        None, flags=("-p", "--pid"), metavar="PID[,PID...]", help="Attach to these processes."
+    )
+    cgroup: str | None = _option(
+        None, flags=("--cgroup",), metavar="NAME", help="Attach to this cgroup (perf -a -G)."
+    )
+    duration: float | None = _option(
+        None,
+        flags=("--duration",),
+        low=0.01,
+        help="Seconds each group measures the attached target (or the system with -a).",
+    )
 
     @property
     def attached(self) -> bool:
         return self.duration is not None
+
+    def problem(self) -> str | None:
+        """What is wrong with these options, in one line (None when nothing is): a value of the
+        wrong type or out of its range, or a part that is not one of the parts."""
+        for f in dataclasses.fields(self):
+            found = _value_problem(f.name, getattr(self, f.name))
+            if found:
+                return found
+        if not self.part <= self.parts:
+            return f"part {self.part} of {self.parts} is not a valid part"
+        return None
+
+    def check(self) -> ProfileOptions:
+        """These options, unless `problem` finds one: then AutoprofError with it."""
+        found = self.problem()
+        if found:
+            raise AutoprofError(found)
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        """What a manifest records: the options that say what the numbers mean; the part only
+        of a split profile and the target only of an attached one (how the runs were driven,
+        --force, --fail-fast, --retries, is not the profile's)."""
+        skip = set() if self.parts > 1 else {"part", "parts"}
+        if not self.attached:
+            skip |= {"pids", "cgroup", "duration"}
+        return {
+            f.name: getattr(self, f.name)
+            for f, option in option_fields()
+            if option.recorded and f.name not in skip
+        }
+
+    def spec_json(self) -> dict[str, Any]:
+        """What a job spec carries (`queue.spec`): the options a submitter may set."""
+        return {f.name: getattr(self, f.name) for f, option in option_fields() if option.spec}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProfileOptions:
+        """Options from a manifest's or a job spec's JSON: unknown keys are ignored (a newer
+        autoprof's), missing ones take their defaults (an older one's). Not checked."""
+        return cls(**{f.name: data[f.name] for f, _ in option_fields() if f.name in data})
+
+
+@functools.cache
+def option_fields() -> tuple[tuple[dataclasses.Field, Option], ...]:
+    """Every ProfileOptions field with its Option, in declaration order (the --help order)."""
+    return tuple((f, f.metadata[_OPTION]) for f in dataclasses.fields(ProfileOptions))
+
+
+def spec_fields() -> frozenset[str]:
+    """The options a job spec may set."""
+    return frozenset(f.name for f, option in option_fields() if option.spec)
+
+
+@functools.cache
+def _option_of(name: str) -> Option:
+    return next(option for f, option in option_fields() if f.name == name)
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(ProfileOptions)
+
+
+@functools.cache
+def kind_of(name: str) -> tuple[type, bool]:
+    """(the field's type, whether it may be None), from its annotation."""
+    hint = _hints()[name]
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    return next(a for a in args if a is not types.NoneType), types.NoneType in args
+
+
+_KIND_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+
+
+def is_json(value: Any, kinds: tuple[type, ...]) -> bool:
+    """isinstance for JSON values: a bool is not a number here (JSON true is not a count), a
+    whole number is a float."""
+    if isinstance(value, bool):
+        return bool in kinds
+    if float in kinds and isinstance(value, int):
+        return True
+    return isinstance(value, kinds)
+
+
+def _value_problem(name: str, value: Any) -> str | None:
+    """What is wrong with `value` for the option `name` (None when nothing is)."""
+    option = _option_of(name)
+    label = option.flags[-1] if option.flags else name
+    kind, optional = kind_of(name)
+    if value is None:
+        return None if optional else f"{label} must be given"
+    if not is_json(value, (kind,)):
+        return f"{label} {value!r} is not {_KIND_NAMES[kind]}"
+    if kind in (int, float) and not option.within(value):
+        return f"{label} {value!r} is not in the range {option.range_text}"
+    return None

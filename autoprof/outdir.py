@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 from autoprof.catalog.host import MachineFacts
 from autoprof.errors import AutoprofError, file_format
+from autoprof.options import ProfileOptions
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -85,7 +86,7 @@ class Manifest:
     command: list[str]
     machine: MachineFacts
     plan: dict[str, Any]
-    options: dict[str, Any] = field(default_factory=dict)
+    options: ProfileOptions = field(default_factory=ProfileOptions)
     # the queue job that ran this profile, when one did: job id, worker, load average seen
     job: dict[str, Any] = field(default_factory=dict)
     # an attached profile (`profile -p/--cgroup/-a --duration`): targets and run times
@@ -94,7 +95,7 @@ class Manifest:
     FORMAT: ClassVar[int] = 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": self.FORMAT, **asdict(self)}
+        return {"format": self.FORMAT, **asdict(self), "options": self.options.to_json()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], path: object = MANIFEST) -> Manifest:
@@ -102,14 +103,15 @@ class Manifest:
         manifest."""
         file_format(data, cls.FORMAT, path)
         machine = MachineFacts(**known_fields(MachineFacts, data["machine"]))
-        return cls(**{**known_fields(cls, data), "machine": machine})
+        options = ProfileOptions.from_json(data.get("options", {}))
+        return cls(**{**known_fields(cls, data), "machine": machine, "options": options})
 
     def check_resume(
         self,
         out: Path,
         command: list[str],
         plan: dict[str, Any],
-        options: dict[str, Any],
+        options: ProfileOptions,
         machine: MachineFacts,
         profile_id: str | None = None,
     ) -> None:
@@ -130,14 +132,16 @@ class Manifest:
             )
         if profile_id is not None and self.id != profile_id:
             raise AutoprofError(f"{out} holds another profile ({self.id}); use another -o")
-        here = (self.options.get("part", 1), self.options.get("parts", 1))
-        wanted = (options.get("part", 1), options.get("parts", 1))
+        here = (self.options.part, self.options.parts)
+        wanted = (options.part, options.parts)
         if here != wanted:
             raise AutoprofError(
                 f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
                 f"{wanted[0]} of {wanted[1]}; use another -o"
             )
-        changed = [k for k in MEASUREMENT_OPTIONS if self.options.get(k) != options.get(k)]
+        changed = [
+            k for k in MEASUREMENT_OPTIONS if getattr(self.options, k) != getattr(options, k)
+        ]
         if changed:
             raise AutoprofError(
                 f"{out} was profiled with other {', '.join(changed)}; "

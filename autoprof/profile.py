@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,15 +118,6 @@ def check_machine(
     return warnings
 
 
-def manifest_options(options: ProfileOptions) -> dict:
-    """The options a manifest records: what the numbers mean and which part this is (a plain
-    profile's manifest has no part/parts)."""
-    skip = {"force", "fail_fast", "retries"} | ({"part", "parts"} if options.parts == 1 else set())
-    if not options.attached:
-        skip |= {"pids", "cgroup", "duration"}
-    return {k: v for k, v in asdict(options).items() if k not in skip}
-
-
 def open_profile(
     out: Path,
     command: list[str],
@@ -140,12 +131,11 @@ def open_profile(
 
     `profile_id` names the profile (the parts of a split profile share one); default a new uuid.
     """
-    wanted = manifest_options(options)
     if (out / outdir.MANIFEST).exists():
         manifest = outdir.read_manifest(out)
-        manifest.check_resume(out, command, plan.to_json(), wanted, facts, profile_id)
-        if manifest.options.get("repeat", 1) < options.repeat:
-            manifest.options["repeat"] = options.repeat
+        manifest.check_resume(out, command, plan.to_json(), options, facts, profile_id)
+        if manifest.options.repeat < options.repeat:
+            manifest.options = replace(manifest.options, repeat=options.repeat)
             outdir.write_manifest(out, manifest)
         return manifest
     out.mkdir(parents=True, exist_ok=True)
@@ -156,7 +146,7 @@ def open_profile(
         command=list(command),
         machine=facts,
         plan=plan.to_json(),
-        options=wanted,
+        options=options,
     )
     outdir.write_manifest(out, manifest)
     return manifest

@@ -53,7 +53,7 @@ def write_profile(out: Path, runs: list, topology, planned: int) -> None:
     plan = {"cpu": "bench", "lower_bound": planned, "runs": [{"events": []}] * planned}
     machine = outdir.MachineFacts("bench", "bench", "bench", "6.1", "6.1", True, False, 2)
     machine.topology = topology
-    manifest = outdir.Manifest("bench", "0.1.0", "", ["bench"], machine, plan, {"repeat": 1})
+    manifest = outdir.Manifest("bench", "0.1.0", "", ["bench"], machine, plan)
     outdir.write_manifest(out, manifest)
     for run, (refs, text) in enumerate(runs, 1):
         folder = outdir.run_dir(out, run, 1)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof import outdir, results
+from autoprof.options import ProfileOptions
 
 # (name, pmu, unit, per_cpu, value_unit)
 EVENTS = [
@@ -134,9 +135,7 @@ def make_out(
         uuidlib.UUID(bytes=np.random.default_rng(seed).bytes(16), version=4)
     )
     my_runs = [r for r in range(1, runs + 1) if (r - 1) % parts == part - 1]
-    options: dict = {"repeat": repeats, "interval_ms": 100}
-    if parts > 1:
-        options |= {"part": part, "parts": parts}
+    options = ProfileOptions(repeat=repeats, part=part, parts=parts)
     plan = {
         "cpu": "GenuineIntel-6-55-4",
         "lower_bound": runs,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from autoprof import aggregate, outdir, results
+from autoprof.options import ProfileOptions
 
 PROGRAM = r"""
 #include <stdlib.h>
@@ -101,7 +102,7 @@ def profile(program, tmp_path_factory) -> Path:
         command=[str(exe)],
         machine=outdir.MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2),
         plan=plan,
-        options={"repeat": 2, "interval_ms": 100},
+        options=ProfileOptions(repeat=2),
     )
     outdir.write_manifest(out, manifest)
     # the runner first tried a fifth breakpoint with run 1; perf refused it with ENOSPC

@@ -32,7 +32,7 @@ def make_profile(out: Path, runs: list[tuple[list[outdir.EventRef], bytes | None
     plan = {"cpu": "test", "lower_bound": planned, "runs": [{"events": []}] * planned}
     machine = outdir.MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2)
     machine.topology = kw.pop("topology", [])
-    manifest = outdir.Manifest("test-id", "0.1.0", "", ["true"], machine, plan, {"repeat": 1})
+    manifest = outdir.Manifest("test-id", "0.1.0", "", ["true"], machine, plan)
     out.mkdir(exist_ok=True)
     outdir.write_manifest(out, manifest)
     for number, (events, perf_csv, status) in enumerate(runs, 1):

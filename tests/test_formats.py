@@ -140,10 +140,10 @@ def test_resume_checks_it_is_the_same_profile(old):
         "part 1 of 1 of this profile, not part 2 of 2": (
             COMMAND,
             manifest.plan,
-            options | {"part": 2, "parts": 2},
+            replace(options, part=2, parts=2),
             machine,
         ),
-        "other interval_ms": (COMMAND, manifest.plan, options | {"interval_ms": 10}, machine),
+        "other interval_ms": (COMMAND, manifest.plan, replace(options, interval_ms=10), machine),
         "another CPU": (COMMAND, manifest.plan, options, replace(machine, cpu_id="Other-6-1-1")),
     }
     for message, args in refusals.items():

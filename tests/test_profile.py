@@ -178,7 +178,7 @@ def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_p
     assert all(" -e task-clock " in line for line in dry.stdout.splitlines())
     proc = autoprof("profile", *args, "--retries", "2", "-o", str(out), "--", str(writes), "3000")
     assert proc.returncode == 0, proc.stderr
-    assert outdir.read_manifest(out).options["anchor"] == "task-clock"
+    assert outdir.read_manifest(out).options.anchor == "task-clock"
     assert autoprof("aggregate", str(out)).returncode == 0
     frame = results.read_csv(out / outdir.RESULTS)
     assert set(frame.loc[frame["EVENT_NAME"] == "task-clock", "RUN"]) == {1, 2, 3}

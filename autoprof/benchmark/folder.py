@@ -1,7 +1,8 @@
 """A benchmark kept on disk (`autoprof bench -o DIR`), laid out like a profile's out/ so that
 `autoprof upload DIR` stores it and `runs export` gives its rows back:
 
-    DIR/manifest.json   what was run, on which machine (options.kind = "bench")
+    DIR/manifest.json   what was run (command: the commands, `--` between them), on which
+                        machine; its options measure no intervals
     DIR/bench.json      the --export-json document: repetitions, summaries, ratios
     DIR/results.csv     one row per (command, repetition, metric): EVENT_NAME is the metric
                         (wall_s, user_s, sys_s or the event), RUN the command's number,
@@ -19,6 +20,7 @@ from autoprof import __version__, outdir, results
 from autoprof.benchmark.measure import TIMES, BenchResult
 from autoprof.catalog.host import MachineFacts
 from autoprof.errors import AutoprofError
+from autoprof.options import ProfileOptions
 from autoprof.outdir import Manifest
 
 BENCH_FILE = "bench.json"
@@ -68,7 +70,7 @@ def write(out: Path, result: BenchResult, facts: MachineFacts, document: dict) -
         command=command_words(result),
         machine=facts,
         plan={},
-        options={"kind": "bench", "commands": [c.command for c in result.commands]},
+        options=ProfileOptions(interval_ms=None),
     )
     (out / BENCH_FILE).write_text(json.dumps(document, indent=1) + "\n")
     results.write_csv(frame(result), out / outdir.RESULTS)

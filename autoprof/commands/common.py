@@ -1,26 +1,28 @@
 """Options shared by several commands (asv's common_args), and the catalog they describe.
 
-Every command module imports this one at its top, so it imports nothing beyond click: the
-catalog, the runner and their libraries are imported by the functions that use them.
+Every command module imports this one at its top, so it imports nothing beyond click and
+`autoprof.options` (plain dataclasses): the catalog, the runner and their libraries are imported
+by the functions that use them.
 """
 
 from __future__ import annotations
 
+import functools
 import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from autoprof.errors import AutoprofError
+from autoprof.options import Option, ProfileOptions, kind_of, option_fields
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from autoprof.catalog.model import Catalog
-    from autoprof.options import ProfileOptions
 
 # rich's width where the output is no terminal: lines (and table rows) are never wrapped there,
 # since scripts and `grep` read them whole
@@ -36,9 +38,10 @@ __all__ = [
     "event_names",
     "key_values",
     "measure_options",
-    "profile_options",
+    "profile_flags",
     "redis_option",
     "selection_options",
+    "take_options",
 ]
 
 
@@ -129,7 +132,8 @@ def catalog_options(func: Callable) -> Callable:
 
 
 def measure_options(func: Callable) -> Callable:
-    """-e/--events (which events) and how each run measures: shared by `profile` and `submit`."""
+    """-e/--events (which events) and how each run measures (the options a job spec carries):
+    shared by `profile` and `submit`."""
     return _apply(
         func,
         [
@@ -147,48 +151,40 @@ def measure_options(func: Callable) -> Callable:
                 type=click.Path(dir_okay=False),
                 help="File with one event per line (# comments).",
             ),
-            click.option(
-                "--interval",
-                "interval_ms",
-                default=100,
-                show_default=True,
-                type=click.IntRange(10),
-                help="perf stat -I interval in ms.",
-            ),
-            click.option(
-                "--repeat",
-                default=1,
-                show_default=True,
-                type=click.IntRange(1),
-                help="Run every group this many times.",
-            ),
-            click.option(
-                "-a", "--system-wide", is_flag=True, help="Count on all CPUs (perf -a -A)."
-            ),
-            click.option("--cpu-list", help="Count on these CPUs only (perf -C LIST -A)."),
-            click.option(
-                "--timeout",
-                type=click.FloatRange(0, min_open=True),
-                help="Seconds after which a run is stopped.",
-            ),
-            click.option(
-                "--fail-fast", is_flag=True, help="Stop at the first run whose workload fails."
-            ),
-            click.option(
-                "--anchor",
-                metavar="EVENT",
-                help="Count this software event (task-clock) in every run, so analyses can "
-                "normalise events of different runs by it.",
-            ),
-            click.option(
-                "--retries",
-                default=0,
-                show_default=True,
-                type=click.IntRange(0, 10),
-                help="Run a failed run again up to N times (failed attempts are kept in "
-                "OUT/attempts/).",
-            ),
+            profile_flags(spec=True),
         ],
+    )
+
+
+def profile_flags(*, spec: bool) -> Callable[[Callable], Callable]:
+    """The click options of the ProfileOptions fields that have flags, derived from their
+    declarations: those a job spec carries (spec=True) or the others (spec=False). Their values
+    are checked by `take_options` as a job spec's are (one line, status 2), not by click; --help
+    shows each range as click shows an IntRange's."""
+    return functools.partial(
+        _apply,
+        options=[
+            _flag(f.name, f.default, option)
+            for f, option in option_fields()
+            if option.flags and option.spec == spec
+        ],
+    )
+
+
+def _flag(name: str, default: Any, option: Option) -> Callable:
+    kind, _ = kind_of(name)
+    if kind is bool:
+        return click.option(*option.flags, name, is_flag=True, help=option.help)
+    extra = [f"default: {default}"] if default is not None else []
+    extra += [option.range_text] if option.range_text else []
+    number = click.INT if kind is int else click.FLOAT
+    return click.option(
+        *option.flags,
+        name,
+        default=default,
+        type=None if kind is str else number,
+        metavar=option.metavar or (f"{number.name.upper()} RANGE" if option.range_text else None),
+        help=option.help + (f"  [{'; '.join(extra)}]" if extra else ""),
     )
 
 
@@ -217,31 +213,11 @@ def key_values(values: tuple[str, ...], option: str) -> dict[str, str]:
     return pairs
 
 
-def profile_options(
-    interval_ms: int,
-    repeat: int,
-    system_wide: bool,
-    cpu_list: str | None,
-    timeout: float | None,
-    fail_fast: bool,
-    retries: int = 0,
-    anchor: str | None = None,
-    **more,
-) -> ProfileOptions:
-    """ProfileOptions from the measure_options values (plus force, part, parts if given)."""
-    from autoprof.options import ProfileOptions
-
-    return ProfileOptions(
-        interval_ms=interval_ms,
-        repeat=repeat,
-        system_wide=system_wide,
-        cpu_list=cpu_list,
-        timeout=timeout,
-        fail_fast=fail_fast,
-        retries=retries,
-        anchor=anchor,
-        **more,
-    )
+def take_options(opts: dict[str, Any]) -> ProfileOptions:
+    """The ProfileOptions a command's click values give (taken out of `opts`), checked as a job
+    spec's are: AutoprofError with the spec's very refusal for a value out of its range."""
+    names = [f.name for f, _ in option_fields() if f.name in opts]
+    return ProfileOptions(**{name: opts.pop(name) for name in names}).check()
 
 
 # the queue's library (redis, rq) is imported inside the queue commands; $AUTOPROF_REDIS is read

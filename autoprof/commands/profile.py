@@ -11,63 +11,29 @@ from pathlib import Path
 import click
 
 from autoprof.commands import common
-from autoprof.commands.common import catalog_options, measure_options, profile_options
+from autoprof.commands.common import catalog_options, measure_options, profile_flags, take_options
 from autoprof.commands.metrics import metric_plan, planning_options
 from autoprof.errors import AutoprofError
+from autoprof.options import ProfileOptions
 
 
-def attach_options(func):
-    """-p/--cgroup/--duration/--resume: profile what already runs instead of a command."""
-    for option in reversed(
-        [
-            click.option(
-                "-p", "--pid", "pids", metavar="PID[,PID...]", help="Attach to these processes."
-            ),
-            click.option("--cgroup", metavar="NAME", help="Attach to this cgroup (perf -a -G)."),
-            click.option(
-                "--duration",
-                type=click.FloatRange(0.01),
-                help="Seconds each group measures the attached target (or the system with -a).",
-            ),
-            click.option(
-                "--resume",
-                is_flag=True,
-                help="Continue an attached profile against another process (-p NEWPID).",
-            ),
-        ]
-    ):
-        func = option(func)
-    return func
-
-
-def check_attach(command, system_wide, pids, cgroup, duration) -> None:
+def check_attach(command: list[str], options: ProfileOptions) -> None:
     """A command, or a target (-p, --cgroup, -a) with --duration: never both, never neither."""
-    if (pids or cgroup) and command:
+    target = options.pids or options.cgroup
+    if target and command:
         raise AutoprofError("give either a COMMAND or -p/--cgroup, not both")
-    if pids and cgroup:
+    if options.pids and options.cgroup:
         raise AutoprofError("give -p or --cgroup, not both")
-    if duration is not None and command:
+    if options.attached and command:
         raise AutoprofError(
             "--duration is for attached profiles (-p, --cgroup, -a without COMMAND)"
         )
-    if not command and not (pids or cgroup or system_wide):
+    if not command and not (target or options.system_wide):
         raise AutoprofError("nothing to profile: give -- COMMAND, -p PID, --cgroup NAME or -a")
-    if not command and duration is None:
+    if not command and not options.attached:
         raise AutoprofError(
             "an attached profile (-p, --cgroup, -a without COMMAND) needs --duration S"
         )
-
-
-MEASURE_KEYS = (
-    "interval_ms",
-    "repeat",
-    "system_wide",
-    "cpu_list",
-    "timeout",
-    "fail_fast",
-    "retries",
-    "anchor",
-)
 
 
 @click.command("profile", context_settings={"ignore_unknown_options": False})
@@ -81,12 +47,16 @@ MEASURE_KEYS = (
     type=click.Path(),
     help="Folder for the raw outputs (resumes a profile already there).",
 )
-@click.option("--force", is_flag=True, help="Run again the runs already finished.")
 @click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")
-@attach_options
+@profile_flags(spec=False)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue an attached profile against another process (-p NEWPID).",
+)
 @planning_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
-def profile(event_names, events_file, output, force, dry_run, command, **opts) -> None:
+def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     """Measure every event (or the chosen ones) for COMMAND, without multiplexing; or attach
     to running processes (-p), a cgroup or the whole system (-a) for --duration per group.
 
@@ -97,12 +67,10 @@ def profile(event_names, events_file, output, force, dry_run, command, **opts) -
     from autoprof import profile as library
 
     command = list(command)
-    measure = {k: opts.pop(k) for k in MEASURE_KEYS}
-    target = {k: opts.pop(k) for k in ("pids", "cgroup", "duration")}
+    options = take_options(opts)
     resume = opts.pop("resume")
     metric_args = [opts.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
-    check_attach(command, measure["system_wide"], **target)
-    options = profile_options(**measure, **target, force=force)
+    check_attach(command, options)
     names = common.event_names(event_names, events_file)
     if metric_args[0] or metric_args[1]:
         if names:

@@ -75,7 +75,7 @@ def submit(
     spec = JobSpec(
         command=list(command),
         events=common.event_names(event_names, events_file),
-        options=opts,
+        options=common.take_options(opts).spec_json(),
         selection=selection,
         tags=common.key_values(tags, "--tag"),
     )

@@ -88,7 +88,10 @@ def submit(
     job_timeout: int = DEFAULT_JOB_TIMEOUT_S,
     retry: int = 0,
 ) -> list[Job]:
-    """Enqueue one job per spec on `queue_name`, atomically, and index them."""
+    """Enqueue one job per spec on `queue_name`, atomically, and index them. A spec a worker
+    would refuse (its options out of range: `JobSpec.from_json`) is refused here, at once."""
+    for spec in specs:
+        JobSpec.from_json(spec.to_json())
     queue = Queue(queue_name, connection=conn, serializer=JSONSerializer)
     datas = [
         Queue.prepare_data(

@@ -14,22 +14,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
+from autoprof.options import ProfileOptions, is_json, spec_fields
 
 # the only function a worker runs; jobs naming anything else are refused
 JOB_FUNCTION = "autoprof.queue.worker.run_job"
-
-# ProfileOptions a submitter may set (force/part/parts are the worker's and the spec's own)
-_OPTIONS: dict[str, tuple[type, ...]] = {
-    "interval_ms": (int, type(None)),
-    "repeat": (int,),
-    "system_wide": (bool,),
-    "cpu_list": (str, type(None)),
-    "timeout": (int, float, type(None)),
-    "fail_fast": (bool,),
-    "retries": (int,),
-    "anchor": (str, type(None)),
-}
 # build_catalog arguments that pick events whatever the machine (not --cpu/--smt/--events-dir:
 # the worker profiles its own machine)
 _SELECTION: dict[str, tuple[type, ...]] = {
@@ -54,7 +42,9 @@ class JobSpec:
 
     command: list[str]
     events: list[str] = field(default_factory=list)  # empty: every event of the machine
-    options: dict[str, Any] = field(default_factory=dict)  # see _OPTIONS
+    # the ProfileOptions a submitter may set (options.spec_fields; part and parts are the
+    # spec's own fields, force the worker's)
+    options: dict[str, Any] = field(default_factory=dict)
     selection: dict[str, Any] = field(default_factory=dict)  # see _SELECTION
     profile_id: str = ""  # shared by the parts of a split profile; the store's run id
     part: int = 1
@@ -66,7 +56,7 @@ class JobSpec:
         return shlex.join(self.command)
 
     def profile_options(self) -> ProfileOptions:
-        return ProfileOptions(**self.options, part=self.part, parts=self.parts)
+        return ProfileOptions.from_json(self.options | {"part": self.part, "parts": self.parts})
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,59 +78,44 @@ class JobSpec:
         tags = data.get("tags", {})
         if not (isinstance(tags, dict) and all(isinstance(v, str) for v in tags.values())):
             raise Refused("spec tags must map strings to strings")
-        part, parts = data.get("part", 1), data.get("parts", 1)
-        if not (_is(part, (int,)) and _is(parts, (int,)) and 1 <= part <= parts):
-            raise Refused(f"spec part {part!r} of {parts!r} is not a valid part")
         try:
             profile_id = str(uuid.UUID(str(data.get("profile_id"))))
         except ValueError:
             raise Refused("spec profile_id is not a uuid") from None
+        options = data.get("options", {})
+        if not isinstance(options, dict):
+            raise Refused("spec options must be an object")
+        unknown = sorted(set(options) - spec_fields())
+        if unknown:
+            raise Refused(f"unknown spec options field {unknown[0]!r}")
         spec = cls(
             command=list(command),
             events=list(events),
-            options=_checked(data.get("options", {}), _OPTIONS, "options"),
-            selection=_checked(data.get("selection", {}), _SELECTION, "selection"),
+            options=dict(options),
+            selection=_checked(data.get("selection", {}), _SELECTION),
             profile_id=profile_id,
-            part=part,
-            parts=parts,
+            part=data.get("part", 1),
+            parts=data.get("parts", 1),
             tags=dict(tags),
         )
-        problem = _range_problem(spec.options, spec.selection)
+        # the command line's own check, so a spec is refused exactly where `profile` refuses
+        problem = spec.profile_options().problem()
+        if problem is None and not 0 <= spec.selection.get("reserve", 0) <= 8:
+            problem = "spec selection.reserve must be within 0..8"
         if problem:
             raise Refused(problem)
         return spec
 
 
-def _is(value: Any, types: tuple[type, ...]) -> bool:
-    """isinstance, except that a bool is not an int here (JSON true is not a count)."""
-    if isinstance(value, bool):
-        return bool in types
-    return isinstance(value, types)
-
-
-def _checked(values: Any, types: dict[str, tuple[type, ...]], what: str) -> dict[str, Any]:
+def _checked(values: Any, types: dict[str, tuple[type, ...]]) -> dict[str, Any]:
     if not isinstance(values, dict):
-        raise Refused(f"spec {what} must be an object")
+        raise Refused("spec selection must be an object")
     for key, value in values.items():
         if key not in types:
-            raise Refused(f"unknown spec {what} field {key!r}")
-        if not _is(value, types[key]):
-            raise Refused(f"spec {what}.{key} has the wrong type ({type(value).__name__})")
+            raise Refused(f"unknown spec selection field {key!r}")
+        if not is_json(value, types[key]):
+            raise Refused(f"spec selection.{key} has the wrong type ({type(value).__name__})")
     return dict(values)
-
-
-def _range_problem(options: dict[str, Any], selection: dict[str, Any]) -> str | None:
-    if options.get("interval_ms") is not None and options["interval_ms"] < 10:
-        return "spec options.interval_ms must be at least 10"
-    if options.get("repeat", 1) < 1:
-        return "spec options.repeat must be at least 1"
-    if not 0 <= options.get("retries", 0) <= 10:
-        return "spec options.retries must be within 0..10"
-    if options.get("timeout") is not None and options["timeout"] <= 0:
-        return "spec options.timeout must be positive"
-    if not 0 <= selection.get("reserve", 0) <= 8:
-        return "spec selection.reserve must be within 0..8"
-    return None
 
 
 def compile_allow(patterns: list[str]) -> list[re.Pattern]:

@@ -7,7 +7,7 @@ measurements and the run's totals are written in that one transaction: a killed 
 nothing behind, and a retry starts afresh. Measurements go in through the fastest path each
 driver offers: binary ``COPY`` (psycopg 3) on PostgreSQL, ``executemany`` on SQLite.
 
-Parts: a profile split over N machines (``manifest.options["part"]`` of ``["parts"]``, both
+Parts: a profile split over N machines (``manifest.options.part`` of ``.parts``, both
 1-based and shared by the parts' manifests with the same `id`) arrives as N uploads; the run
 turns ``complete`` when the last one lands. A plain profile is part 1 of 1.
 """
@@ -35,6 +35,7 @@ from autoprof import aggregate, outdir, results
 from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.catalog.host import MachineFacts
 from autoprof.errors import AutoprofError
+from autoprof.options import ProfileOptions
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
@@ -92,7 +93,7 @@ def utc_now() -> dt.datetime:
 
 
 def _part_of(manifest: outdir.Manifest) -> tuple[int, int]:
-    part, parts = manifest.options.get("part", 1), manifest.options.get("parts", 1)
+    part, parts = manifest.options.part, manifest.options.parts
     if not (isinstance(part, int) and isinstance(parts, int) and 1 <= part <= parts):
         raise AutoprofError(
             f"manifest {manifest.id}: options part={part!r} of parts={parts!r} is not a valid part"
@@ -265,7 +266,8 @@ def _differences(stored: dict[str, Any], manifest: outdir.Manifest) -> list[str]
     """What makes `manifest` another profile than the stored part's manifest `stored`: its
     command, its event plan, or the options that change what the numbers mean."""
     found = [k for k in ("command", "plan") if stored.get(k) != getattr(manifest, k)]
-    theirs, ours = stored.get("options", {}), manifest.options
+    theirs = ProfileOptions.from_json(stored.get("options", {})).to_json()
+    ours = manifest.options.to_json()
     keys = (set(theirs) | set(ours)) - {"part"}
     return found + sorted(f"options.{k}" for k in keys if theirs.get(k) != ours.get(k))
 

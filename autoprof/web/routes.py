@@ -19,6 +19,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from autoprof.errors import AutoprofError
+from autoprof.options import ProfileOptions
 from autoprof.store import queries
 from autoprof.web import analyses, views
 from autoprof.web.app import (
@@ -208,15 +209,15 @@ def _form_defaults(request: Request) -> dict:
     if q.get("run"):
         with state.settings.store.read() as conn:
             run = views.run_overview(conn, q["run"])
-        options = run["parts"][0]["options"] if run["parts"] else {}
+        options = ProfileOptions.from_json(run["parts"][0]["options"] if run["parts"] else {})
         return {
-            "tool": "profile" if options.get("repeat", 1) > 1 else "stat",
+            "tool": "profile" if options.repeat > 1 else "stat",
             "command": shlex.join(run["command"]),
             "events": sorted({e for names in run["plan_runs"] for e in names}),
             "env": "",
             "pid": "",
-            "interval_ms": options.get("interval_ms") or 100,
-            "repeat": options.get("repeat", 1),
+            "interval_ms": options.interval_ms or 100,
+            "repeat": options.repeat,
             "tags": "\n".join(f"{k}={v}" for k, v in run["tags"].items()),
         }
     return {

@@ -1,0 +1,167 @@
+"""ProfileOptions, declared once: the command line, the job spec and the manifest agree on every
+option, its range and its refusal message (derived from the declarations, so a new option is
+tested here as soon as it is declared)."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autoprof import outdir
+from autoprof.cli import cli
+from autoprof.commands.common import take_options
+from autoprof.commands.profile import profile
+from autoprof.commands.submit import submit
+from autoprof.errors import AutoprofError
+from autoprof.options import Option, ProfileOptions, kind_of, option_fields, spec_fields
+from autoprof.queue.spec import JobSpec, Refused
+
+OLD_PROFILE = Path(__file__).parent / "data" / "profile-ed64973"
+SPEC_OPTIONS = [(f.name, option) for f, option in option_fields() if option.spec]
+RANGED = [(name, option) for name, option in SPEC_OPTIONS if option.range_text]
+
+
+def accepted(name: str, option: Option):
+    """A value other than the default that the option's range allows."""
+    kind, _ = kind_of(name)
+    if kind is bool:
+        return True
+    if kind is str:
+        return "0-1"
+    if option.high is not None:
+        return kind(option.high)
+    return kind((option.low or 0) + 1)
+
+
+def refused(name: str, option: Option) -> list:
+    """Values just outside the option's range."""
+    kind, _ = kind_of(name)
+    values = []
+    if option.low is not None:
+        values.append(kind(option.low if option.low_open else option.low - 1))
+    if option.high is not None:
+        values.append(kind(option.high + 1))
+    return values
+
+
+def argv(option: Option, value) -> list[str]:
+    return [option.flags[-1]] if value is True else [option.flags[-1], str(value)]
+
+
+def spec_with(options: dict) -> dict:
+    return {"command": ["./w"], "profile_id": str(uuid.uuid4()), "options": options}
+
+
+def test_the_ranges_are_declared():
+    """Guards the derivations below against an empty table: the options #16 lists are there."""
+    assert {"interval_ms", "repeat", "retries", "timeout", "anchor"} <= spec_fields()
+    assert {"force", "part", "parts", "pids", "cgroup", "duration"}.isdisjoint(spec_fields())
+    ranges = {f.name: option.range_text for f, option in option_fields() if option.range_text}
+    assert ranges == {
+        "interval_ms": "x>=10",
+        "repeat": "x>=1",
+        "timeout": "x>0",
+        "retries": "0<=x<=10",
+        "part": "x>=1",
+        "parts": "x>=1",
+        "duration": "x>=0.01",
+    }
+
+
+@pytest.mark.parametrize(("name", "option"), SPEC_OPTIONS, ids=[n for n, _ in SPEC_OPTIONS])
+def test_every_spec_option_is_taken_by_the_cli_and_the_job_spec(name, option):
+    assert option.flags, f"{name} travels in a job spec but has no command-line flag"
+    value = accepted(name, option)
+    assert value != getattr(ProfileOptions(), name)
+    for command in (profile, submit):
+        params = command.make_context(command.name, [*argv(option, value), "--", "./w"]).params
+        assert params[name] == value
+    from_cli = take_options(profile.make_context("profile", argv(option, value)).params)
+    spec = JobSpec.from_json(spec_with({name: value}))
+    assert spec.profile_options() == from_cli
+    assert getattr(from_cli, name) == value
+
+
+@pytest.mark.parametrize(("name", "option"), RANGED, ids=[n for n, _ in RANGED])
+def test_out_of_range_values_are_refused_by_the_cli_and_the_job_spec_alike(name, option):
+    for value in refused(name, option):
+        for command in (["profile"], ["submit", "--host", "h"]):
+            result = CliRunner().invoke(cli, [*command, *argv(option, value), "--", "./w"])
+            assert result.exit_code == 2
+            assert result.output.count("\n") == 1, result.output
+            said = result.output.removeprefix("autoprof: error: ").strip()
+            assert said.startswith(f"{option.flags[-1]} {value!r} is not in the range")
+        with pytest.raises(Refused) as caught:
+            JobSpec.from_json(spec_with({name: value}))
+        assert str(caught.value) == f"refused: {said}"
+
+
+def test_wrong_types_and_unknown_options_are_refused_in_a_spec():
+    with pytest.raises(Refused, match=r"^refused: --interval '100' is not a whole number$"):
+        JobSpec.from_json(spec_with({"interval_ms": "100"}))
+    with pytest.raises(Refused, match=r"^refused: --fail-fast 1 is not true or false$"):
+        JobSpec.from_json(spec_with({"fail_fast": 1}))
+    with pytest.raises(Refused, match=r"^refused: --repeat must be given$"):
+        JobSpec.from_json(spec_with({"repeat": None}))
+    with pytest.raises(Refused, match=r"^refused: unknown spec options field 'force'$"):
+        JobSpec.from_json(spec_with({"force": True}))
+    # a whole number is a number of seconds; JSON null is "no -I" and "no timeout"
+    spec = JobSpec.from_json(spec_with({"timeout": 5, "interval_ms": None}))
+    assert (spec.profile_options().timeout, spec.profile_options().interval_ms) == (5, None)
+
+
+def test_a_part_must_be_one_of_the_parts():
+    assert ProfileOptions(part=2, parts=3).problem() is None
+    with pytest.raises(AutoprofError, match=r"^part 3 of 2 is not a valid part$"):
+        ProfileOptions(part=3, parts=2).check()
+    with pytest.raises(Refused, match=r"^refused: parts 0 is not in the range x>=1$"):
+        JobSpec.from_json(spec_with({}) | {"part": 1, "parts": 0})
+
+
+def test_help_shows_each_range_and_default_as_click_does():
+    text = CliRunner().invoke(cli, ["profile", "--help"], terminal_width=200).output
+    lines = {line.split()[0].rstrip(","): line for line in text.splitlines() if line[2:3] == "-"}
+    assert "INTEGER RANGE" in lines["--interval"] and "[default: 100; x>=10]" in lines["--interval"]
+    assert "[default: 0; 0<=x<=10]" in lines["--retries"]
+    assert "FLOAT RANGE" in lines["--timeout"] and lines["--timeout"].endswith("[x>0]")
+    assert lines["--duration"].endswith("[x>=0.01]")
+    assert lines["-a"].endswith("Count on all CPUs (perf -a -A).")
+
+
+def test_json_ignores_unknown_keys_and_defaults_missing_ones():
+    options = ProfileOptions.from_json({"repeat": 3, "from_a_newer_autoprof": 1})
+    assert options == ProfileOptions(repeat=3)
+    assert ProfileOptions.from_json({}) == ProfileOptions()
+
+
+def test_a_manifest_records_what_the_numbers_mean_and_the_part_of_a_split_profile():
+    plain = ProfileOptions(repeat=2, retries=3, fail_fast=True, force=True)
+    assert plain.to_json() == {
+        "interval_ms": 100,
+        "repeat": 2,
+        "system_wide": False,
+        "cpu_list": None,
+        "timeout": None,
+        "anchor": None,
+    }
+    split = ProfileOptions(part=2, parts=3).to_json()
+    assert (split["part"], split["parts"]) == (2, 3) and "duration" not in split
+    attached = ProfileOptions(system_wide=True, duration=0.5).to_json()
+    assert (attached["pids"], attached["cgroup"], attached["duration"]) == (None, None, 0.5)
+    for options in (plain, ProfileOptions(part=2, parts=3), ProfileOptions(duration=0.5)):
+        assert ProfileOptions.from_json(options.to_json()).to_json() == options.to_json()
+
+
+def test_a_manifest_written_before_options_were_typed_reads_and_writes_back_unchanged(tmp_path):
+    out = shutil.copytree(OLD_PROFILE, tmp_path / "out")
+    manifest = outdir.read_manifest(out)
+    assert isinstance(manifest.options, ProfileOptions)
+    assert (manifest.options.repeat, manifest.options.interval_ms) == (1, 100)
+    assert (manifest.options.part, manifest.options.parts) == (1, 1)
+    before = outdir.read_json(out / outdir.MANIFEST)["options"]
+    outdir.write_manifest(out, manifest)
+    assert outdir.read_json(out / outdir.MANIFEST)["options"] == before
