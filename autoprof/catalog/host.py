@@ -15,6 +15,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from autoprof import xdg
 from autoprof.catalog import cache, intel, perfnames, yaml
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
@@ -139,8 +140,7 @@ def events_dir(explicit: str | Path | None = None) -> Path | None:
     env = os.environ.get(ENV_EVENTS_DIR)
     if env:
         return events_dir(env)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    path = cache / "autoprof" / "events" / "intel"
+    path = xdg.cache_dir() / "events" / "intel"
     return path if (path / "mapfile.csv").is_file() else None
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from autoprof.errors import AutoprofError
+from autoprof.store import url as store_url
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,6 +40,7 @@ __all__ = [
     "profile_options",
     "redis_option",
     "selection_options",
+    "store_option",
 ]
 
 
@@ -252,4 +254,15 @@ redis_option = click.option(
     metavar="URL",
     help="redis://[USER:PASSWORD@]HOST[:PORT][/DB] or rediss://... (TLS) "
     "[default: $AUTOPROF_REDIS]",
+)
+
+# the store's library (SQLAlchemy) is imported inside the store commands; store.url is plain
+store_option = click.option(
+    "--store",
+    "store_text",
+    metavar="URL",
+    envvar=store_url.ENV_VAR,
+    show_envvar=True,
+    help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, sqlite:///PATH or a file path "
+    f"[default: {store_url.default_path()}]",
 )
