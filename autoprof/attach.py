@@ -10,11 +10,11 @@ stops; the runs left are missing until `profile --resume` runs them against a ne
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autoprof import outdir
+from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.outdir import Manifest, RunRecord
 from autoprof.perf import command as perf_command
@@ -126,14 +126,10 @@ def perf_argv(folder: Path, specs: list[str], options: ProfileOptions, perf: str
     )
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
 def start(out: Path, manifest: Manifest, options: ProfileOptions, resume: bool) -> None:
     """Record the target in the manifest; a profile attached to another target continues only
     with `resume` (the new process carries on the old one's plan)."""
-    target = {"pids": options.pids, "cgroup": options.cgroup, "since": _now()}
+    target = {"pids": options.pids, "cgroup": options.cgroup, "since": now_iso()}
     targets = manifest.attach.get("targets", [])
     if targets:
         last = targets[-1]

@@ -25,8 +25,8 @@ def naive_utc(stamp: dt.datetime | str | None) -> dt.datetime | None:
     when absent."""
     if not stamp:
         return None
-    if isinstance(stamp, str):
-        stamp = dt.datetime.fromisoformat(stamp)
+    if not isinstance(stamp, dt.datetime):
+        stamp = dt.datetime.fromisoformat(stamp)  # TypeError / ValueError on anything else
     return stamp.astimezone(dt.UTC).replace(tzinfo=None) if stamp.tzinfo else stamp
 
 

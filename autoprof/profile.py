@@ -22,9 +22,10 @@ from typing import Any
 from autoprof import __version__, attach, outdir, preflight
 from autoprof.catalog import host
 from autoprof.catalog.model import Catalog
+from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.outdir import MachineFacts, Manifest, RunRecord
-from autoprof.runner import ProfileOptions, Runner, Task, finished, now, perf_argv, tasks
+from autoprof.runner import ProfileOptions, Runner, Task, finished, perf_argv, tasks
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
 
@@ -161,7 +162,7 @@ def open_profile(
     manifest = Manifest(
         id=profile_id or str(uuid.uuid4()),
         autoprof_version=__version__,
-        created=now(),
+        created=now_iso(),
         command=list(command),
         machine=facts,
         plan=plan.to_json(),

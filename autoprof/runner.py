@@ -20,11 +20,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from autoprof import attach, outdir
 from autoprof.catalog.model import Event
+from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.outdir import EventRef, RunRecord
 from autoprof.perf import command as perf_command
@@ -75,10 +75,6 @@ class Task:
     run: int
     repeat: int
     events: tuple[Event, ...]
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def tasks(plan: Plan, options: ProfileOptions) -> list[Task]:
@@ -292,7 +288,7 @@ class Runner:
             events=[
                 EventRef(e.name, e.pmu, e.spec, attach.label(e.label, self.options)) for e in events
             ],
-            start=now(),
+            start=now_iso(),
         )
         started = time.monotonic()
         with (folder / outdir.STDOUT).open("wb") as out, (folder / outdir.STDERR).open("wb") as err:
@@ -321,14 +317,14 @@ class Runner:
                 record.perf_exit = stop_group(proc)
                 record.status = outdir.RUN_INTERRUPTED
                 record.error = f"interrupted by {stop.name}"
-                record.end, record.elapsed_s = now(), round(time.monotonic() - started, 6)
+                record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
                 outdir.write_run_record(folder, record)
                 raise
             except BaseException:  # e.g. a queue job's timeout raised in this process
                 with self.stopper.deferred():
                     stop_group(proc)
                 raise
-        record.end, record.elapsed_s = now(), round(time.monotonic() - started, 6)
+        record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
         record.perf_exit = code
         stderr = (folder / outdir.STDERR).read_text(errors="replace")
         if record.status:
