@@ -117,7 +117,7 @@ def test_no_circle_between_units():
     circles = [
         " -> ".join([*cycle, cycle[0]])
         + ": "
-        + "; ".join(str(where[(a, b)]) for a, b in zip(cycle, [*cycle[1:], cycle[0]]))
+        + "; ".join(str(where[(a, b)]) for a, b in zip(cycle, [*cycle[1:], cycle[0]], strict=True))
         for cycle in sorted(nx.simple_cycles(graph), key=sorted)
     ]
     assert not circles, "import circles:\n" + "\n".join(circles)
