@@ -16,7 +16,7 @@ import pytest
 from autoprof import __version__
 from autoprof.catalog import host
 from autoprof.commands import COMMANDS, common
-from tests.synthetic_out import make_out
+from autoprof.testing.synthetic_out import make_out
 
 # libraries a command imports inside its functions, never at the top of its module (#11)
 HEAVY = (

@@ -149,6 +149,9 @@ def test_benchmarks_import_nothing_from_the_tests():
                 for n in names
                 if n.split(".")[0] in test_modules
             ]
-        if '"tests"' in text or "'tests'" in text:
-            found.append(f"{path.name} puts tests/ on sys.path")
+        found += [
+            f"{path.name}:{n} puts tests/ on sys.path"
+            for n, line in enumerate(text.splitlines(), 1)
+            if "sys.path" in line and "tests" in line
+        ]
     assert not found, "bench/ using tests/:\n" + "\n".join(found)

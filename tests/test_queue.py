@@ -33,9 +33,9 @@ from autoprof.examples import expected_writes, slot_addresses
 from autoprof.queue import connection, jobs
 from autoprof.queue.spec import JobSpec, Refused, allowed, compile_allow
 from autoprof.queue.worker import wait_until_quiet
+from autoprof.testing.synthetic_out import make_out
+from autoprof.testing.workers import WorkerProcess, claim, wait_ready
 from tests.conftest import SECRET
-from tests.queue_helpers import WorkerProcess, claim, wait_ready
-from tests.synthetic_out import make_out
 
 REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
 TERMINAL = {"finished", "failed", "stopped", "canceled"}

@@ -22,11 +22,11 @@ from starlette.testclient import TestClient
 from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
 from autoprof.store import engine, queries, upload
+from autoprof.testing.synthetic_out import EVENTS, make_out
 from autoprof.web import views
 from autoprof.web.app import TOKEN_HEADER, Settings, create_app
 from autoprof.web.downsample import lttb
 from autoprof.web.live import Tail
-from tests.synthetic_out import EVENTS, make_out
 
 TOKEN = "t" * 24
 XSS = "<script>window.pwned=1</script>"
@@ -211,7 +211,7 @@ def test_live_tail_sees_intervals_within_a_second(tmp_path):
 
 
 def test_jobs_go_to_rq_when_redis_is_set(stored, tmp_path):
-    from tests.queue_helpers import WorkerProcess, claim, wait_ready
+    from autoprof.testing.workers import WorkerProcess, claim, wait_ready
     from tests.test_queue import REDIS
 
     if shutil.which("perf") is None:
