@@ -4,20 +4,29 @@ and skips (saying why) when either is absent.
 PostgreSQL tests create a randomly named database through the `postgres` maintenance database
 and drop it afterwards; they skip when no server answers at $AUTOPROF_TEST_PG
 (default postgresql://postgres@127.0.0.1:5432/postgres).
+
+`cli_run` runs a command in this process (as asv's tests do): most commands end in
+milliseconds, while a fresh interpreter costs a second of imports. A test whose point is a real
+process (profile, signals, workers, pipes) starts one itself. Tests that use the `writes`
+fixture profile for real, so they are marked slow here (`make test-fast` leaves them out).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 
+from autoprof.cli import cli
 from autoprof.examples import build_writes, slot_addresses
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,3 +94,37 @@ def writes(tmp_path_factory) -> Path:
     if "<not supported>" in probe.stderr or probe.returncode != 0:
         pytest.skip(f"hardware breakpoints unavailable here: {probe.stderr.strip()[:200]}")
     return binary
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses `writes` profiles it with perf: slow, whatever file it is in."""
+    for item in items:
+        if "writes" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """How an in-process `autoprof` command ended, named as subprocess.CompletedProcess."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def invoke(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None):
+    """`autoprof ARGS` through click's CliRunner on `autoprof.cli.cli`. An exception that is no
+    SystemExit propagates: on the command line it would have been a traceback."""
+    from click.testing import CliRunner
+
+    with contextlib.chdir(cwd) if cwd else contextlib.nullcontext():
+        result = CliRunner().invoke(
+            cli, [str(a) for a in args], env=env, catch_exceptions=False, prog_name="autoprof"
+        )
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+@pytest.fixture
+def cli_run() -> Callable[..., CliResult]:
+    """`cli_run("schedule", "--cpu", "SKX")` -> CliResult (returncode, stdout, stderr)."""
+    return invoke
