@@ -13,21 +13,19 @@ fixture profile for real, so they are marked slow here (`make test-fast` leaves 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from autoprof.cli import cli
 from autoprof.examples import build_writes, slot_addresses
+from autoprof.testing.cli import CliResult, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -101,27 +99,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "writes" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-
-
-@dataclass(frozen=True)
-class CliResult:
-    """How an in-process `autoprof` command ended, named as subprocess.CompletedProcess."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def invoke(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None):
-    """`autoprof ARGS` through click's CliRunner on `autoprof.cli.cli`. An exception that is no
-    SystemExit propagates: on the command line it would have been a traceback."""
-    from click.testing import CliRunner
-
-    with contextlib.chdir(cwd) if cwd else contextlib.nullcontext():
-        result = CliRunner().invoke(
-            cli, [str(a) for a in args], env=env, catch_exceptions=False, prog_name="autoprof"
-        )
-    return CliResult(result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture
