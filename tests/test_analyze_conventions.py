@@ -37,6 +37,7 @@ def script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # every calling form, each a fresh interpreter
 def test_autoperf_calling_forms(autoperf_out):
     """autoperf documents `correlation.py ./out`, `stats.py ./out` and `event_detail.py
     --resultdir ./out --features AVG.EVENT ...`."""
