@@ -85,13 +85,6 @@ def perf_version() -> str:
     return out.stdout.strip().removeprefix("perf version ").strip()
 
 
-def sysfs_pmus() -> list[str]:
-    try:
-        return sorted(p.name for p in SYSFS_PMUS.iterdir())
-    except OSError:
-        return []
-
-
 def tracepoints() -> list[str]:
     """``subsystem:event`` for every tracepoint in tracefs (empty when tracefs is absent)."""
     try:
