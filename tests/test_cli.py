@@ -210,6 +210,7 @@ def stored_run(tmp_path, cli_run) -> tuple[str, str]:
     return store, listed[1].split()[0]
 
 
+@pytest.mark.slow  # a real process, a real pipe
 def test_closed_pipe_ends_quietly(stored_run):
     store, run_id = stored_run
     autoprof = shlex.join([sys.executable, "-m", "autoprof"])
@@ -222,6 +223,7 @@ def test_closed_pipe_ends_quietly(stored_run):
     assert proc.returncode == 0
 
 
+@pytest.mark.slow  # a real process, a real SIGINT
 def test_ctrl_c_exits_130_without_a_traceback(stored_run, cli_run):
     """Ctrl-C at `runs delete`'s confirmation prompt, sent as SIGINT to the real process."""
     store, run_id = stored_run
