@@ -9,6 +9,7 @@ counts as much as one at the top.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,7 @@ def imports(path: Path) -> list[Import]:
     return list(dict.fromkeys(i for i in found if i.target.split(".")[0] == "autoprof"))
 
 
+@functools.cache
 def all_imports() -> list[Import]:
     return [i for path in sorted(PACKAGE.rglob("*.py")) for i in imports(path)]
 
