@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autoprof import outdir
+from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.options import ProfileOptions
 from autoprof.outdir import Manifest, RunRecord
@@ -129,7 +130,7 @@ def perf_argv(folder: Path, specs: list[str], options: ProfileOptions, perf: str
 def start(out: Path, manifest: Manifest, options: ProfileOptions, resume: bool) -> None:
     """Record the target in the manifest; a profile attached to another target continues only
     with `resume` (the new process carries on the old one's plan)."""
-    target = {"pids": options.pids, "cgroup": options.cgroup, "since": outdir.now()}
+    target = {"pids": options.pids, "cgroup": options.cgroup, "since": now_iso()}
     targets = manifest.attach.get("targets", [])
     if targets:
         last = targets[-1]

@@ -28,11 +28,10 @@ import json
 import re
 import shutil
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from autoprof.catalog.host import MachineFacts
+from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError, file_format
 from autoprof.options import ProfileOptions
 
@@ -58,11 +57,6 @@ RUN_TARGET_EXITED = "target-exited"  # attached: the process exited mid-run; not
 FINAL_STATUSES = frozenset({RUN_OK, RUN_WORKLOAD_FAILED, RUN_PERF_FAILED, RUN_TIMEOUT})
 # Options that change what the numbers mean: a resumed profile must keep them.
 MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
-
-
-def now() -> str:
-    """The time records carry: ISO 8601 in UTC, to the millisecond."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from typing import Any
 
 from autoprof import __version__, attach, outdir, preflight
 from autoprof.catalog import host
-from autoprof.catalog.host import MachineFacts
+from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
+from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.journal import finished
 from autoprof.options import ProfileOptions
@@ -142,7 +143,7 @@ def open_profile(
     manifest = Manifest(
         id=profile_id or str(uuid.uuid4()),
         autoprof_version=__version__,
-        created=outdir.now(),
+        created=now_iso(),
         command=list(command),
         machine=facts,
         plan=plan.to_json(),

@@ -121,18 +121,6 @@ def _float_text(values: np.ndarray, whole_as_int: bool):
     return text
 
 
-def _formatted(column, whole_as_int: bool):
-    """A float column as text; columns of few distinct values (TIME, PERCENT_RUNNING) are
-    formatted once per value."""
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(column)
-    if len(encoded.dictionary) * 4 < len(column):
-        values = encoded.dictionary.to_numpy(zero_copy_only=False).astype(np.float64)
-        return _float_text(values, whole_as_int).take(encoded.indices)
-    return _float_text(column.to_numpy(zero_copy_only=False).astype(np.float64), whole_as_int)
-
-
 # runs of columns written as one piece: few distinct combinations each (per event, per interval,
 # per CPU or box, per event again), so each combination is formatted once; then SAMPLE_VALUE
 _SEGMENTS = (

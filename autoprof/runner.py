@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autoprof import attach, outcome, outdir
 from autoprof.catalog.model import Event
+from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.journal import Entry, Journal, finished
 from autoprof.options import ProfileOptions
@@ -185,7 +186,7 @@ class Runner:
             events=[
                 EventRef(e.name, e.pmu, e.spec, attach.label(e.label, self.options)) for e in events
             ],
-            start=outdir.now(),
+            start=now_iso(),
         )
         started = time.monotonic()
         with (folder / outdir.STDOUT).open("wb") as out, (folder / outdir.STDERR).open("wb") as err:
@@ -214,14 +215,14 @@ class Runner:
                 record.perf_exit = stop_group(proc)
                 record.status = outdir.RUN_INTERRUPTED
                 record.error = f"interrupted by {stop.name}"
-                record.end, record.elapsed_s = outdir.now(), round(time.monotonic() - started, 6)
+                record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
                 outdir.write_run_record(folder, record)
                 raise
             except BaseException:  # e.g. a queue job's timeout raised in this process
                 with self.stopper.deferred():
                     stop_group(proc)
                 raise
-        record.end, record.elapsed_s = outdir.now(), round(time.monotonic() - started, 6)
+        record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
         record.perf_exit = code
         stderr = (folder / outdir.STDERR).read_text(errors="replace")
         if record.status:

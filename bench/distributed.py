@@ -26,7 +26,7 @@ from autoprof.catalog import host
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 from autoprof.queue import connection, jobs
 from autoprof.queue.spec import JobSpec
-from tests.queue_helpers import WorkerProcess, claim, wait_ready
+from autoprof.testing.workers import WorkerProcess, claim, wait_ready
 
 
 def submit(conn, spec: JobSpec, split: int) -> list[str]:

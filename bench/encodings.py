@@ -4,7 +4,7 @@
 
 For SKX, ICX, SPR, ADL, SKL and GLM the reference is the JSON Linux ships
 (`../shared/perf-encodings/`); for every other platform it is rebuilt from perfmon by
-create_perf_json.py's rules (tests/perf_reference.py). Both are turned into terms by
+create_perf_json.py's rules (autoprof/testing/perf_reference.py). Both are turned into terms by
 jevents.py's rules and compared term by term. Prints the equal strings, the differences
 justified by the kernel's formats (see perf_reference.justification), the unexplained ones
 (target 0) and the reference events autoprof lacks.
@@ -16,11 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from autoprof.catalog import intel
+from autoprof.testing import perf_reference
 
-from autoprof.catalog import intel  # noqa: E402
-from tests import perf_reference  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SHIPPED = perf_reference.SHIPPED
 

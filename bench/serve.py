@@ -13,7 +13,7 @@ Targets (issue 13): runs list < 300 ms, run open < 2 s. Median of 5 (the first, 
 
 The 10,000 runs are copies of one uploaded run (run, part and tag rows inserted in bulk, no
 measurements: the list never reads them); the 1 M-row run is a real upload of a synthetic
-out/ folder (tests/synthetic_out.py).
+out/ folder (autoprof/testing/synthetic_out.py).
 """
 
 from __future__ import annotations
@@ -28,14 +28,11 @@ import uuid
 from pathlib import Path
 
 from sqlalchemy import insert, select
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
 from starlette.testclient import TestClient
-from synthetic_out import EVENTS, make_out
 
 from autoprof.store import engine, upload
 from autoprof.store.models import Run, RunPart, Tag
+from autoprof.testing.synthetic_out import EVENTS, make_out
 from autoprof.web.app import Settings, create_app
 
 CPUS = 4

@@ -13,7 +13,6 @@ Target (issue 5): PostgreSQL insert >= 200,000 rows/s on the 2-core development 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 import uuid
@@ -23,13 +22,10 @@ import psycopg
 from psycopg import sql
 from sqlalchemy import select
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from synthetic_out import EVENTS, make_out
-
 from autoprof import outdir, results
 from autoprof.store import engine, queries, upload
 from autoprof.store.models import RunPart
+from autoprof.testing.synthetic_out import EVENTS, make_out
 
 PER_INTERVAL = sum(2 if e[3] else 1 for e in EVENTS)  # rows per interval with 2 CPUs
 

@@ -4,6 +4,11 @@ and skips (saying why) when either is absent.
 PostgreSQL tests create a randomly named database through the `postgres` maintenance database
 and drop it afterwards; they skip when no server answers at $AUTOPROF_TEST_PG
 (default postgresql://postgres@127.0.0.1:5432/postgres).
+
+`cli_run` runs a command in this process (as asv's tests do): most commands end in
+milliseconds, while a fresh interpreter costs a second of imports. A test whose point is a real
+process (profile, signals, workers, pipes) starts one itself. Tests that use the `writes`
+fixture profile for real, so they are marked slow here (`make test-fast` leaves them out).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -19,6 +25,7 @@ import pytest
 from psycopg import sql
 
 from autoprof.examples import build_writes, slot_addresses
+from autoprof.testing.cli import CliResult, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -85,3 +92,16 @@ def writes(tmp_path_factory) -> Path:
     if "<not supported>" in probe.stderr or probe.returncode != 0:
         pytest.skip(f"hardware breakpoints unavailable here: {probe.stderr.strip()[:200]}")
     return binary
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses `writes` profiles it with perf: slow, whatever file it is in."""
+    for item in items:
+        if "writes" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def cli_run() -> Callable[..., CliResult]:
+    """`cli_run("schedule", "--cpu", "SKX")` -> CliResult (returncode, stdout, stderr)."""
+    return invoke

@@ -139,6 +139,7 @@ def aggregated(profile) -> aggregate.Aggregation:
     return aggregate.aggregate(profile)
 
 
+@pytest.mark.slow  # aggregates a real profile of the test program
 def test_breakpoint_totals_equal_the_known_counts(aggregated, program):
     _, base = program
     frame = aggregated.frame
@@ -151,6 +152,7 @@ def test_breakpoint_totals_equal_the_known_counts(aggregated, program):
             assert totals[(f"mem:{base + 64 * i:#x}:w", 2, repeat)] == expected(i)
 
 
+@pytest.mark.slow  # aggregates a real profile of the test program
 def test_rows_follow_the_results_contract(aggregated):
     frame = aggregated.frame
     assert list(frame.columns) == results.COLUMNS
@@ -166,6 +168,7 @@ def test_rows_follow_the_results_contract(aggregated):
     assert 4 not in set(frame["RUN"])  # the interrupted run is not a result
 
 
+@pytest.mark.slow  # aggregates a real profile of the test program
 def test_idle_intervals_and_unsupported_events_are_reported(aggregated, program):
     _, base = program
     events = aggregated.report["events"]
@@ -180,6 +183,7 @@ def test_idle_intervals_and_unsupported_events_are_reported(aggregated, program)
     assert events["multiplexed"] == []
 
 
+@pytest.mark.slow  # aggregates a real profile of the test program
 def test_failed_missing_and_broken_runs_are_reported(aggregated):
     report = aggregated.report
     runs = report["runs"]
@@ -201,6 +205,7 @@ def test_failed_missing_and_broken_runs_are_reported(aggregated):
     assert faults["RUN"].eq(3).all() and faults["SAMPLE_VALUE"].sum() > 0
 
 
+@pytest.mark.slow  # aggregates a real profile of the test program
 def test_cli_writes_results_and_report(profile, tmp_path):
     target = tmp_path / "r.csv"
     proc = subprocess.run(
@@ -215,12 +220,8 @@ def test_cli_writes_results_and_report(profile, tmp_path):
     assert written["STATUS"].isin(results.STATUSES).all()
 
 
-def test_cli_refuses_a_folder_that_is_not_a_profile(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "aggregate", str(tmp_path)],
-        capture_output=True,
-        text=True,
-    )
+def test_cli_refuses_a_folder_that_is_not_a_profile(tmp_path, cli_run):
+    proc = cli_run("aggregate", tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"autoprof: error: {tmp_path} is not a profile folder (no manifest.json, no runs/)"

@@ -15,6 +15,7 @@ import pytest
 from autoprof import aggregate, outdir, results
 from autoprof.catalog import host
 from autoprof.perf import stat_csv
+from autoprof.testing.cli import invoke
 
 DATA = Path(__file__).parent / "data" / "perf61"
 
@@ -53,12 +54,6 @@ def _interval(perf_csv: bytes) -> bool:
         return stat_csv.parse(perf_csv).interval
     except stat_csv.StatCsvError:
         return False
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autoprof", *map(str, args)], capture_output=True, text=True
-    )
 
 
 # item 6: an expected event with no row is "not counted", always
@@ -124,7 +119,7 @@ def test_every_run_failed_exits_non_zero_with_one_line(tmp_path):
     header_only = (DATA / "enospc.csv").read_bytes()
     runs = [([ref("task-clock")], header_only, outdir.RUN_PERF_FAILED)] * 2
     out = make_profile(tmp_path / "out", runs)
-    proc = cli("aggregate", out)
+    proc = invoke("aggregate", out)
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
         f"autoprof: error: nothing usable in {out}: 0 of 2 runs ok, 2 failed, "
@@ -138,7 +133,7 @@ def test_every_run_failed_exits_non_zero_with_one_line(tmp_path):
 def test_no_run_finished_exits_non_zero(tmp_path):
     out = make_profile(tmp_path / "out", [], extra_planned=6)
     (out / outdir.RUNS).mkdir()
-    proc = cli("aggregate", out)
+    proc = invoke("aggregate", out)
     assert proc.returncode != 0
     assert "0 of 6 runs ok, 6 missing" in proc.stderr
 
@@ -146,7 +141,7 @@ def test_no_run_finished_exits_non_zero(tmp_path):
 def test_only_broken_files_exits_non_zero(tmp_path):
     runs = [([ref("task-clock")], b"\x00\xffnot perf at all\n", outdir.RUN_OK)]
     out = make_profile(tmp_path / "out", runs)
-    proc = cli("aggregate", out)
+    proc = invoke("aggregate", out)
     assert proc.returncode != 0
     assert "1 broken files" in proc.stderr
 
@@ -156,6 +151,7 @@ def _whole_lines(data: bytes) -> int:
     return sum(1 for x in lines if x.strip() and not x.lstrip().startswith(b"#"))
 
 
+@pytest.mark.slow  # parses every prefix of the file: thousands of parses
 @pytest.mark.parametrize("name", ["interval_idle.csv", "interval_percpu.csv", "totals.csv"])
 def test_a_cut_last_line_never_costs_the_whole_lines(name):
     data = (DATA / name).read_bytes()
@@ -176,7 +172,7 @@ def test_cli_keeps_the_good_lines_of_a_cut_file(tmp_path):
     events = [ref("mem:0x406000:w", "breakpoint"), ref("task-clock"), ref("msr/tsc/", "msr")]
     events.append(ref("instructions", "cpu"))
     out = make_profile(tmp_path / "out", [(events, cut, outdir.RUN_OK)])
-    proc = cli("aggregate", out)
+    proc = invoke("aggregate", out)
     assert proc.returncode == 0, proc.stderr
     frame = results.read_csv(out / outdir.RESULTS)
     assert len(frame) == 3  # the counted lines of the first interval (instructions: no value)
@@ -189,8 +185,8 @@ def test_cli_keeps_the_good_lines_of_a_cut_file(tmp_path):
 def test_upload_refuses_a_profile_whose_runs_all_failed(tmp_path):
     header_only = (DATA / "enospc.csv").read_bytes()
     out = make_profile(tmp_path / "out", [([ref("task-clock")], header_only, "perf-failed")])
-    assert cli("aggregate", out).returncode != 0
-    proc = cli("upload", out, "--store", tmp_path / "store.db")
+    assert invoke("aggregate", out).returncode != 0
+    proc = invoke("upload", out, "--store", tmp_path / "store.db")
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines()[0] == (
         f"autoprof: error: {out}: nothing to upload: 0 of 1 runs ok, 1 failed, "
@@ -208,15 +204,17 @@ def lscpu() -> dict[int, tuple[int, int, int]]:
     return {int(r[0]): (int(r[1]), int(r[2]), int(r[3] or 0)) for r in rows}
 
 
+@pytest.mark.slow  # a real system-wide profile
 def test_system_wide_profile_fills_socket_core_node_from_sysfs(tmp_path):
     if shutil.which("lscpu") is None or shutil.which("perf") is None:
         pytest.skip("lscpu or perf not found")
     out = tmp_path / "out"
-    run = cli("profile", "-a", "-e", "task-clock", "-o", out, "--", "sleep", "0.25")
+    argv = [sys.executable, "-m", "autoprof", "profile", "-a", "-e", "task-clock", "-o", str(out)]
+    run = subprocess.run([*argv, "--", "sleep", "0.25"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     manifest = outdir.read_manifest(out)
     assert manifest.machine.topology == host.topology()
-    assert cli("aggregate", out).returncode == 0
+    assert invoke("aggregate", out).returncode == 0
     frame = results.read_csv(out / outdir.RESULTS)
     assert frame["CPU"].notna().all() and frame["SOCKET"].notna().all()
     truth = lscpu()
@@ -251,9 +249,9 @@ def test_exact_only_keeps_rows_counted_all_the_time(tmp_path):
     events = [ref("task-clock"), ref("context-switches"), ref("sched:sched_switch", "tracepoint")]
     events += [ref("msr/tsc/", "msr"), ref("instructions", "cpu")]
     out = make_profile(tmp_path / "out", [(events, "".join(lines).encode(), outdir.RUN_OK)])
-    assert cli("aggregate", out).returncode == 0
+    assert invoke("aggregate", out).returncode == 0
     every = results.read_csv(out / outdir.RESULTS)
-    assert cli("aggregate", out, "--exact-only").returncode == 0
+    assert invoke("aggregate", out, "--exact-only").returncode == 0
     exact = results.read_csv(out / outdir.RESULTS)
     assert len(every) == len(exact) + 1
     assert set(exact["STATUS"]) == {results.STATUS_OK}

@@ -200,7 +200,9 @@ def test_event_detail_plots_against_real_seconds(real, tmp_path):
         last = a.frame.loc[
             (a.frame["RUN"] == record.run) & (a.frame["REPEAT"] == record.repeat), "TIME"
         ].max()
-        assert 0.3 * record.elapsed_s < last <= record.elapsed_s  # seconds of this very run
+        # seconds of this very run: at least one 10 ms interval, at most the run's wall time (no
+        # share of the wall time: a loaded machine stretches perf's start-up, not the counting)
+        assert 0.01 <= last <= record.elapsed_s
     # msec of CPU per second of each interval's real length: rate x length gives back perf's
     # count, and one single-threaded process runs at most ~1000 msec/s (perf reads the counters
     # a little after each timestamp: margin). A loaded machine lowers the rate, never raises it.

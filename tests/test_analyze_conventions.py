@@ -37,6 +37,7 @@ def script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # every calling form, each a fresh interpreter
 def test_autoperf_calling_forms(autoperf_out):
     """autoperf documents `correlation.py ./out`, `stats.py ./out` and `event_detail.py
     --resultdir ./out --features AVG.EVENT ...`."""
@@ -114,14 +115,10 @@ def test_folder_without_results_says_what_to_do(tmp_path):
     assert data.results_path(tmp_path / "x.csv") == tmp_path / "x.csv"
 
 
-def test_compare_takes_two_profile_folders(autoperf_out, tmp_path):
+def test_compare_takes_two_profile_folders(autoperf_out, tmp_path, cli_run):
     other = tmp_path / "other"
     shutil.copytree(autoperf_out, other)
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "analyze", "compare", str(autoperf_out), str(other)],
-        capture_output=True,
-        text=True,
-    )
+    proc = cli_run("analyze", "compare", autoperf_out, other)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(autoperf_out / "analysis" / "compare.csv")
     assert not table["significant"].any()  # the same results on both sides

@@ -18,6 +18,7 @@ from autoprof import attach, outdir
 from autoprof.errors import AutoprofError
 from autoprof.examples import slot_addresses
 from autoprof.perf.command import attach_argv, interval_count
+from autoprof.testing.cli import invoke
 
 HZ = 100  # ticks a second; slot i is written i+1 times a tick
 
@@ -122,6 +123,7 @@ def test_early_exit_reports_missing_runs_and_resume_finishes(ticker, writes, tmp
     assert (seen.max() - seen.min()) / seen.median() < 0.05, seen
 
 
+@pytest.mark.slow  # a real system-wide profile
 def test_system_wide_profile_without_a_command(tmp_path):
     out = tmp_path / "out"
     run = autoprof("profile", "-a", "--duration", "0.3", "-e", "task-clock", "-o", str(out))
@@ -179,7 +181,7 @@ def test_attach_argv_and_option_checks():
         ([], "nothing to profile"),
         (["-p", "999999999", "--duration", "1", "-e", "task-clock"], "no running process"),
     ]:
-        run = autoprof("profile", *args)
+        run = invoke("profile", *args)  # refused before perf starts: in-process
         assert run.returncode != 0 and message in run.stderr, (args, run.stderr)
 
 

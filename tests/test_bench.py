@@ -109,6 +109,7 @@ def test_too_many_events_are_refused_with_the_runs_needed(writes):
     assert "need 3 runs" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # a real benchmark run under perf
 @needs_perf
 def test_failing_command_is_one_line(tmp_path):
     proc = autoprof("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "exit 3")
@@ -136,6 +137,7 @@ def _catalog():
     return build_catalog()
 
 
+@pytest.mark.slow  # a real benchmark, uploaded
 @needs_perf
 def test_benchmark_folder_is_uploaded_as_a_bench_run(tmp_path):
     out = tmp_path / "bench"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -94,7 +93,7 @@ def test_malformed_and_missing_json(intel_dir, tmp_path):
         intel.load(wrong, "SKL")
 
 
-def test_cli_errors_are_one_line(intel_dir, tmp_path):
+def test_cli_errors_are_one_line(intel_dir, tmp_path, cli_run):
     broken = _one_platform_copy(intel_dir, tmp_path, "not json")
     cases = [
         ["schedule", "--events-dir", str(intel_dir), "--cpu", "GenuineIntel-6-99-1"],
@@ -103,9 +102,7 @@ def test_cli_errors_are_one_line(intel_dir, tmp_path):
         ["schedule", "--events-dir", str(tmp_path / "nowhere")],
     ]
     for args in cases:
-        proc = subprocess.run(
-            [sys.executable, "-m", "autoprof", *args], capture_output=True, text=True
-        )
+        proc = cli_run(*args)
         assert proc.returncode == 2, args
         assert proc.stderr.startswith("autoprof: error: ") and proc.stderr.count("\n") == 1
         assert "Traceback" not in proc.stderr

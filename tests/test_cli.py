@@ -16,7 +16,7 @@ import pytest
 from autoprof import __version__
 from autoprof.catalog import host
 from autoprof.commands import COMMANDS, common
-from tests.synthetic_out import make_out
+from autoprof.testing.synthetic_out import make_out
 
 # libraries a command imports inside its functions, never at the top of its module (#11)
 HEAVY = (
@@ -56,30 +56,58 @@ def heavy_imported(code: str) -> list[str]:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-def test_version():
-    proc = run("--version")
+def test_version(cli_run):
+    proc = cli_run("--version")
     assert proc.returncode == 0
     assert __version__ in proc.stdout
 
 
-def test_unknown_command_is_an_error():
-    proc = run("no-such-command")
-    assert proc.returncode != 0
+def usage_error_line(proc) -> str:
+    """click's form of the contract for a malformed command line: status 2, usage, one
+    `Error:` line last, no traceback."""
+    assert proc.returncode == 2, proc.stdout
     assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("Usage: autoprof ") and lines[-1].startswith("Error: "), proc.stderr
+    assert len([line for line in lines if line.startswith("Error")]) == 1, proc.stderr
+    return lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["no-such-command"], "No such command 'no-such-command'"),
+        (["schedule", "--no-such-option"], "--no-such-option"),
+        (["profile", "--interval", "many", "--", "true"], "'many' is not a valid integer"),
+    ],
+)
+def test_a_malformed_command_line_is_a_usage_error(args, says, cli_run):
+    assert says in usage_error_line(cli_run(*args))
 
 
 def test_importing_the_cli_imports_no_heavy_library():
     assert heavy_imported("import autoprof.cli") == []
 
 
-@pytest.mark.parametrize("args", [[], *([name] for name in COMMANDS)], ids=["-", *COMMANDS])
-def test_help_imports_no_heavy_library(args):
-    """`autoprof --help` imports every command's module; `autoprof COMMAND --help` its own."""
-    code = (
-        "from autoprof.cli import cli\n"
-        f"assert cli.main(args={[*args, '--help']!r}, standalone_mode=False) == 0"
-    )
-    assert heavy_imported(code) == []
+def test_help_imports_no_heavy_library():
+    """`autoprof --help` and every `autoprof COMMAND --help`, one after the other in one fresh
+    interpreter: the first help that loads a HEAVY library is the one named (imports only
+    accumulate, so each is seen where it first happens)."""
+    code = f"""
+import contextlib, io, json, sys
+from autoprof.cli import cli
+first = {{}}
+for args in [[], *([name] for name in {list(COMMANDS)!r})]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.main(args=[*args, "--help"], standalone_mode=False) == 0
+    for name in {HEAVY!r}:
+        if name in sys.modules:
+            first.setdefault(name, " ".join(["autoprof", *args, "--help"]))
+print(json.dumps(first))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {}
 
 
 def test_help_names_the_catalog_variable():
@@ -110,16 +138,37 @@ def one_error_line(proc: subprocess.CompletedProcess) -> str:
         (["worker", "--redis", "redis://127.0.0.1:1/0"], "--allow"),
     ],
 )
-def test_bad_input_is_one_error_line(args, says, tmp_path):
-    assert says in one_error_line(run(*args, cwd=tmp_path))
+def test_bad_input_is_one_error_line(args, says, tmp_path, cli_run):
+    assert says in one_error_line(cli_run(*args, cwd=tmp_path))
 
 
-def test_events_show_takes_what_profile_takes():
+def test_a_malformed_catalog_is_one_error_line(tmp_path, cli_run):
+    (tmp_path / "mapfile.csv").write_text("not,a\nperfmon,mapfile\n")
+    line = one_error_line(cli_run("schedule", "--events-dir", tmp_path, "--cpu", "SKX"))
+    assert f"malformed {tmp_path / 'mapfile.csv'}" in line
+
+
+def test_a_broken_results_file_is_one_error_line(tmp_path, cli_run):
+    broken = tmp_path / "results.csv"
+    broken.write_bytes(b'EVENT_NAME,SAMPLE_VALUE\n\x00\xff,"unclosed\n')
+    line = one_error_line(cli_run("analyze", "stats", broken, "-o", tmp_path))
+    assert f"{broken}: not a readable results.csv" in line
+
+
+def test_perf_missing_from_path_is_one_error_line(tmp_path, cli_run):
+    """No perf on $PATH: the profile stops before it starts, saying what to install."""
+    proc = cli_run("profile", "-e", "task-clock", "-o", tmp_path / "out", "--", "true",
+                   env={"PATH": str(tmp_path)})  # fmt: skip
+    assert "perf is not installed" in one_error_line(proc)
+    assert not (tmp_path / "out").exists()
+
+
+def test_events_show_takes_what_profile_takes(cli_run):
     """`profile -e syscalls:sys_enter_write` measures it, so `events show` describes it (it used
     to say "unknown event" unless --tracepoints was given)."""
     if "syscalls:sys_enter_write" not in host.tracepoints():
         pytest.skip("this machine has no syscalls:sys_enter_write tracepoint (tracefs)")
-    shown = run("events", "show", "syscalls:sys_enter_write")
+    shown = cli_run("events", "show", "syscalls:sys_enter_write")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("syscalls:sys_enter_write  [tracepoint]")
 
@@ -127,9 +176,9 @@ def test_events_show_takes_what_profile_takes():
 # --- output meant for pipes (#17 item 12) -------------------------------------------------------
 
 
-def test_piped_output_is_not_wrapped(intel_dir):
+def test_piped_output_is_not_wrapped(intel_dir, cli_run):
     """rich assumes 80 columns where stdout is no terminal; the summary line is longer."""
-    proc = run("schedule", "--events-dir", intel_dir, "--cpu", "SKX")
+    proc = cli_run("schedule", "--events-dir", intel_dir, "--cpu", "SKX")
     assert proc.returncode == 0, proc.stderr
     [summary] = [line for line in proc.stdout.splitlines() if " events in " in line]
     assert len(summary) > 80 and summary.endswith(" ms")
@@ -152,15 +201,16 @@ def test_next_hint_is_one_shell_quoted_line(tmp_path):
 
 
 @pytest.fixture
-def stored_run(tmp_path) -> tuple[str, str]:
+def stored_run(tmp_path, cli_run) -> tuple[str, str]:
     """(store, run id) of a stored synthetic profile whose results.csv is about 1 MB."""
     out = make_out(tmp_path / "out", intervals=200)
     store = str(tmp_path / "store.db")
-    assert run("upload", out, "--store", store).returncode == 0
-    listed = run("runs", "list", "--store", store).stdout.splitlines()
+    assert cli_run("upload", out, "--store", store).returncode == 0
+    listed = cli_run("runs", "list", "--store", store).stdout.splitlines()
     return store, listed[1].split()[0]
 
 
+@pytest.mark.slow  # a real process, a real pipe
 def test_closed_pipe_ends_quietly(stored_run):
     store, run_id = stored_run
     autoprof = shlex.join([sys.executable, "-m", "autoprof"])
@@ -173,7 +223,8 @@ def test_closed_pipe_ends_quietly(stored_run):
     assert proc.returncode == 0
 
 
-def test_ctrl_c_exits_130_without_a_traceback(stored_run):
+@pytest.mark.slow  # a real process, a real SIGINT
+def test_ctrl_c_exits_130_without_a_traceback(stored_run, cli_run):
     """Ctrl-C at `runs delete`'s confirmation prompt, sent as SIGINT to the real process."""
     store, run_id = stored_run
     argv = [sys.executable, "-m", "autoprof", "runs", "delete", run_id, "--store", store]
@@ -185,4 +236,4 @@ def test_ctrl_c_exits_130_without_a_traceback(stored_run):
         _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert stderr.decode().strip() == "autoprof: interrupted"
-    assert run_id in run("runs", "list", "--store", store).stdout  # nothing was deleted
+    assert run_id in cli_run("runs", "list", "--store", store).stdout  # nothing was deleted

@@ -1,7 +1,7 @@
 """autoprof's event strings against perf's own encoding of the same perfmon data.
 
 `../shared/perf-encodings/<platform>/` holds the JSON Linux ships (create_perf_json.py's
-output); `tests/perf_reference.py` rebuilds perf's strings from it by jevents.py's rules.
+output); `autoprof/testing/perf_reference.py` rebuilds perf's strings from it by jevents.py's rules.
 Every event must give the same terms (labels `name=`/`period=` aside), or differ for one of the
 reasons `perf_reference.justification` lists, where the kernel's format wins over the converter.
 """
@@ -19,7 +19,7 @@ import pytest
 from autoprof.catalog import encoding, intel
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
-from tests import perf_reference
+from autoprof.testing import perf_reference
 from tests.conftest import SHARED
 
 ENCODINGS = SHARED / "perf-encodings"

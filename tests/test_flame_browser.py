@@ -28,6 +28,7 @@ FLAGS = [
     "--disable-sync",
 ]
 WIDTH = 1000
+pytestmark = pytest.mark.slow  # a real browser
 
 
 @pytest.fixture(scope="module")

@@ -5,22 +5,18 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from autoprof.testing.cli import CliResult, invoke
 
 DATA = Path(__file__).parent / "data"
 INLINE = DATA / "perf61-dwarf-inline.script"
 TWO_EVENTS = DATA / "perf61-dd-two-events.script"
 
 
-def autoprof(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autoprof", *args], capture_output=True, text=True)
-
-
-def one_error_line(proc: subprocess.CompletedProcess) -> str:
+def one_error_line(proc: CliResult) -> str:
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -29,14 +25,14 @@ def one_error_line(proc: subprocess.CompletedProcess) -> str:
 
 
 def test_folded_output_of_gzip_input_matches_stackcollapse(samples_dir: Path):
-    proc = autoprof("flamegraph", str(samples_dir / "example-perf-stacks.txt.gz"), "--folded")
+    proc = invoke("flamegraph", str(samples_dir / "example-perf-stacks.txt.gz"), "--folded")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (samples_dir / "example-perf-stacks.folded").read_text()
 
 
 def test_svg_and_speedscope(tmp_path: Path):
     svg, ss = tmp_path / "f.svg", tmp_path / "f.json"
-    proc = autoprof(
+    proc = invoke(
         "flamegraph", str(INLINE), "-o", str(svg), "--speedscope", str(ss),
         "--title", "a <title> & more", "--width", "800", "--inverted",
     )  # fmt: skip
@@ -63,9 +59,7 @@ def test_minwidth_drops_narrow_frames(tmp_path: Path):
     for minwidth in ("0.1", "30%"):
         out = tmp_path / f"{minwidth}.svg"
         assert (
-            autoprof(
-                "flamegraph", str(TWO_EVENTS), "--minwidth", minwidth, "-o", str(out)
-            ).returncode
+            invoke("flamegraph", str(TWO_EVENTS), "--minwidth", minwidth, "-o", str(out)).returncode
             == 0
         )
         counts[minwidth] = out.read_text().count('<g class="f"')
@@ -73,7 +67,7 @@ def test_minwidth_drops_narrow_frames(tmp_path: Path):
 
 
 def test_pid_tid_and_event_options():
-    proc = autoprof("flamegraph", str(TWO_EVENTS), "--folded", "--tid", "--event", "page-faults")
+    proc = invoke("flamegraph", str(TWO_EVENTS), "--folded", "--tid", "--event", "page-faults")
     assert proc.returncode == 0, proc.stderr
     header = next(line for line in TWO_EVENTS.read_text().splitlines() if "page-faults" in line)
     pid, tid = re.match(r"dd (\d+)/(\d+) ", header).groups()
@@ -84,8 +78,8 @@ def test_pid_tid_and_event_options():
 
 
 def test_no_kernel_on_perf_input():
-    with_kernel = autoprof("flamegraph", str(TWO_EVENTS), "--folded").stdout
-    without = autoprof("flamegraph", str(TWO_EVENTS), "--folded", "--no-kernel").stdout
+    with_kernel = invoke("flamegraph", str(TWO_EVENTS), "--folded").stdout
+    without = invoke("flamegraph", str(TWO_EVENTS), "--folded", "--no-kernel").stdout
     assert "do_syscall_64" in with_kernel and "do_syscall_64" not in without
 
 
@@ -93,7 +87,7 @@ def test_truncated_gzip_keeps_what_was_read(tmp_path: Path):
     cut = tmp_path / "cut.script.gz"
     whole = gzip.compress(INLINE.read_bytes())
     cut.write_bytes(whole[: len(whole) * 2 // 3])
-    proc = autoprof("flamegraph", str(cut), "--folded")
+    proc = invoke("flamegraph", str(cut), "--folded")
     assert proc.returncode == 0, proc.stderr
     assert "note:" in proc.stderr and proc.stdout
 
@@ -112,11 +106,11 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, content: bytes, message: st
     path.write_bytes(content)
     if content.startswith(b"PERFILE2") and not Path("/usr/bin/perf").exists():
         pytest.skip("perf is needed to read a perf.data")
-    assert message in one_error_line(autoprof("flamegraph", str(path), "-o", str(tmp_path / "o")))
+    assert message in one_error_line(invoke("flamegraph", str(path), "-o", str(tmp_path / "o")))
     assert not (tmp_path / "o").exists()
 
 
 def test_wrong_number_of_inputs_and_options_for_folded(samples_dir: Path):
-    assert "two inputs" in one_error_line(autoprof("flamegraph", "--diff", str(INLINE)))
+    assert "two inputs" in one_error_line(invoke("flamegraph", "--diff", str(INLINE)))
     folded = str(samples_dir / "perf61-fib.folded")
-    assert "--pid needs perf input" in one_error_line(autoprof("flamegraph", folded, "--pid"))
+    assert "--pid needs perf input" in one_error_line(invoke("flamegraph", folded, "--pid"))

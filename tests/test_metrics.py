@@ -250,6 +250,7 @@ def random_inputs():
     return metrics, names
 
 
+@pytest.mark.slow  # every metric of two large catalogs, hypothesis counts
 @settings(max_examples=30, deadline=None)
 @given(
     counts=st.lists(st.integers(0, 10**13), min_size=64, max_size=64),

@@ -18,14 +18,9 @@ from autoprof.metrics.events import TOPDOWN
 from autoprof.metrics.plan import groups, metric_needs, plan_metrics, smt_constants
 from autoprof.schedule.cosched import fit
 from autoprof.schedule.plan import run_problems
+from autoprof.testing.cli import invoke
 
 N = 2000
-
-
-def autoprof(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autoprof", *args], capture_output=True, text=True, timeout=300
-    )
 
 
 def _metrics_file(tmp_path, addresses):
@@ -55,20 +50,21 @@ def test_profile_metrics_end_to_end(writes, tmp_path):
     from autoprof.examples import slot_addresses
 
     mine = _metrics_file(tmp_path, slot_addresses(writes))
-    planned = autoprof("schedule", "--metrics-file", str(mine), "--metrics", "all")
+    planned = invoke("schedule", "--metrics-file", str(mine), "--metrics", "all")
     assert planned.returncode == 0, planned.stderr
     # six breakpoints on four debug registers: 2 runs; every metric that fits one run is in
     # one: Ratio_4_0 has slot 0 counted a second time, in the run of slot 4
     assert "in 2 runs (lower bound 2)" in planned.stdout
     assert "co-scheduled (all events in one run): 6 of 7" in " ".join(planned.stdout.split())
     out = tmp_path / "out"
-    run = autoprof(
-        "profile", "--metrics-file", str(mine), "--metrics", "all", "--retries", "2",
-        "-o", str(out), "--", str(writes), str(N),
+    run = subprocess.run(  # a real profile: a real process
+        [sys.executable, "-m", "autoprof", "profile", "--metrics-file", str(mine),
+         "--metrics", "all", "--retries", "2", "-o", str(out), "--", str(writes), str(N)],
+        capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert autoprof("aggregate", str(out)).returncode == 0
-    shown = autoprof("analyze", "metrics", str(out), "--metrics-file", str(mine))
+    assert invoke("aggregate", str(out)).returncode == 0
+    shown = invoke("analyze", "metrics", str(out), "--metrics-file", str(mine))
     assert shown.returncode == 0, shown.stderr
     table = pd.read_csv(out / "analysis" / "metrics.csv").set_index("METRIC")
     # writes N: slot i is written N * (i + 1) times, counted exactly by a breakpoint
@@ -96,7 +92,7 @@ def test_profile_metrics_end_to_end(writes, tmp_path):
 
 
 def test_analyze_metrics_on_autoperf_results(intel_dir, samples_dir, tmp_path):
-    shown = autoprof(
+    shown = invoke(
         "analyze", "metrics", str(samples_dir / "autoperf-results.csv"), "--cpu", "SKX",
         "--events-dir", str(intel_dir), "-o", str(tmp_path),
     )  # fmt: skip
@@ -115,12 +111,10 @@ def test_analyze_metrics_on_autoperf_results(intel_dir, samples_dir, tmp_path):
 def test_analyze_metrics_errors_are_one_line(tmp_path):
     broken = tmp_path / "results.csv"
     broken.write_text("not,a,results,file\n1,2,3,4\n")
-    shown = autoprof("analyze", "metrics", str(broken), "--metrics-file", "software")
+    shown = invoke("analyze", "metrics", str(broken), "--metrics-file", "software")
     assert shown.returncode != 0 and "Traceback" not in shown.stderr
     assert shown.stderr.startswith("autoprof: error:")
-    bad_set = autoprof(
-        "analyze", "metrics", str(broken), "--metrics-file", "software", "--set", "X"
-    )
+    bad_set = invoke("analyze", "metrics", str(broken), "--metrics-file", "software", "--set", "X")
     assert bad_set.returncode != 0 and "expected NAME=VALUE" in bad_set.stderr
 
 
@@ -129,7 +123,7 @@ def test_profile_metrics_dry_run_for_skx(intel_dir, tmp_path):
     with their terms, perf's own TSC and energy events, CHA filters."""
     words = ["ICache_Misses", "Info_System_Power", "cpu_utilization"]
     args = [f"--metrics={w}" for w in words]
-    shown = autoprof(
+    shown = invoke(
         "profile", "--events-dir", str(intel_dir), "--cpu", "SKX", *args, "--dry-run",
         "-o", str(tmp_path / "out"), "--", "true",
     )  # fmt: skip
@@ -141,6 +135,7 @@ def test_profile_metrics_dry_run_for_skx(intel_dir, tmp_path):
     assert "co-scheduled (all events in one run): 3 of 3" in " ".join(shown.stderr.split())
 
 
+@pytest.mark.slow  # every metric of two large catalogs, co-scheduled
 @pytest.mark.parametrize("platform", ["SKX", "SPR"])
 def test_coschedule_keeps_the_bound_and_gathers_metrics(intel_dir, platform):
     metrics = list(metric_catalog.load(intel_dir, platform).metrics.values())
@@ -190,17 +185,17 @@ def test_quoted_metric_names_come_back_from_perf(tmp_path):
 
 
 def test_metrics_list_and_show(intel_dir):
-    listed = autoprof(
+    listed = invoke(
         "metrics", "list", "--events-dir", str(intel_dir), "--cpu", "SKX", "--group", "TmaL1"
     )
     assert listed.returncode == 0, listed.stderr
     assert "SKX: 7 metrics" in listed.stdout
     for name in ("Frontend_Bound", "Bad_Speculation", "Backend_Bound", "Retiring"):
         assert name in listed.stdout
-    shown = autoprof(
+    shown = invoke(
         "metrics", "show", "--events-dir", str(intel_dir), "--cpu", "SPR", "Frontend_Bound"
     )
     assert shown.returncode == 0, shown.stderr
     assert "f = TOPDOWN.SLOTS:perf_metrics" in shown.stdout and "threshold: a > 15" in shown.stdout
-    unknown = autoprof("metrics", "show", "--events-dir", str(intel_dir), "--cpu", "SKX", "Nope")
+    unknown = invoke("metrics", "show", "--events-dir", str(intel_dir), "--cpu", "SKX", "Nope")
     assert unknown.returncode != 0 and "no metric or metric group 'Nope'" in unknown.stderr

@@ -4,21 +4,14 @@ strings, and one-line errors for malformed catalogs (item 10), through the real 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from autoprof.catalog import host, intel, perfnames
 from autoprof.schedule import schedule
+from autoprof.testing.cli import invoke
 from tests.test_encoding import _catalog_dir
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autoprof", *args], capture_output=True, text=True, timeout=300
-    )
 
 
 @pytest.fixture
@@ -76,7 +69,7 @@ def test_sysfs_alias_is_read_from_the_pmu_folder(tmp_path, intel_dir):
 def test_generic_events_plan_on_this_machine():
     """This VM has no cpu PMU in sysfs and no perfmon data for its CPU: perf's names still
     plan, on the core PMU's assumed generic counters, beside software events."""
-    proc = cli(
+    proc = invoke(
         "schedule",
         "--json",
         *("-e", "cycles", "-e", "instructions", "-e", "r01c2"),
@@ -93,7 +86,7 @@ def test_generic_events_plan_on_this_machine():
 
 
 def test_events_list_json(intel_dir):
-    proc = cli("events", "list", "--json", "--cpu", "SKX", "--events-dir", str(intel_dir))
+    proc = invoke("events", "list", "--json", "--cpu", "SKX", "--events-dir", str(intel_dir))
     assert proc.returncode == 0, proc.stderr
     listed = json.loads(proc.stdout)
     catalog = host.host_catalog(intel_dir, "SKX")
@@ -109,7 +102,7 @@ def test_events_list_json(intel_dir):
 
 def test_schedule_json_runs_with_perf_alone(intel_dir):
     """Every planned event carries the exact string perf gets; a topdown group is led by slots."""
-    proc = cli("schedule", "--json", "--cpu", "SPR", "--events-dir", str(intel_dir))
+    proc = invoke("schedule", "--json", "--cpu", "SPR", "--events-dir", str(intel_dir))
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     catalog = {e.name: e.spec for e in host.host_catalog(intel_dir, "SPR").events}
@@ -129,7 +122,7 @@ def test_malformed_catalog_is_one_line_in_the_cli(tmp_path, intel_dir, command):
         next(e for e in events if e.get("EventName") == "INST_RETIRED.ANY_P")["EventCode"] = "zz"
 
     directory = _catalog_dir(tmp_path, intel_dir, mutate)
-    proc = cli(*command, "--cpu", "SKL", "--events-dir", str(directory))
+    proc = invoke(*command, "--cpu", "SKL", "--events-dir", str(directory))
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -143,7 +136,7 @@ def test_malformed_event_name_is_one_line_in_the_cli(tmp_path, intel_dir):
         events[3]["EventName"] = 12
 
     directory = _catalog_dir(tmp_path, intel_dir, mutate)
-    proc = cli("schedule", "--cpu", "SKL", "--events-dir", str(directory))
+    proc = invoke("schedule", "--cpu", "SKL", "--events-dir", str(directory))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     path = Path(directory) / "SKL/events/skylake_core.json"
     assert proc.stderr.strip() == (

@@ -19,6 +19,7 @@ import pytest
 
 from autoprof import outdir, results
 from autoprof.catalog import host
+from autoprof.testing.cli import invoke
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
 
@@ -99,6 +100,7 @@ def perf_group(reaper: list[int], out: Path) -> int:
     return group
 
 
+@pytest.mark.slow  # a real profile, stopped by a signal or a timeout
 def test_timeout_stops_a_workload_that_ignores_sigint(tmp_path, reaper):
     out = tmp_path / "out"
     proc = start(
@@ -122,6 +124,7 @@ def test_timeout_stops_a_workload_that_ignores_sigint(tmp_path, reaper):
     assert_nothing_left(group, proc.pid)
 
 
+@pytest.mark.slow  # a real profile, stopped by a signal or a timeout
 @pytest.mark.parametrize(
     ("sig", "workload"),
     [(signal.SIGTERM, DEAFER), (signal.SIGHUP, DEAF), (signal.SIGINT, "sleep 100")],
@@ -166,6 +169,7 @@ def counting(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow  # a real profile, stopped by a signal or a timeout
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 0)])
 def test_record_a_stops_on_sigterm_and_ends_normally_on_sigint(tmp_path, reaper, sig, code):
     out = tmp_path / "rec"
@@ -183,6 +187,7 @@ def test_record_a_stops_on_sigterm_and_ends_normally_on_sigint(tmp_path, reaper,
     assert_nothing_left(perf, proc.pid)  # perf's own group, and autoprof's
 
 
+@pytest.mark.slow  # a real system-wide perf record
 def test_record_a_duration_ends_by_itself(tmp_path):
     out = tmp_path / "rec"
     started = time.monotonic()
@@ -195,6 +200,7 @@ def test_record_a_duration_ends_by_itself(tmp_path):
     assert refused.returncode == 2 and "applies to -p PID and -a" in refused.stderr
 
 
+@pytest.mark.slow  # a real profile
 def test_an_event_perf_refuses_is_not_supported_and_the_rest_counted(tmp_path):
     bare = subprocess.run(
         ["perf", "stat", "-e", "ftrace:function", "--", "true"], capture_output=True, text=True
@@ -258,7 +264,7 @@ def test_cpus_the_machine_lacks_are_refused_naming_its_cpus(tmp_path):
     last = max(int(part.split("-")[-1]) for part in online.split(","))
     wanted = f"{last + 1}-{last + 5}"
     args = ["--cpu-list", wanted, "-e", "task-clock", "-o", str(tmp_path / "o")]
-    proc = autoprof("profile", *args, "--", "true")
+    proc = invoke("profile", *args, "--", "true")  # refused before perf starts: in-process
     assert proc.returncode == 2 and not (tmp_path / "o").exists()
     assert f"this machine has CPUs {online}" in proc.stderr and proc.stderr.count("\n") == 1
 
@@ -269,10 +275,10 @@ def test_another_cpus_catalog_and_an_impossible_reserve_are_refused(intel_dir, t
         pytest.skip("this machine is a Skylake-X: --cpu SKX describes it")
     catalog = ["--events-dir", str(intel_dir), "--cpu", "SKX"]
     args = [*catalog, "-e", "INST_RETIRED.ANY", "-o", str(tmp_path / "o")]
-    proc = autoprof("profile", *args, "--", "true")
+    proc = invoke("profile", *args, "--", "true")  # refused before perf starts: in-process
     assert proc.returncode == 2 and not (tmp_path / "o").exists()
     assert f"is not this machine ({here})" in proc.stderr
-    reserve = autoprof("schedule", *catalog, "--reserve", "8")
+    reserve = invoke("schedule", *catalog, "--reserve", "8")
     assert reserve.returncode == 2
     assert "the cpu PMU has 4 generic counters, at most 3 can be reserved" in reserve.stderr
     fine = autoprof("schedule", *catalog, "--reserve", "3", "--json")

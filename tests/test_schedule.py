@@ -235,6 +235,7 @@ def tiny_catalogs(draw):
     return Catalog("tiny", {"cpu": pmu}, events)
 
 
+@pytest.mark.slow  # brute force over many hypothesis catalogs
 @settings(max_examples=150, deadline=None)
 @given(tiny_catalogs())
 def test_tiny_catalogs_need_exactly_the_brute_force_minimum(catalog):

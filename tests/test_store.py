@@ -26,8 +26,8 @@ from autoprof.cli import cli
 from autoprof.examples import expected_writes, slot_addresses
 from autoprof.store import engine
 from autoprof.store.models import Base
+from autoprof.testing.synthetic_out import make_out
 from tests.conftest import SECRET, admin_connection
-from tests.synthetic_out import make_out
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from autoprof import urls, xdg
 from autoprof.errors import AutoprofError
 from autoprof.store import url
 
@@ -23,12 +24,12 @@ from autoprof.store import url
     ],
 )
 def test_mask_hides_every_password(text, shown):
-    assert url.mask(text) == shown
+    assert urls.mask(text) == shown
 
 
 def test_scrub_removes_the_password_from_driver_text():
     message = 'password authentication failed for user "bob" (password p@ss/w)'
-    scrubbed = url.scrub(message, "postgresql://bob:p%40ss%2Fw@db/prof")
+    scrubbed = urls.scrub(message, "postgresql://bob:p%40ss%2Fw@db/prof")
     assert "p@ss/w" not in scrubbed and "***" in scrubbed
 
 
@@ -53,6 +54,15 @@ def test_resolve_prefers_option_then_environment_then_xdg(monkeypatch, tmp_path)
     assert url.resolve("mine.db") == "mine.db"
     monkeypatch.delenv("XDG_DATA_HOME")
     assert url.default_path() == Path.home() / ".local/share/autoprof/results.db"
+
+
+@pytest.mark.parametrize("value", ["", "relative/dir"])
+def test_an_empty_or_relative_xdg_variable_counts_as_unset(monkeypatch, value):
+    """The XDG spec: such a value is invalid and must be ignored."""
+    monkeypatch.setenv("XDG_CACHE_HOME", value)
+    monkeypatch.setenv("XDG_DATA_HOME", value)
+    assert xdg.cache_dir() == Path.home() / ".cache" / "autoprof"
+    assert xdg.data_dir() == Path.home() / ".local" / "share" / "autoprof"
 
 
 @pytest.mark.parametrize(

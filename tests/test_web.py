@@ -11,7 +11,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,11 +21,11 @@ from starlette.testclient import TestClient
 from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
 from autoprof.store import engine, queries, upload
+from autoprof.testing.synthetic_out import EVENTS, make_out
 from autoprof.web import views
 from autoprof.web.app import TOKEN_HEADER, Settings, create_app
 from autoprof.web.downsample import lttb
 from autoprof.web.live import Tail
-from tests.synthetic_out import EVENTS, make_out
 
 TOKEN = "t" * 24
 XSS = "<script>window.pwned=1</script>"
@@ -187,6 +186,7 @@ def test_lttb_keeps_ends_and_spikes():
     assert 5 not in lttb(x[:100], y[:100], 500)
 
 
+@pytest.mark.slow  # real perf stat, read while it writes
 def test_live_tail_sees_intervals_within_a_second(tmp_path):
     """perf stat -I writes each interval as it ends: the live view's Tail reads it well within
     the second the page promises (the page polls every 0.2 s on top)."""
@@ -210,8 +210,9 @@ def test_live_tail_sees_intervals_within_a_second(tmp_path):
     assert {p["event"] for p in tail.points} == {"task-clock"}
 
 
+@pytest.mark.slow  # a real RQ worker runs the job
 def test_jobs_go_to_rq_when_redis_is_set(stored, tmp_path):
-    from tests.queue_helpers import WorkerProcess, claim, wait_ready
+    from autoprof.testing.workers import WorkerProcess, claim, wait_ready
     from tests.test_queue import REDIS
 
     if shutil.which("perf") is None:
@@ -280,13 +281,8 @@ def test_new_form_takes_a_past_runs_settings(web, stored):
         (["--token-file", "/nonexistent/token"], "cannot read a token from it"),
     ],
 )
-def test_serve_bad_options_are_one_line(args, says, tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "serve", "--store", str(tmp_path / "s.db"), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_serve_bad_options_are_one_line(args, says, tmp_path, cli_run):
+    proc = cli_run("serve", "--store", tmp_path / "s.db", *args)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("autoprof: error: ") and says in proc.stderr
 

@@ -28,8 +28,6 @@ from autoprof import outdir, results
 from autoprof.errors import AutoprofError
 
 EVENT = "EVENT"  # column added by `load`: the event's label, unique per (PMU, EVENT_NAME)
-KEYS = [EVENT, "RUN", "REPEAT", "INDEX"]
-
 
 # The columns each analysis needs: reading only those is several times faster on a large file.
 SERIES_COLUMNS = ["EVENT_NAME", "INDEX", "TIME", "SAMPLE_VALUE", "RUN", "REPEAT", "PMU"]

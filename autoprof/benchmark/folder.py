@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 from autoprof import __version__, outdir, results
 from autoprof.benchmark.measure import TIMES, BenchResult
-from autoprof.catalog.host import MachineFacts
+from autoprof.catalog.facts import MachineFacts
+from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.options import ProfileOptions
 from autoprof.outdir import Manifest
@@ -66,7 +66,7 @@ def write(out: Path, result: BenchResult, facts: MachineFacts, document: dict) -
     manifest = Manifest(
         id=str(uuid.uuid4()),
         autoprof_version=__version__,
-        created=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        created=now_iso(),
         command=command_words(result),
         machine=facts,
         plan={},

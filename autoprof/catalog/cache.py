@@ -17,7 +17,7 @@ import pickle
 from dataclasses import asdict
 from pathlib import Path
 
-from autoprof import __version__
+from autoprof import __version__, xdg
 from autoprof.catalog import intel
 from autoprof.catalog.model import Catalog
 
@@ -27,8 +27,7 @@ KEEP = 16  # entries kept (about 0.5 MB each for a large CPU); older ones are de
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "autoprof" / "catalogs"
+    return xdg.cache_dir() / "catalogs"
 
 
 def _stats(root: Path) -> list[tuple[str, int, int]]:

@@ -13,10 +13,11 @@ import re
 import shutil
 import socket
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from autoprof import xdg
 from autoprof.catalog import cache, intel, perfnames, yaml
+from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 
@@ -26,26 +27,6 @@ ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 # Debug registers for hardware breakpoints (mem:ADDR) on x86; other architectures vary.
 BREAKPOINT_SLOTS = {"x86_64": 4, "i686": 4, "i386": 4}
 _BREAKPOINT = re.compile(r"^mem:(0x[0-9a-fA-F]+|\d+)(?:/\d+)?(?::[rwx]+)?$")
-
-
-@dataclass
-class MachineFacts:
-    """The machine a profile ran on; one row per distinct machine in the results store."""
-
-    cpu_id: str  # perf's CPU id string, e.g. GenuineIntel-6-55-4 or AuthenticAMD-25-11-1
-    model_name: str  # /proc/cpuinfo "model name"
-    hostname: str
-    kernel: str  # uname -r
-    perf_version: str  # "perf version 6.1.187" -> "6.1.187"
-    smt: bool
-    nmi_watchdog: bool
-    perf_event_paranoid: int | None
-    # per catalog PMU: {"generic": n, "fixed": m}; what the schedule assumed
-    counters: dict[str, dict[str, int]] = field(default_factory=dict)
-    # one entry per online CPU, from sysfs at profile time (as autoperf records lscpu):
-    # {"cpu": 5, "socket": 0, "core": 3, "node": 0}; "core" is the kernel's core_id (perf's
-    # S0-D0-C3 numbering, unique within a socket). Empty in manifests written before it existed.
-    topology: list[dict[str, int]] = field(default_factory=list)
 
 
 def _read(path: Path | str, default: str = "") -> str:
@@ -104,13 +85,6 @@ def perf_version() -> str:
     return out.stdout.strip().removeprefix("perf version ").strip()
 
 
-def sysfs_pmus() -> list[str]:
-    try:
-        return sorted(p.name for p in SYSFS_PMUS.iterdir())
-    except OSError:
-        return []
-
-
 def tracepoints() -> list[str]:
     """``subsystem:event`` for every tracepoint in tracefs (empty when tracefs is absent)."""
     try:
@@ -159,8 +133,7 @@ def events_dir(explicit: str | Path | None = None) -> Path | None:
     env = os.environ.get(ENV_EVENTS_DIR)
     if env:
         return events_dir(env)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    path = cache / "autoprof" / "events" / "intel"
+    path = xdg.cache_dir() / "events" / "intel"
     return path if (path / "mapfile.csv").is_file() else None
 
 

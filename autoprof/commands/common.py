@@ -18,6 +18,7 @@ import click
 
 from autoprof.errors import AutoprofError
 from autoprof.options import Option, ProfileOptions, kind_of, option_fields
+from autoprof.store import url as store_url
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,6 +42,7 @@ __all__ = [
     "profile_flags",
     "redis_option",
     "selection_options",
+    "store_option",
     "take_options",
 ]
 
@@ -228,4 +230,15 @@ redis_option = click.option(
     metavar="URL",
     help="redis://[USER:PASSWORD@]HOST[:PORT][/DB] or rediss://... (TLS) "
     "[default: $AUTOPROF_REDIS]",
+)
+
+# the store's library (SQLAlchemy) is imported inside the store commands; store.url is plain
+store_option = click.option(
+    "--store",
+    "store_text",
+    metavar="URL",
+    envvar=store_url.ENV_VAR,
+    show_envvar=True,
+    help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, sqlite:///PATH or a file path "
+    f"[default: {store_url.default_path()}]",
 )

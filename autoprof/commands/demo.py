@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from autoprof import outdir
+from autoprof import outdir, xdg
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 
@@ -25,8 +24,7 @@ def demo(output: str, writes: int) -> None:
     from autoprof import results
 
     out = Path(output)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "autoprof" / "demo"
-    binary = build_writes(cache)
+    binary = build_writes(xdg.cache_dir() / "demo")
     events = [f"mem:{a}:w" for a in slot_addresses(binary)]
     events += ["task-clock", "page-faults", "context-switches", "cpu-migrations"]
     if (out / outdir.MANIFEST).exists() and outdir.read_manifest(out).command[:1] == [str(binary)]:

@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 import click
 
+from autoprof.clock import when
 from autoprof.commands.common import redis_option
 
 
@@ -15,10 +16,6 @@ def _connect(redis_text):
 
     text = connection.resolve(redis_text)
     return text, connection.connect(text)
-
-
-def _when(stamp) -> str:
-    return stamp.strftime("%Y-%m-%d %H:%M:%S") if stamp else "-"
 
 
 def _took(seconds: float | None) -> str:
@@ -51,7 +48,7 @@ def list_command(redis_text, status) -> None:
         run = (j.profile_id or "-")[:8] + (f" {j.part}/{j.parts}" if j.parts > 1 else "")
         click.echo(
             f"{j.id:<36}  {j.status:<9}  {j.queue:<16}  {j.host or '-':<10}  "
-            f"{_when(j.enqueued):<19}  {_took(j.seconds):>7}  {run:<13}  "
+            f"{when(j.enqueued):<19}  {_took(j.seconds):>7}  {run:<13}  "
             f"{j.error or j.command_line}"
         )
 
@@ -77,9 +74,9 @@ def show_command(job_id, redis_text, as_json) -> None:
     click.echo(f"run        {j.profile_id or '-'}{part}")
     click.echo(f"queue      {j.queue}")
     click.echo(f"worker     {j.worker or '-'}" + (f" (host {j.host})" if j.host else ""))
-    click.echo(f"enqueued   {_when(j.enqueued)} UTC")
-    click.echo(f"started    {_when(j.started)} UTC")
-    click.echo(f"ended      {_when(j.ended)} UTC ({_took(j.seconds)})")
+    click.echo(f"enqueued   {when(j.enqueued)} UTC")
+    click.echo(f"started    {when(j.started)} UTC")
+    click.echo(f"ended      {when(j.ended)} UTC ({_took(j.seconds)})")
     if j.load is not None:
         click.echo(f"load       {j.load:.2f} (1-minute average before the profile)")
     if j.retries_left is not None:

@@ -6,15 +6,13 @@ from pathlib import Path
 
 import click
 
-from autoprof.commands.store import store_option
+from autoprof import xdg
+from autoprof.commands.common import store_option
 from autoprof.errors import AutoprofError
 
 
 def _default_data_dir() -> Path:
-    import os
-
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "autoprof" / "serve"
+    return xdg.cache_dir() / "serve"
 
 
 def read_token(path: Path | None) -> str:

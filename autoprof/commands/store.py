@@ -13,23 +13,10 @@ from pathlib import Path
 
 import click
 
-from autoprof.commands.common import key_values
+from autoprof.clock import naive_now, when
+from autoprof.commands.common import key_values, store_option
 from autoprof.errors import AutoprofError
 from autoprof.store import url as store_url
-
-store_option = click.option(
-    "--store",
-    "store_text",
-    metavar="URL",
-    envvar=store_url.ENV_VAR,
-    show_envvar=True,
-    help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, sqlite:///PATH or a file path "
-    f"[default: {store_url.default_path()}]",
-)
-
-
-def _when(stamp) -> str:
-    return stamp.strftime("%Y-%m-%d %H:%M:%S") if stamp else "-"
 
 
 @click.command("upload")
@@ -86,10 +73,9 @@ def runs_group() -> None:
 def list_command(machine, command_text, since, tags, kind, store_text) -> None:
     """List stored runs, oldest first."""
     from autoprof.store import engine, queries
-    from autoprof.store.upload import utc_now
 
     store = engine.open_store(store_text, create=False)
-    since_at = queries.parse_since(since, utc_now()) if since else None
+    since_at = queries.parse_since(since, naive_now()) if since else None
     labels = key_values(tags, "--tag")
     with store.read() as conn:
         runs = queries.list_runs(
@@ -107,7 +93,7 @@ def list_command(machine, command_text, since, tags, kind, store_text) -> None:
         tags_text = " ".join(f"{k}={v}" for k, v in run.tags.items())
         what = f"bench: {run.command_line}" if run.kind == "bench" else run.command_line
         click.echo(
-            f"{run.uuid:<36}  {_when(run.created):<19}  {','.join(run.hosts):<16}  "
+            f"{run.uuid:<36}  {when(run.created):<19}  {','.join(run.hosts):<16}  "
             f"{run.rows:>10}  {status:<10}  {what}" + (f"  [{tags_text}]" if tags_text else "")
         )
 
@@ -128,8 +114,8 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
         return
     click.echo(f"run        {info['id']}")
     click.echo(f"command    {' '.join(info['command'])}")
-    click.echo(f"created    {_when(info['created'])} UTC")
-    click.echo(f"ran        {_when(info['started'])} .. {_when(info['ended'])} UTC")
+    click.echo(f"created    {when(info['created'])} UTC")
+    click.echo(f"ran        {when(info['started'])} .. {when(info['ended'])} UTC")
     parts = f"{len(info['parts'])} of {info['parts_expected']} parts"
     click.echo(f"status     {info['status']} ({parts})")
     click.echo(f"rows       {info['rows']}")
@@ -138,7 +124,7 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
         click.echo("tags       " + " ".join(f"{k}={v}" for k, v in info["tags"].items()))
     for part in info["parts"]:
         m = part["machine"]
-        uploaded = _when(part["uploaded"])
+        uploaded = when(part["uploaded"])
         click.echo(f"part {part['part']}: {part['rows']} rows, uploaded {uploaded} UTC")
         click.echo(f"  machine  {m['hostname']}: {m['cpu_id']} ({m['model_name']})")
         click.echo(

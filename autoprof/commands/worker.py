@@ -7,15 +7,12 @@ from pathlib import Path
 
 import click
 
-from autoprof.commands.common import redis_option
-from autoprof.commands.store import store_option
+from autoprof import urls, xdg
+from autoprof.commands.common import redis_option, store_option
 
 
 def _default_workdir(hostname: str) -> Path:
-    import os
-
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "autoprof" / "worker" / hostname
+    return xdg.cache_dir() / "worker" / hostname
 
 
 @click.command("worker")
@@ -101,7 +98,7 @@ def worker(
     """Run queued profiles on this machine, one at a time, and store their results."""
     from autoprof.queue import connection, spec
     from autoprof.queue import worker as queue_worker
-    from autoprof.store import engine, url
+    from autoprof.store import engine
 
     patterns = queue_worker.check_allow(spec.compile_allow(list(allow)))
     redis_text = connection.resolve(redis_text)
@@ -120,7 +117,7 @@ def worker(
         keep=keep,
     )
     click.echo(
-        f"autoprof worker {hostname}: queue {url.mask(redis_text)}, store {store.shown}, "
+        f"autoprof worker {hostname}: queue {urls.mask(redis_text)}, store {store.shown}, "
         f"allow {' | '.join(allow) or '(nothing)'}",
         err=True,
     )

@@ -1,7 +1,7 @@
 """Renderers turn one folded profile into one output format; always call them as
-``text = renderer.render(folded)`` and write the text to a file whose name ends in
-``renderer.extension``. One module per format: `svg.py`, `speedscope.py`, and the folded text
-itself (`FoldedRenderer`, below) (the pyinstrument `renderers/` pattern)."""
+``text = renderer.render(folded)``; the user's -o names the file. One module per format:
+`svg.py`, `speedscope.py`, and the folded text itself (`FoldedRenderer`, below) (the
+pyinstrument `renderers/` pattern)."""
 
 from __future__ import annotations
 
@@ -16,16 +16,12 @@ def clean(text: str) -> str:
 
 
 class Renderer:
-    extension = ""
-
     def render(self, folded: Folded) -> str:
         raise NotImplementedError
 
 
 class FoldedRenderer(Renderer):
     """FlameGraph's folded stacks, byte for byte what stackcollapse-perf.pl writes."""
-
-    extension = ".folded"
 
     def render(self, folded: Folded) -> str:
         return "".join(folded_lines(folded))

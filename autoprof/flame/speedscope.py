@@ -18,8 +18,6 @@ NANOSECOND_EVENTS = {"cpu-clock", "task-clock"}
 
 
 class SpeedscopeRenderer(Renderer):
-    extension = ".speedscope.json"
-
     def __init__(self, name: str = "autoprof") -> None:
         self.name = name
 

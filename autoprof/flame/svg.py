@@ -98,7 +98,6 @@ class SvgRenderer(Renderer):
     minwidth: str = "0.1"  # pixels, or a percentage of the total such as "0.5%"
     inverted: bool = False  # icicle: root at the top
     baseline: Folded | None = None
-    extension = ".svg"
 
     def _min_value(self, total: int, scale: float) -> float:
         text = self.minwidth.strip()

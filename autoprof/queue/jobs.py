@@ -24,6 +24,7 @@ from rq.registry import StartedJobRegistry
 from rq.results import Result
 from rq.serializers import JSONSerializer
 
+from autoprof.clock import aware_utc
 from autoprof.errors import AutoprofError
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec
 
@@ -64,14 +65,6 @@ class JobInfo:
             return None
         end = self.ended or dt.datetime.now(dt.UTC)
         return (end - self.started).total_seconds()
-
-
-def utc(stamp: dt.datetime | None) -> dt.datetime | None:
-    """`stamp` as an aware UTC time: RQ 1 and 2 store naive UTC times, RQ 3 aware ones, and the
-    two cannot be compared or subtracted."""
-    if stamp is None:
-        return None
-    return stamp.replace(tzinfo=dt.UTC) if stamp.tzinfo is None else stamp.astimezone(dt.UTC)
 
 
 def split_specs(spec: JobSpec, split: int) -> list[JobSpec]:
@@ -139,7 +132,7 @@ def _result_time(status: JobStatus | None, latest: Result | None) -> dt.datetime
     """When an ended job's last result was written: RQ sets no ended_at on a stopped job."""
     if status in ACTIVE or latest is None:
         return None
-    return utc(latest.created_at)
+    return aware_utc(latest.created_at)
 
 
 def info(job: Job) -> JobInfo:
@@ -157,9 +150,9 @@ def info(job: Job) -> JobInfo:
         parts=parts,
         worker=job.worker_name,
         host=job.meta.get("host"),
-        enqueued=utc(job.enqueued_at),
-        started=utc(job.started_at),
-        ended=utc(job.ended_at) or _result_time(status, latest),
+        enqueued=aware_utc(job.enqueued_at),
+        started=aware_utc(job.started_at),
+        ended=aware_utc(job.ended_at) or _result_time(status, latest),
         phase=job.meta.get("phase"),
         load=job.meta.get("load1"),
         error=_error(job, status, latest),

@@ -31,6 +31,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from autoprof.errors import AutoprofError
 from autoprof.store import url as store_url
+from autoprof.urls import scrub
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "autoprof_schema"
@@ -67,10 +68,10 @@ class Store:
             orig = err.orig if isinstance(err, DBAPIError) else err
             reason = str(orig or err).strip().splitlines()
             first = reason[0] if reason else type(err).__name__
-            message = store_url.scrub(f"store {self.shown}: {first}", self.text)
+            message = scrub(f"store {self.shown}: {first}", self.text)
             raise AutoprofError(message) from None
         except SQLAlchemyError as err:
-            raise AutoprofError(store_url.scrub(f"store {self.shown}: {err}", self.text)) from None
+            raise AutoprofError(scrub(f"store {self.shown}: {err}", self.text)) from None
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:

@@ -35,7 +35,6 @@ RUN_COMPLETE = "complete"  # every part of the run is stored
 RUN_INCOMPLETE = "incomplete"  # some parts of a split profile have not arrived yet
 KIND_PROFILE = "profile"  # `autoprof profile`: every event, one perf run per group
 KIND_BENCH = "bench"  # `autoprof bench`: commands timed and counted N times each
-KINDS = (KIND_PROFILE, KIND_BENCH)
 
 
 class Base(DeclarativeBase):

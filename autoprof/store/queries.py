@@ -16,6 +16,7 @@ from sqlalchemy import Connection, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from autoprof import results
+from autoprof.clock import naive_utc
 from autoprof.errors import AutoprofError
 from autoprof.store.functions import read_functions, summary
 from autoprof.store.models import (
@@ -64,9 +65,7 @@ def parse_since(text: str, now: dt.datetime) -> dt.datetime:
         raise AutoprofError(
             f"--since {text!r}: expected an ISO date (2024-06-01), datetime or 30m/12h/7d/2w"
         ) from None
-    if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(dt.UTC).replace(tzinfo=None)
-    return stamp
+    return naive_utc(stamp)
 
 
 def find_run(conn: Connection, ident: str) -> Run:

@@ -33,7 +33,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from autoprof import aggregate, outdir, results
 from autoprof.benchmark.folder import BENCH_FILE
-from autoprof.catalog.host import MachineFacts
+from autoprof.catalog.facts import MachineFacts
+from autoprof.clock import naive_now, naive_utc
 from autoprof.errors import AutoprofError
 from autoprof.options import ProfileOptions
 from autoprof.store.engine import Store
@@ -78,20 +79,6 @@ class Uploaded:
     seconds: float
 
 
-def _utc(text: str | None) -> dt.datetime | None:
-    """ISO 8601 text -> naive UTC datetime (the store's convention); None when absent."""
-    if not text:
-        return None
-    stamp = dt.datetime.fromisoformat(text)
-    if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(dt.UTC).replace(tzinfo=None)
-    return stamp
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
 def _part_of(manifest: outdir.Manifest) -> tuple[int, int]:
     part, parts = manifest.options.part, manifest.options.parts
     if not (isinstance(part, int) and isinstance(parts, int) and 1 <= part <= parts):
@@ -120,7 +107,7 @@ def read_profile(out: Path) -> Profile:
             continue  # a broken run.json is already listed in the report's broken_files
     part, parts = _part_of(manifest)
     try:
-        _utc(manifest.created)
+        naive_utc(manifest.created)
     except ValueError:
         raise AutoprofError(f"{out}: manifest 'created' is not an ISO 8601 time") from None
     kind = KIND_BENCH if (out / BENCH_FILE).is_file() else KIND_PROFILE
@@ -169,7 +156,7 @@ def _span(records: list[dict[str, Any]]) -> tuple[dt.datetime | None, dt.datetim
         found = []
         for record in records:
             with contextlib.suppress(ValueError, TypeError):
-                if stamp := _utc(record.get(key)):
+                if stamp := naive_utc(record.get(key)):
                     found.append(stamp)
         return found
 
@@ -242,14 +229,14 @@ def _claim_run(conn: Connection, profile: Profile) -> Run:
             kind=profile.kind,
             command=manifest.command,
             command_line=shlex.join(manifest.command),
-            created=_utc(manifest.created) or utc_now(),
+            created=naive_utc(manifest.created) or naive_now(),
             started=None,
             ended=None,
             autoprof_version=manifest.autoprof_version,
             parts_expected=profile.parts,
             status=RUN_INCOMPLETE,
             rows=0,
-            uploaded=utc_now(),
+            uploaded=naive_now(),
         )
         .on_conflict_do_nothing(index_elements=["uuid"])
     )
@@ -312,7 +299,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
                 report=profile.report,
                 records=profile.records,
                 rows=len(frame),
-                uploaded=utc_now(),
+                uploaded=naive_now(),
             )
             .returning(RunPart.id)
         )
@@ -336,7 +323,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
                 status=RUN_COMPLETE if complete else RUN_INCOMPLETE,
                 started=min((d for d in (run.started, started) if d), default=None),
                 ended=max((d for d in (run.ended, ended) if d), default=None),
-                uploaded=utc_now(),
+                uploaded=naive_now(),
             )
         )
     return Uploaded(uuid, part, parts, rows, True, complete, time.perf_counter() - began)

@@ -1,7 +1,7 @@
 """Store URLs: where the default store lives, how a user's URL is parsed, and how it is masked.
 
-Passwords never leave this module in clear: every URL or error text shown to the user goes
-through `mask` (for a URL) or `scrub` (for free text that may quote one).
+Passwords never leave in clear: every URL or error text shown to the user goes through
+`autoprof.urls.mask` (for a URL) or `scrub` (for free text that may quote one).
 
 The CLI's --store option reads `ENV_VAR` and `default_path` at import, so SQLAlchemy is imported
 only by the functions that build URLs.
@@ -10,18 +10,17 @@ only by the functions that build URLs.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
+from autoprof import xdg
 from autoprof.errors import AutoprofError
+from autoprof.urls import mask
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
 ENV_VAR = "AUTOPROF_STORE"
-HIDDEN = "***"
 _FORMS = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME, sqlite:///PATH or a file path"
 _SCHEMES = {
     "postgresql": "postgresql+psycopg",
@@ -29,37 +28,11 @@ _SCHEMES = {
     "postgresql+psycopg": "postgresql+psycopg",
     "sqlite": "sqlite",
 }
-# user:PASSWORD@ in the authority part (greedy to the last @, as URL parsers do), and
-# password=... in a query string (libpq accepts both)
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*:)(.*)(@)")
-_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&#]*)", re.IGNORECASE)
 
 
 def default_path() -> Path:
     """`$XDG_DATA_HOME/autoprof/results.db` (XDG default `~/.local/share`)."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "autoprof" / "results.db"
-
-
-def mask(text: str) -> str:
-    """`text` (a URL, possibly malformed) with any password replaced by ``***``."""
-    text = _USERINFO.sub(lambda m: f"{m.group(1)}{HIDDEN}{m.group(3)}", text)
-    return _QUERY_PASSWORD.sub(lambda m: f"{m.group(1)}{HIDDEN}", text)
-
-
-def _passwords(text: str) -> list[str]:
-    found = [m.group(2) for m in (_USERINFO.match(text),) if m] + [
-        m.group(2) for m in _QUERY_PASSWORD.finditer(text)
-    ]
-    secrets = {p for p in found if p} | {unquote(p) for p in found if p}
-    return sorted(secrets, key=len, reverse=True)
-
-
-def scrub(message: str, url: str) -> str:
-    """`message` (e.g. a driver's error text) with every password of `url` replaced."""
-    for secret in _passwords(url):
-        message = message.replace(secret, HIDDEN)
-    return mask(message)
+    return xdg.data_dir() / "results.db"
 
 
 def resolve(option: str | None) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import outdir
+from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.queue.spec import allowed
 from autoprof.runner import stop_leftovers
@@ -127,17 +128,13 @@ def check_allowed(request: JobRequest, patterns: list[re.Pattern]) -> None:
         )
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
 @dataclass
 class Job:
     id: str
     request: JobRequest
     folder: Path
     state: str = "queued"  # queued, running, done, failed, stopped
-    created: str = field(default_factory=_now)
+    created: str = field(default_factory=lambda: now_iso("seconds"))
     started: str | None = None
     ended: str | None = None
     error: str | None = None
@@ -231,7 +228,7 @@ class LocalQueue:
         with self.cond:
             if job.state == "queued":
                 self.waiting.remove(job_id)
-                job.state, job.ended = "stopped", _now()
+                job.state, job.ended = "stopped", now_iso("seconds")
                 return job
             proc = job.proc
         if proc is not None and proc.poll() is None:
@@ -263,7 +260,7 @@ class LocalQueue:
                 if self.closed:
                     return
                 job = self.jobs[self.waiting.popleft()]
-                job.state, job.started = "running", _now()
+                job.state, job.started = "running", now_iso("seconds")
                 with (job.folder / LOG).open("ab") as log:
                     job.proc = subprocess.Popen(
                         [sys.executable, "-m", "autoprof.web.task", str(job.folder)],
@@ -293,5 +290,5 @@ class LocalQueue:
             job.state = result.get("state", "failed")
             job.error = result.get("error")
             job.run_id = result.get("run_id")
-            job.ended = _now()
+            job.ended = now_iso("seconds")
             job.proc = None

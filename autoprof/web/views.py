@@ -7,7 +7,6 @@ SQL per series, a chart's series is summed per interval and cut to a chart's wid
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, case, func, select
 
+from autoprof.clock import naive_now
 from autoprof.errors import AutoprofError
 from autoprof.store import queries
 from autoprof.store.models import Measurement, Run, RunPart, Series
@@ -38,7 +38,7 @@ class RunFilters:
 
     def query(self) -> dict[str, Any]:
         """Keyword arguments of `queries.list_runs` / `count_runs`."""
-        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        now = naive_now()
         tags = None
         if self.tag.strip():
             key, sep, value = self.tag.strip().partition("=")

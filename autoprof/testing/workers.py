@@ -57,7 +57,8 @@ class WorkerProcess:
     def kill(self) -> None:
         """SIGKILL the worker and its work horse (the job's process), as a crash would."""
         horse = self.horse()
-        assert horse is not None, "the worker has no work horse: no job running"
+        if horse is None:
+            raise AssertionError("the worker has no work horse: no job running")
         os.kill(horse, signal.SIGKILL)
         self.proc.kill()
         self.proc.wait()

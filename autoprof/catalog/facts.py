@@ -1,0 +1,29 @@
+"""`MachineFacts`: what a profile records about the machine it ran on (read by `host.read_facts`).
+
+Its own small module beside `host.py`, so that reading a profile folder's manifest does not
+import the host catalog's readers (Intel JSON, YAML).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class MachineFacts:
+    """The machine a profile ran on; one row per distinct machine in the results store."""
+
+    cpu_id: str  # perf's CPU id string, e.g. GenuineIntel-6-55-4 or AuthenticAMD-25-11-1
+    model_name: str  # /proc/cpuinfo "model name"
+    hostname: str
+    kernel: str  # uname -r
+    perf_version: str  # "perf version 6.1.187" -> "6.1.187"
+    smt: bool
+    nmi_watchdog: bool
+    perf_event_paranoid: int | None
+    # per catalog PMU: {"generic": n, "fixed": m}; what the schedule assumed
+    counters: dict[str, dict[str, int]] = field(default_factory=dict)
+    # one entry per online CPU, from sysfs at profile time (as autoperf records lscpu):
+    # {"cpu": 5, "socket": 0, "core": 3, "node": 0}; "core" is the kernel's core_id (perf's
+    # S0-D0-C3 numbering, unique within a socket). Empty in manifests written before it existed.
+    topology: list[dict[str, int]] = field(default_factory=list)
