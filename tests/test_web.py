@@ -299,3 +299,38 @@ def test_series_of_a_split_run_come_from_every_part(tmp_path):
     names = sorted(line["name"] for line in series.json()["lines"])
     assert names == [f"run {r} repeat {k}" for r in (1, 2, 3) for k in (1, 2)]
     assert all(line["intervals"] == 20 for line in series.json()["lines"])
+
+
+@pytest.mark.slow
+def test_a_profile_job_attaches_to_a_running_process(stored, tmp_path):
+    """A stat/profile job given a PID watches that process for `duration` per group (profile
+    -p); the process is left running."""
+    if shutil.which("perf") is None:
+        pytest.skip("needs perf")
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        with client(stored[0], tmp_path, ["-p [0-9]+"]) as web:
+            auth = {TOKEN_HEADER: TOKEN}
+            job = {"tool": "profile", "command": "", "pid": busy.pid, "duration": 0.3,
+                   "events": ["task-clock", "context-switches"]}  # fmt: skip
+            both = web.post("/api/jobs", json=dict(job, command="./w 1"), headers=auth)
+            assert both.status_code == 400 and "not both" in both.json()["error"]
+            answer = web.post("/api/jobs", json=job, headers=auth)
+            assert answer.status_code == 202, answer.json()
+            job_id = answer.json()["id"]
+            deadline = time.monotonic() + 120
+            while (state := web.get(f"/api/jobs/{job_id}").json())["state"] not in (
+                "done", "failed", "stopped",
+            ) and time.monotonic() < deadline:  # fmt: skip
+                time.sleep(0.2)
+            assert state["state"] == "done", state["error"]
+            run = web.get(f"/api/runs/{state['run_id']}").json()
+            assert run["parts"][0]["options"]["pids"] == str(busy.pid)
+            assert run["parts"][0]["options"]["duration"] == 0.3
+            series = web.get(f"/api/runs/{state['run_id']}/series", params={"event": "task-clock"})
+            busy_ms = sum(sum(line["y"]) for line in series.json()["lines"])
+            assert 30 < busy_ms < 1000  # a busy loop watched for 0.3 s (2 cores, shared)
+        assert busy.poll() is None  # still running, unharmed
+    finally:
+        busy.kill()
+        busy.wait()

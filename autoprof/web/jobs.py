@@ -54,6 +54,7 @@ class JobRequest:
     events: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     pid: int | None = None
+    duration: float = 10.0  # seconds each group watches `pid` (stat/profile attached to it)
     interval_ms: int = 100
     repeat: int = 1
     tags: dict[str, str] = field(default_factory=dict)
@@ -76,6 +77,8 @@ class JobRequest:
         pid = data.get("pid") or None
         if not command and pid is None:
             raise AutoprofError("give a command (or a PID to attach to)")
+        if command and pid is not None and tool != "record":
+            raise AutoprofError("give a command or a PID to attach to, not both")
         events = [str(e) for e in data.get("events") or [] if str(e).strip()]
         if tool != "record" and not events:
             raise AutoprofError("choose at least one event")
@@ -85,6 +88,7 @@ class JobRequest:
             events=events,
             env=_pairs(data.get("env", ""), "environment variable", _ENV_NAME),
             pid=int(pid) if pid is not None else None,
+            duration=_seconds(data.get("duration") or 10, "duration", 0.01, 3600),
             interval_ms=_bounded(data.get("interval_ms", 100), "interval", 10, 60_000),
             repeat=_bounded(data.get("repeat", 1), "repeat", 1, 100),
             tags=_pairs(data.get("tags", ""), "tag", None),
@@ -98,6 +102,16 @@ def _bounded(value: Any, what: str, low: int, high: int) -> int:
         raise AutoprofError(f"{what} {value!r} is not a whole number") from None
     if not low <= number <= high:
         raise AutoprofError(f"{what} {number} is outside {low}..{high}")
+    return number
+
+
+def _seconds(value: Any, what: str, low: float, high: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise AutoprofError(f"{what} {value!r} is not a number of seconds") from None
+    if not low <= number <= high:
+        raise AutoprofError(f"{what} {number:g} s is outside {low:g}..{high:g} s")
     return number
 
 

@@ -8,11 +8,11 @@ stops perf as Ctrl-C does, and the job ends "stopped" with nothing stored.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from autoprof import outdir
@@ -31,12 +31,10 @@ def run_profile(request: JobRequest, out: Path) -> dict:
     from autoprof.profile import check_machine, plan_for, profile
     from autoprof.store import engine, upload
 
-    settings = {"interval_ms": request.interval_ms, "repeat": request.repeat}
-    if request.pid is not None:
-        if "pid" not in {f.name for f in dataclasses.fields(ProfileOptions)}:
-            raise AutoprofError("this autoprof cannot attach a profile to a PID; use record")
-        settings["pid"] = request.pid
-    options = ProfileOptions(**settings)
+    options = ProfileOptions(interval_ms=request.interval_ms, repeat=request.repeat)
+    if request.pid is not None:  # every group watches the running process for `duration`
+        options = replace(options, pids=str(request.pid), duration=request.duration)
+    options.check()
     catalog, plan = plan_for(host.build_catalog(), request.events)
     for warning in check_machine(catalog, options, request.command):
         print(f"autoprof: warning: {warning}", flush=True)

@@ -189,7 +189,7 @@ async function initNew() {
   document.getElementById("job-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const form = new FormData(ev.target);
-    const body = Object.fromEntries(["tool", "command", "env", "pid", "interval_ms", "repeat", "tags"]
+    const body = Object.fromEntries(["tool", "command", "env", "pid", "duration", "interval_ms", "repeat", "tags"]
       .map((k) => [k, form.get(k)]));
     body.pid = body.pid ? Number(body.pid) : null;
     body.events = [...chosen];
