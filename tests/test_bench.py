@@ -129,6 +129,11 @@ def test_json_round_trip_and_prepare(tmp_path):
     assert again.commands == result.commands and again.units == result.units
     assert [e.spec for e in again.events] == ["task-clock"]
     assert len(measure.rows(result)) == 2 * len(result.metrics)
+    later = dict(measure.to_json(result), added_later=1)
+    later["commands"][0]["repetitions"][0]["added_later"] = 1
+    assert measure.from_json(later).commands == result.commands  # unknown keys are ignored
+    with pytest.raises(AutoprofError, match="newer autoprof \\(format 99"):
+        measure.from_json(dict(later, format=99))
 
 
 def _catalog():

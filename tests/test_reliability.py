@@ -283,3 +283,32 @@ def test_another_cpus_catalog_and_an_impossible_reserve_are_refused(intel_dir, t
     assert "the cpu PMU has 4 generic counters, at most 3 can be reserved" in reserve.stderr
     fine = autoprof("schedule", *catalog, "--reserve", "3", "--json")
     assert fine.returncode == 0, fine.stderr
+
+
+@pytest.mark.slow  # a real benchmark, stopped by a signal
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_bench_and_keeps_its_repetitions(tmp_path, reaper, sig):
+    """perf and a workload deaf to SIGINT stop with the benchmark; the repetitions finished
+    before the signal are written to the exports asked for."""
+    mark, exported, rows = tmp_path / "started", tmp_path / "b.json", tmp_path / "b.csv"
+    proc = start(
+        reaper, "bench", "-n", "3", "--warmup", "0", "--no-startup-correction",
+        "-e", "task-clock", "--export-json", str(exported), "--export-csv", str(rows),
+        "--", "sleep", "0.01", "--", "sh", "-c", f"touch {mark}; {DEAF}",
+    )  # fmt: skip
+    poll(mark.exists, what="the second command to start")
+    group = perf_child(proc)
+    reaper.append(group)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("autoprof:")]
+    assert lines == [
+        f"autoprof: error: interrupted by {signal.Signals(sig).name} after 3 timed "
+        f"repetitions (kept in {exported}, {rows})"
+    ]
+    document = json.loads(exported.read_text())
+    assert document["interrupted"] == signal.Signals(sig).name
+    assert [len(c["repetitions"]) for c in document["commands"]] == [3, 0]
+    assert len(rows.read_text().splitlines()) == 1 + 3 * 4  # header + 3 x (3 times + task-clock)
+    assert_nothing_left(group, proc.pid)

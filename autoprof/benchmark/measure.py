@@ -33,9 +33,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autoprof.catalog.model import Catalog, Event
-from autoprof.errors import AutoprofError
+from autoprof.errors import AutoprofError, file_format
+from autoprof.outdir import known_fields
 from autoprof.perf import command as perf_command
+from autoprof.perf.process import Interrupted, stop_group
 
+FORMAT = 1  # of the to_json document (bench.json, --export-json)
 TIME_EVENTS = {"duration_time": "wall_s", "user_time": "user_s", "system_time": "sys_s"}
 TIMES = tuple(TIME_EVENTS.values())
 DEFAULT_EVENTS = ["task-clock", "context-switches", "cpu-migrations", "page-faults"]
@@ -81,6 +84,18 @@ class BenchResult:
     @property
     def metrics(self) -> list[str]:
         return [*TIMES, *(e.name for e in self.events)]
+
+
+class BenchInterrupted(Interrupted):
+    """A signal stopped the benchmark; `partial` holds the repetitions finished before it."""
+
+    def __init__(self, signum: int, partial: BenchResult):
+        super().__init__(signum)
+        self.partial = partial
+
+    @property
+    def repetitions(self) -> int:
+        return sum(len(c.repetitions) for c in self.partial.commands)
 
 
 def one_run_events(catalog: Catalog, names: list[str]) -> list[Event]:
@@ -159,18 +174,25 @@ def run_once(
     specs = [*TIME_EVENTS, *(e.spec for e in events)]
     argv = perf_command.stat_argv(specs, command, str(output), interval_ms=None, perf=perf)
     env = dict(os.environ, LC_ALL="C")
+    # perf leads a process group of its own with the workload, so that a timeout or a signal
+    # (Ctrl-C, SIGTERM, SIGHUP: Interrupted under a Stopper) stops both, never leaving them run
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
     try:
-        proc = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
-            timeout=timeout,
-        )
+        _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        stop_group(proc)
         raise AutoprofError(f"{shlex.join(command)} ran past --timeout {timeout:g} s") from None
-    stderr = proc.stderr.decode(errors="replace")
+    except BaseException:
+        stop_group(proc)
+        raise
+    stderr = err.decode(errors="replace")
     failure = perf_command.open_failure(stderr)
     if failure:
         raise AutoprofError(f"perf could not open {failure.event}: {failure.reason}")
@@ -190,6 +212,9 @@ def bench(
 ) -> BenchResult:
     """Every command `options.warmup` times untimed, then `options.runs` times timed.
 
+    Under a `perf.process.Stopper`, a signal stops the perf running (and its workload) and
+    raises BenchInterrupted with the repetitions finished so far.
+
     `on_run(command_index, repetition, warmup)` is called after each execution.
     """
     perf = shutil.which("perf")
@@ -200,23 +225,28 @@ def bench(
             raise AutoprofError(f"command not found: {command[0]}")
     results = [CommandResult(list(c)) for c in commands]
     units: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="autoprof-bench-") as tmp:
-        output = Path(tmp) / "perf.csv"
-        startup = _startup(output, options, perf) if options.startup_correction else 0.0
-        for i, result in enumerate(results):
-            for rep in range(options.warmup + options.runs):
-                if options.prepare:
-                    _prepare(options.prepare)
-                values, units = run_once(result.command, events, output, options.timeout, perf)
-                warm = rep < options.warmup
-                if not warm:
-                    index = rep - options.warmup + 1
-                    counts = {k: v for k, v in values.items() if k not in TIMES}
-                    times = {k: values[k] for k in TIMES}
-                    times["wall_s"] -= startup
-                    result.repetitions.append(Repetition(index, **times, counts=counts))
-                if on_run:
-                    on_run(i, rep + 1 if warm else rep - options.warmup + 1, warm)
+    startup = 0.0
+    try:
+        with tempfile.TemporaryDirectory(prefix="autoprof-bench-") as tmp:
+            output = Path(tmp) / "perf.csv"
+            startup = _startup(output, options, perf) if options.startup_correction else 0.0
+            for i, result in enumerate(results):
+                for rep in range(options.warmup + options.runs):
+                    if options.prepare:
+                        _prepare(options.prepare)
+                    values, units = run_once(result.command, events, output, options.timeout, perf)
+                    warm = rep < options.warmup
+                    if not warm:
+                        index = rep - options.warmup + 1
+                        counts = {k: v for k, v in values.items() if k not in TIMES}
+                        times = {k: values[k] for k in TIMES}
+                        times["wall_s"] -= startup
+                        result.repetitions.append(Repetition(index, **times, counts=counts))
+                    if on_run:
+                        on_run(i, rep + 1 if warm else rep - options.warmup + 1, warm)
+    except Interrupted as stop:
+        partial = BenchResult(events, units, options, results, startup)
+        raise BenchInterrupted(stop.signum, partial) from None
     return BenchResult(events, units, options, results, startup)
 
 
@@ -237,6 +267,7 @@ CSV_COLUMNS = ["command", "repetition", "metric", "value", "unit"]
 def to_json(result: BenchResult) -> dict:
     """Everything measured, in a JSON-able dict (`from_json` reads it back)."""
     return {
+        "format": FORMAT,
         "events": [{"name": e.name, "pmu": e.pmu, "spec": e.spec} for e in result.events],
         "units": result.units,
         "options": asdict(result.options),
@@ -248,13 +279,18 @@ def to_json(result: BenchResult) -> dict:
     }
 
 
-def from_json(data: dict) -> BenchResult:
+def from_json(data: dict, path: object = "bench.json") -> BenchResult:
+    """The BenchResult of a `to_json` document; NewerFormat for one from a newer autoprof,
+    unknown keys ignored and missing ones defaulted (a file from an older one still reads)."""
+    file_format(data, FORMAT, path)
     return BenchResult(
         [Event(e["name"], e["pmu"], e["spec"]) for e in data["events"]],
         dict(data["units"]),
-        BenchOptions(**data["options"]),
+        BenchOptions(**known_fields(BenchOptions, data.get("options", {}))),
         [
-            CommandResult(c["command"], [Repetition(**r) for r in c["repetitions"]])
+            CommandResult(
+                c["command"], [Repetition(**known_fields(Repetition, r)) for r in c["repetitions"]]
+            )
             for c in data["commands"]
         ],
         data.get("startup_s", 0.0),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import click
@@ -166,12 +167,11 @@ def bench(
 ) -> None:  # fmt: skip
     """Run each COMMAND (separated by --) many times under perf stat: times and counts per
     run, mean +- sd, outliers, and the ratio of each command to the first."""
-    import csv
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from autoprof.analysis import bench as stats
     from autoprof.benchmark import measure
+    from autoprof.perf.process import Stopper
 
     commands = split_commands(words)
     if output is not None and (output / "manifest.json").exists():
@@ -181,9 +181,12 @@ def bench(
     events = measure.one_run_events(catalog, names)
     options = measure.BenchOptions(runs, warmup, prepare, timeout, startup_correction)
     console = common.console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
-    ) as progress:
+    with (
+        Stopper(),
+        Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
+        ) as progress,
+    ):
         bars = [
             progress.add_task(" ".join(c)[:40], total=warmup + runs, start=False) for c in commands
         ]
@@ -194,8 +197,20 @@ def bench(
 
         try:
             result = measure.bench(commands, events, options, on_run)
-        except KeyboardInterrupt:
-            raise AutoprofError("interrupted: nothing measured is kept") from None
+        except measure.BenchInterrupted as stop:
+            interrupted = stop
+        else:
+            interrupted = None
+    if interrupted is not None:
+        document = dict(measure.to_json(interrupted.partial), interrupted=interrupted.name)
+        kept = _export(interrupted.partial, document, export_json, export_csv)
+        click.echo(
+            f"autoprof: error: interrupted by {interrupted.name} after "
+            f"{interrupted.repetitions} timed repetitions"
+            + (f" (kept in {', '.join(map(str, kept))})" if kept else ""),
+            err=True,
+        )
+        sys.exit(interrupted.exit_code)
     summaries, ratios = stats.summaries(result), stats.ratios(result)
     _show(common.console(), result, summaries, ratios)
     if startup_correction:
@@ -206,18 +221,31 @@ def bench(
     for warning in stats.warnings(result):
         console.print(f"[yellow]warning:[/] {warning}")
     document = report(result, summaries, ratios)
-    if export_json:
-        export_json.write_text(json.dumps(document, indent=1) + "\n")
-        console.print(f"wrote {export_json}")
     if output is not None:
         from autoprof.benchmark import folder
         from autoprof.catalog import host
 
         manifest = folder.write(output, result, host.read_facts(catalog), document)
         console.print(f"benchmark {manifest.id} in {output}/; store it: autoprof upload {output}")
-    if export_csv:
-        with export_csv.open("w", newline="") as fh:
+    for path in _export(result, document, export_json, export_csv):
+        console.print(f"wrote {path}")
+
+
+def _export(result, document: dict, json_path: Path | None, csv_path: Path | None):
+    """Write the --export-json document and the --export-csv rows that were asked for; the
+    paths written."""
+    import csv
+
+    from autoprof.benchmark import measure
+
+    written = []
+    if json_path:
+        json_path.write_text(json.dumps(_clean(document), indent=1) + "\n")
+        written.append(json_path)
+    if csv_path:
+        with csv_path.open("w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(measure.CSV_COLUMNS)
             writer.writerows(measure.rows(result))
-        console.print(f"wrote {export_csv}")
+        written.append(csv_path)
+    return written
