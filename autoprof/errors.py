@@ -7,3 +7,25 @@ class AutoprofError(Exception):
     Library code raises it with a complete, one-line message; the CLI prints it as
     ``autoprof: error: <message>`` and exits with status 2. Anything else is a bug.
     """
+
+
+class NewerFormat(AutoprofError):
+    """A file written by a newer autoprof: its fields may mean what this one cannot know, so it
+    is refused rather than misread."""
+
+    def __init__(self, path: object, found: int, known: int):
+        super().__init__(
+            f"{path}: written by a newer autoprof (format {found}, this one reads up to "
+            f"{known}); upgrade autoprof"
+        )
+
+
+def file_format(data: object, known: int, path: object) -> int:
+    """The `format` of a file's JSON object (1 without one: files written before formats were
+    recorded); raises NewerFormat for a format newer than `known`."""
+    found = data.get("format", 1) if isinstance(data, dict) else 1
+    if not isinstance(found, int) or found < 1:
+        raise AutoprofError(f"{path}: format {found!r} is not a format number")
+    if found > known:
+        raise NewerFormat(path, found, known)
+    return found

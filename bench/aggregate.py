@@ -181,7 +181,7 @@ def two_million(out: Path, runs: int, intervals: int) -> None:
     ]
     print(f"{lines:,} perf CSV lines in {len(files)} run folders ({size / 2**20:.0f} MiB)")
     table(lines, rows)
-    assert kept["s"].report["rows"] == counted == len(kept["m"].frame)
+    assert kept["s"].report.rows == counted == len(kept["m"].frame)
 
 
 def child_peak(argv: list[str]) -> tuple[float, int, int]:

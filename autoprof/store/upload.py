@@ -31,9 +31,10 @@ import pandas as pd
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from autoprof import aggregate, outdir, results
+from autoprof import outdir, results
 from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.errors import AutoprofError
+from autoprof.sanity_report import Report, read_report
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
@@ -60,7 +61,7 @@ class Profile:
     manifest: outdir.Manifest
     part: int
     parts: int
-    report: dict[str, Any] | None
+    report: Report | None
     records: list[dict[str, Any]]
     kind: str = KIND_PROFILE  # KIND_BENCH: a folder `autoprof bench -o` wrote
 
@@ -107,11 +108,11 @@ def read_profile(out: Path) -> Profile:
         raise AutoprofError(f"{out}: no {outdir.RESULTS}; run `autoprof aggregate {out}` first")
     try:
         manifest = outdir.read_manifest(out)
-        report = outdir.read_json(out / outdir.REPORT) if (out / outdir.REPORT).is_file() else None
     except (ValueError, TypeError, KeyError) as err:
-        raise AutoprofError(f"{out}: unreadable manifest or report: {err}") from None
-    if report is not None and not aggregate.usable(report):
-        raise AutoprofError(f"{out}: nothing to upload: {aggregate.summary(report)}")
+        raise AutoprofError(f"{out}: unreadable manifest: {err}") from None
+    report = read_report(out / outdir.REPORT) if (out / outdir.REPORT).is_file() else None
+    if report is not None and not report.usable:
+        raise AutoprofError(f"{out}: nothing to upload: {report.summary()}")
     records = []
     for folder in outdir.run_folders(out):
         try:
@@ -308,7 +309,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
                 part=part,
                 machine_id=machine_id,
                 manifest=profile.manifest.to_dict(),
-                report=profile.report,
+                report=profile.report.to_json() if profile.report else None,
                 records=profile.records,
                 rows=len(frame),
                 uploaded=utc_now(),
