@@ -26,6 +26,7 @@ import numpy as np
 from autoprof import outdir, results, rows, sanity
 from autoprof.errors import AutoprofError
 from autoprof.perf import stat_arrow, stat_csv
+from autoprof.perf.unsupported import Unsupported
 from autoprof.sanity import MULTIPLEXED, OK
 from autoprof.sanity_report import (
     BrokenFile,
@@ -136,7 +137,7 @@ def _aggregate(
         refused = []
         for item in record.unsupported:
             label = _unsupported_key(item, record)
-            state.reasons.setdefault(label, item.get("reason", ""))
+            state.reasons.setdefault(label, item.reason)
             refused.append(label)
         run = rows.run_rows(counts, record, refused, topology, state.modifiers)
         tally.add(run)
@@ -271,13 +272,12 @@ def _one_line(err: Exception) -> str:
     return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
-def _unsupported_key(item: dict[str, str], record: outdir.RunRecord) -> sanity.Label:
-    """(catalog name, pmu) of an entry of RunRecord.unsupported, whatever it was keyed by."""
-    key = item.get("name") or item.get("event") or item.get("label") or item.get("spec") or ""
+def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> sanity.Label:
+    """(catalog name, pmu) of an event perf refused, named by its label or spec in old files."""
     for ref in record.events:
-        if key in (ref.name, ref.label, ref.spec):
-            return ref.name, item.get("pmu") or ref.pmu
-    return key, item.get("pmu", "")
+        if item.name in (ref.name, ref.label, ref.spec):
+            return ref.name, item.pmu or ref.pmu
+    return item.name, item.pmu
 
 
 def _read_counts(

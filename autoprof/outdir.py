@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoprof.perf.unsupported import Unsupported
+
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
 RUNS = "runs"
@@ -124,7 +126,7 @@ class RunRecord:
     status: str = ""
     error: str | None = None
     # events perf refused to open in this run, with perf's own reason
-    unsupported: list[dict[str, str]] = field(default_factory=list)
+    unsupported: list[Unsupported] = field(default_factory=list)
     # > 1 when perf had no room for an event and the run was split: the event ran apart
     part: int = 1
     # > 1 when earlier attempts failed and `--retries` ran the run again (the journal keeps them)
@@ -144,6 +146,7 @@ class RunRecord:
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         data = dict(data)
         data["events"] = [EventRef(**e) for e in data.get("events", [])]
+        data["unsupported"] = [Unsupported.from_json(u) for u in data.get("unsupported", [])]
         return cls(**data)
 
 

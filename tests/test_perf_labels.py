@@ -1,4 +1,5 @@
-"""perf's spellings of events (autoprof.perf.labels) and of a finished recording."""
+"""perf's spellings of events (autoprof.perf.labels), of a refused event and of a finished
+recording."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 
 from autoprof.perf import labels
 from autoprof.perf.record import wrote_data
+from autoprof.perf.unsupported import Unsupported
 
 TABLE = {
     text: name
@@ -51,3 +53,12 @@ def test_uncore_boxes_both_ways_perf_names_them():
 def test_a_finished_recording_is_told_by_perfs_last_message():
     assert wrote_data("[ perf record: Captured and wrote 0.012 MB perf.data (34 samples) ]\n")
     assert not wrote_data("Error:\nThe sys_perf_event_open() syscall returned with 1\n")
+
+
+def test_unsupported_reads_every_key_it_was_written_with():
+    refused = Unsupported("cpu/x/", "cpu", "perf said no")
+    assert Unsupported.from_json(refused.to_json()) == refused
+    assert Unsupported.from_json({"event": "cpu/x/", "pmu": "cpu", "reason": "perf said no"}) == (
+        refused
+    )
+    assert Unsupported.from_json({"spec": "cpu/x/", "added_later": 1}) == Unsupported("cpu/x/")
