@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autoprof import outdir
+from autoprof import __version__, outdir
 from autoprof.sanity_report import (
     KIND_IDLE_INTERVALS,
     KIND_NOT_COUNTED,
@@ -122,6 +122,7 @@ def build(
     multiplexed = sorted(tally.multiplexed.items(), key=lambda i: _key(i[0]))
     not_counted, idle = _counted_in(tally.uncounted)
     return Report(
+        autoprof_version=__version__,
         profile_id=manifest.id if manifest else None,
         results=results_name,
         rows=tally.rows,

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from autoprof import __version__, outdir
+from autoprof import outdir
 from autoprof.errors import AutoprofError, file_format
 
 FORMAT = 2  # the report.json format this code writes and reads up to
@@ -188,7 +188,7 @@ class BrokenFile(_Record):
 class Report(_Record):
     """The sanity report of an aggregation: what was measured and what not to trust."""
 
-    autoprof_version: str = __version__
+    autoprof_version: str = ""  # the autoprof that aggregated
     profile_id: str | None = None
     results: str = ""  # the results file the rows went to
     rows: int = 0  # rows written to it
