@@ -26,7 +26,17 @@ import numpy as np
 from autoprof import outdir, results, rows, sanity
 from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.perf import stat_arrow, stat_csv
+from autoprof.perf.unsupported import Unsupported
 from autoprof.sanity import MULTIPLEXED, OK
+from autoprof.sanity_report import (
+    BrokenFile,
+    FailedRun,
+    Report,
+    RetriedRun,
+    RunId,
+    RunsSummary,
+    write_report,
+)
 
 MAX_PROBLEMS_PER_FILE = 20  # a garbage file should not drown the report
 WRITTEN = (OK, MULTIPLEXED)  # rows with a value
@@ -36,32 +46,13 @@ EXACT = (OK,)  # --exact-only: counted 100% of the time
 @dataclass
 class Aggregation:
     frame: Any  # pandas DataFrame of results.COLUMNS, or None when the rows went to a file
-    report: dict[str, Any]
+    report: Report
     lines: int = 0  # perf CSV lines read (for the benchmark)
     notes: list[str] = field(default_factory=list)
 
     @property
     def usable(self) -> bool:
-        return usable(self.report)
-
-
-def usable(report: dict[str, Any]) -> bool:
-    """Whether a sanity report saw any counted value; else the profile measured nothing."""
-    return report["events_measured"] > 0 or bool(report["events"]["multiplexed"])
-
-
-def summary(report: dict[str, Any]) -> str:
-    """One line on the runs and files of a report: why an aggregation gave nothing usable."""
-    runs = report["runs"]
-    of = runs["finished"] if runs["expected"] is None else runs["expected"]
-    ok = runs.get("ok", runs["finished"] - len(runs["failed"]))  # reports before "ok" existed
-    parts = [f"{ok} of {of} runs ok"]
-    for name, items in (("failed", runs["failed"]), ("missing", runs["missing"])):
-        if items:
-            parts.append(f"{len(items)} {name}")
-    if report["broken_files"]:
-        parts.append(f"{len(report['broken_files'])} broken files")
-    return ", ".join(parts) + f", no counted value (see {outdir.REPORT})"
+        return self.report.usable
 
 
 def aggregate(
@@ -104,7 +95,7 @@ def aggregate_to(
         partial.unlink(missing_ok=True)
         raise
     os.replace(partial, path)
-    outdir.write_json(out / outdir.REPORT, aggregation.report)
+    write_report(out / outdir.REPORT, aggregation.report)
     return aggregation
 
 
@@ -112,7 +103,7 @@ def write(out: Path, aggregation: Aggregation, path: Path | None = None) -> Path
     """Write results.csv (canonical writer) and report.json; return the results path."""
     path = Path(path) if path else Path(out) / outdir.RESULTS
     results.write_csv(aggregation.frame, path)
-    outdir.write_json(Path(out) / outdir.REPORT, aggregation.report)
+    write_report(Path(out) / outdir.REPORT, aggregation.report)
     return path
 
 
@@ -125,7 +116,7 @@ def _aggregate(
     out: Path, sink: Callable[[Any], None], results_name: str, exact_only: bool
 ) -> Aggregation:
     _check_profile(out)
-    broken: list[dict[str, str]] = []
+    broken: list[BrokenFile] = []
     manifest = _read_manifest(out, broken)
     topology = _topology(manifest)
     tally = sanity.Tally()
@@ -140,7 +131,7 @@ def _aggregate(
         refused = []
         for item in record.unsupported:
             label = _unsupported_key(item, record)
-            state.reasons.setdefault(label, item.get("reason", ""))
+            state.reasons.setdefault(label, item.reason)
             refused.append(label)
         run = rows.run_rows(counts, record, refused, topology, state.modifiers)
         tally.add(run)
@@ -162,10 +153,10 @@ def _aggregate(
 @dataclass
 class _RunState:
     finished: set[tuple[int, int]] = field(default_factory=set)
-    failed: list[dict[str, Any]] = field(default_factory=list)
-    retried: list[dict[str, int]] = field(default_factory=list)
+    failed: list[FailedRun] = field(default_factory=list)
+    retried: list[RetriedRun] = field(default_factory=list)
     reasons: dict[sanity.Label, str] = field(default_factory=dict)
-    modifiers: dict[tuple[str, str | None, str], dict[str, Any]] = field(default_factory=dict)
+    modifiers: rows.Modifiers = field(default_factory=dict)
 
 
 def _read_ahead(out: Path, state: _RunState, ahead: int = 2) -> Iterator[tuple]:
@@ -175,7 +166,7 @@ def _read_ahead(out: Path, state: _RunState, ahead: int = 2) -> Iterator[tuple]:
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    def read(folder: Path, record: outdir.RunRecord | None, bad: list[dict[str, str]]):
+    def read(folder: Path, record: outdir.RunRecord | None, bad: list[BrokenFile]):
         if record is None:
             return None, None, 0, bad
         counts, n = _read_counts(folder, folder.relative_to(out), record, bad)
@@ -192,7 +183,7 @@ def _read_ahead(out: Path, state: _RunState, ahead: int = 2) -> Iterator[tuple]:
 
 def _finished(
     out: Path, state: _RunState
-) -> Iterator[tuple[Path, outdir.RunRecord | None, list[dict[str, str]]]]:
+) -> Iterator[tuple[Path, outdir.RunRecord | None, list[BrokenFile]]]:
     """The run folders that reached a final status, with their records (noted in `state`), and
     those whose record is broken (with a None record and the problem)."""
     for folder in outdir.run_folders(out):
@@ -202,24 +193,18 @@ def _finished(
             continue  # a run that never got its record: planned runs report it as missing
         except (ValueError, TypeError, KeyError) as err:
             path = str(folder.relative_to(out) / outdir.RUN_RECORD)
-            yield folder, None, [{"path": path, "error": _one_line(err)}]
+            yield folder, None, [BrokenFile(path, _one_line(err))]
             continue
         if record.status not in outdir.FINAL_STATUSES:
             continue  # interrupted: the next `profile` runs it again
         state.finished.add((record.run, record.repeat))
         if record.attempt > 1 and record.part == 1:
-            state.retried.append(
-                {"run": record.run, "repeat": record.repeat, "attempt": record.attempt}
-            )
+            state.retried.append(RetriedRun(record.run, record.repeat, record.attempt))
         if record.status != outdir.RUN_OK:
             state.failed.append(
-                {
-                    "run": record.run,
-                    "repeat": record.repeat,
-                    "status": record.status,
-                    "workload_exit": record.workload_exit,
-                    "error": record.error,
-                }
+                FailedRun(
+                    record.run, record.repeat, record.status, record.workload_exit, record.error
+                )
             )
         yield folder, record, []
 
@@ -227,10 +212,10 @@ def _finished(
 def runs_summary(
     manifest: outdir.Manifest | None,
     finished: set[tuple[int, int]],
-    failed: list[dict[str, Any]] | None = None,
-    retried: list[dict[str, int]] | None = None,
-) -> dict[str, Any]:
-    """The report's "runs": expected (a part of a split profile expects only its share of the
+    failed: list[FailedRun] | None = None,
+    retried: list[RetriedRun] | None = None,
+) -> RunsSummary:
+    """The report's runs: expected (a part of a split profile expects only its share of the
     plan), finished, ok, failed, missing and retried runs."""
     expected, missing = None, []
     if manifest is not None:
@@ -239,30 +224,30 @@ def runs_summary(
             len(manifest.plan.get("runs", [])), options.repeat, options.part, options.parts
         )
         expected = len(pairs)
-        missing = [{"run": r, "repeat": k} for r, k in pairs if (r, k) not in finished]
-    failed = sorted(failed or [], key=lambda f: (f["run"], f["repeat"]))
-    bad = {(f["run"], f["repeat"]) for f in failed}
-    return {
-        "expected": expected,
-        "finished": len(finished),  # reached an end, failed or not
-        "ok": len(finished - bad),  # finished with perf and the workload content
-        "failed": failed,
-        "missing": missing,
+        missing = [RunId(r, k) for r, k in pairs if (r, k) not in finished]
+    failed = sorted(failed or [], key=lambda f: (f.run, f.repeat))
+    bad = {(f.run, f.repeat) for f in failed}
+    return RunsSummary(
+        expected=expected,
+        finished=len(finished),  # reached an end, failed or not
+        ok=len(finished - bad),  # finished with perf and the workload content
+        failed=failed,
+        missing=missing,
         # finished on a later attempt (`profile --retries`); earlier ones are in attempts/
-        "retried": retried or [],
-    }
+        retried=retried or [],
+    )
 
 
-def _read_manifest(out: Path, broken: list[dict[str, str]]) -> outdir.Manifest | None:
+def _read_manifest(out: Path, broken: list[BrokenFile]) -> outdir.Manifest | None:
     if not (out / outdir.MANIFEST).is_file():
-        broken.append({"path": outdir.MANIFEST, "error": "missing"})
+        broken.append(BrokenFile(outdir.MANIFEST, "missing"))
         return None
     try:
         return outdir.read_manifest(out)
     except NewerFormat:
         raise
     except AutoprofError as err:
-        broken.append({"path": outdir.MANIFEST, "error": str(err)})
+        broken.append(BrokenFile(outdir.MANIFEST, str(err)))
         return None
 
 
@@ -280,36 +265,33 @@ def _one_line(err: Exception) -> str:
     return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
-def _unsupported_key(item: dict[str, str], record: outdir.RunRecord) -> sanity.Label:
-    """(catalog name, pmu) of an entry of RunRecord.unsupported, whatever it was keyed by."""
-    key = item.get("name") or item.get("event") or item.get("label") or item.get("spec") or ""
+def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> sanity.Label:
+    """(catalog name, pmu) of an event perf refused, named by its label or spec in old files."""
     for ref in record.events:
-        if key in (ref.name, ref.label, ref.spec):
-            return ref.name, item.get("pmu") or ref.pmu
-    return key, item.get("pmu", "")
+        if item.name in (ref.name, ref.label, ref.spec):
+            return ref.name, item.pmu or ref.pmu
+    return item.name, item.pmu
 
 
 def _read_counts(
-    folder: Path, rel: Path, record: outdir.RunRecord, broken: list[dict[str, str]]
+    folder: Path, rel: Path, record: outdir.RunRecord, broken: list[BrokenFile]
 ) -> tuple[stat_arrow.Counts | None, int]:
     """The run's perf.csv as Counts (None when absent or unreadable: reported in `broken`)."""
     perf_path = folder / outdir.PERF_OUTPUT
+    name = str(rel / outdir.PERF_OUTPUT)
     if not perf_path.is_file():
         if record.status != outdir.RUN_PERF_FAILED:
-            broken.append({"path": str(rel / outdir.PERF_OUTPUT), "error": "missing"})
+            broken.append(BrokenFile(name, "missing"))
         return None, 0
     data = perf_path.read_bytes()
     sep, interval = stat_csv.argv_options(record.perf_argv)
     try:
         counts, problems = stat_arrow.read(data, sep, interval)
     except stat_csv.StatCsvError as err:
-        broken.append({"path": str(rel / outdir.PERF_OUTPUT), "error": str(err)})
+        broken.append(BrokenFile(name, str(err)))
         return None, 0
-    for problem in problems[:MAX_PROBLEMS_PER_FILE]:
-        broken.append({"path": str(rel / outdir.PERF_OUTPUT), "error": str(problem)})
+    broken.extend(BrokenFile(name, str(p)) for p in problems[:MAX_PROBLEMS_PER_FILE])
     if len(problems) > MAX_PROBLEMS_PER_FILE:
         extra = len(problems) - MAX_PROBLEMS_PER_FILE
-        broken.append(
-            {"path": str(rel / outdir.PERF_OUTPUT), "error": f"... and {extra} more lines"}
-        )
+        broken.append(BrokenFile(name, f"... and {extra} more lines"))
     return counts, len(counts)

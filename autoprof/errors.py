@@ -18,14 +18,3 @@ class NewerFormat(AutoprofError):
             f"{path}: written by a newer autoprof (format {found}, this one reads up to "
             f"{known}); upgrade autoprof"
         )
-
-
-def file_format(data: object, known: int, path: object) -> int:
-    """The `format` of a file's JSON object (1 without one: files written before formats were
-    recorded); raises NewerFormat for a format newer than `known`."""
-    found = data.get("format", 1) if isinstance(data, dict) else 1
-    if not isinstance(found, int) or found < 1:
-        raise AutoprofError(f"{path}: format {found!r} is not a format number")
-    if found > known:
-        raise NewerFormat(path, found, known)
-    return found

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from autoprof import outdir
-from autoprof.errors import file_format
 from autoprof.outdir import RunRecord
+from autoprof.records import file_format, known_fields
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Entry:
         file_format(data, cls.FORMAT, path)
         return cls(
             **{
-                **outdir.known_fields(cls, data),
+                **known_fields(cls, data),
                 "run": int(data["run"]),
                 "repeat": int(data["repeat"]),
                 "status": str(data["status"]),

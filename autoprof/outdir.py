@@ -27,13 +27,15 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from autoprof.catalog.facts import MachineFacts
-from autoprof.errors import AutoprofError, file_format
+from autoprof.errors import AutoprofError
 from autoprof.options import ProfileOptions
+from autoprof.perf.unsupported import Unsupported
+from autoprof.records import file_format, known_fields
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -57,13 +59,6 @@ RUN_TARGET_EXITED = "target-exited"  # attached: the process exited mid-run; not
 FINAL_STATUSES = frozenset({RUN_OK, RUN_WORKLOAD_FAILED, RUN_PERF_FAILED, RUN_TIMEOUT})
 # Options that change what the numbers mean: a resumed profile must keep them.
 MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
-
-
-def known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    """The entries of `data` that are fields of dataclass `cls`: a file written by a version
-    with more fields still reads (the rest take their defaults)."""
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
 
 
 @dataclass
@@ -170,7 +165,7 @@ class RunRecord:
     status: str = ""
     error: str | None = None
     # events perf refused to open in this run, with perf's own reason
-    unsupported: list[dict[str, str]] = field(default_factory=list)
+    unsupported: list[Unsupported] = field(default_factory=list)
     # > 1 when perf had no room for an event and the run was split: the event ran apart
     part: int = 1
     # > 1 when earlier attempts failed and `--retries` ran the run again (the journal keeps them)
@@ -194,7 +189,13 @@ class RunRecord:
         record (run and repeat are required; the rest default)."""
         file_format(data, cls.FORMAT, path)
         events = [EventRef(**known_fields(EventRef, e)) for e in data.get("events", [])]
-        required = {"run": int(data["run"]), "repeat": int(data["repeat"]), "events": events}
+        unsupported = [Unsupported.from_json(u) for u in data.get("unsupported", [])]
+        required = {
+            "run": int(data["run"]),
+            "repeat": int(data["repeat"]),
+            "events": events,
+            "unsupported": unsupported,
+        }
         return cls(**{"perf_argv": [], **known_fields(cls, data), **required})
 
 

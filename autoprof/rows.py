@@ -6,18 +6,15 @@ Everything per line is numpy over codes; Python only sees the distinct event nam
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import numpy as np
 
 from autoprof import outdir
+from autoprof.perf import labels as perf_labels
 from autoprof.perf import stat_arrow
 from autoprof.sanity import MULTIPLEXED, NOT_COUNTED, NOT_SUPPORTED, OK, Label, RunRows
+from autoprof.sanity_report import Modifier
 
-# perf appends event modifiers it chose itself: `task-clock:u`, `msr/tsc/u`, and on tracepoints
-# (whose names hold a colon already) without one: `syscalls:sys_enter_writeu`
-_MODIFIER = re.compile(r"^[ukhIGHpPSDWe]{1,4}$")
+Modifiers = dict[tuple[str, str | None, str], Modifier]  # (event, pmu, modifier) -> first seen
 _STATUS_OF_STATE = {
     stat_arrow.COUNTED: OK,
     stat_arrow.NOT_COUNTED: NOT_COUNTED,
@@ -30,31 +27,9 @@ def lookup(record: outdir.RunRecord) -> dict[str, outdir.EventRef]:
     """Every text perf may print for an event of this run -> its EventRef."""
     table: dict[str, outdir.EventRef] = {}
     for ref in record.events:
-        for key in (f"{ref.pmu}/{ref.label}/", ref.spec, ref.label):
+        for key in perf_labels.printed_forms(ref.pmu, ref.label, ref.spec):
             table[key] = ref
     return table
-
-
-def _inner_name(printed: str) -> str:
-    """``uncore_cha/UNC_CHA_CLOCKTICKS/`` -> ``UNC_CHA_CLOCKTICKS`` (perf wraps a name= event)."""
-    if printed.count("/") == 2 and printed.endswith("/"):
-        return printed.split("/")[1]
-    return printed
-
-
-def resolve(printed: str, table: dict[str, outdir.EventRef]) -> tuple[outdir.EventRef | None, str]:
-    """The planned event perf printed as `printed`, and the modifier perf appended ('' if none)."""
-    for text in (printed, _inner_name(printed)):
-        if text in table:
-            return table[text], ""
-    for cut in range(1, 5):
-        modifier, stem = printed[-cut:], printed[:-cut]
-        if not _MODIFIER.match(modifier):
-            break
-        for text in (stem.removesuffix(":"), _inner_name(stem)):
-            if text in table:
-                return table[text], modifier
-    return None, ""
 
 
 def run_rows(
@@ -62,7 +37,7 @@ def run_rows(
     record: outdir.RunRecord,
     refused: list[Label],
     topology: np.ndarray,
-    modifiers: dict[tuple[str, str | None, str], dict[str, Any]],
+    modifiers: Modifiers,
 ) -> RunRows:
     """The results rows of one run: perf's lines mapped to catalog events, then a `not
     supported` row for each refused event perf printed no line for (`refused`), and a `not
@@ -102,16 +77,15 @@ def _mapped(
     table: dict[str, outdir.EventRef],
     code,
     labels: list[Label],
-    modifiers: dict[tuple[str, str | None, str], dict[str, Any]],
+    modifiers: Modifiers,
 ) -> RunRows:
     per_event, unit_texts = [], []
     for printed, base, instance in zip(counts.events, counts.bases, counts.instances, strict=True):
-        ref, modifier = resolve(base, table)
+        ref, modifier = perf_labels.resolve(base, table)
         label = (ref.name, ref.pmu) if ref else (printed, None)
         if modifier:
             modifiers.setdefault(
-                (label[0], label[1], modifier),
-                {"event": label[0], "pmu": label[1], "printed": printed, "modifier": modifier},
+                (label[0], label[1], modifier), Modifier(label[0], label[1], printed, modifier)
             )
         per_event.append(code(label))
         unit_texts.append(instance if instance is not None else label[1])
@@ -184,7 +158,7 @@ def _number_boxes(rows: RunRows, no_box: np.ndarray) -> None:
     lines, nth = where[dup], nth[dup]
     units = rows.unit[lines]
     names = [
-        f"{'<NA>' if rows.units[u] is None else rows.units[u]}_{n}"
+        perf_labels.box_name(rows.units[u], n)
         for u, n in zip(units.tolist(), nth.tolist(), strict=True)
     ]
     uniques, codes = _codes(names)
@@ -273,7 +247,7 @@ def _locate(rows: RunRows, topology: np.ndarray) -> None:
     if not known.any():
         return
     at = topology[np.where(known, rows.cpu, 0)]
-    uncore = np.asarray([(pmu or "").startswith("uncore") for _, pmu in rows.labels], bool)
+    uncore = np.asarray([perf_labels.is_uncore(pmu) for _, pmu in rows.labels], bool)
     per_socket = uncore[rows.label] if len(rows.labels) else np.zeros(len(rows), bool)
     for i, name in enumerate(("socket", "core", "node")):
         column = getattr(rows, name)

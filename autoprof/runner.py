@@ -29,6 +29,7 @@ from autoprof.outdir import EventRef, RunRecord
 from autoprof.perf import command as perf_command
 from autoprof.perf import process
 from autoprof.perf.process import Interrupted, Stopper, stop_group
+from autoprof.perf.unsupported import Unsupported
 from autoprof.schedule.plan import perf_event_args  # networkx only when a plan is packed
 
 LOCK_FILE = ".lock"
@@ -142,7 +143,7 @@ class Runner:
                 else:
                     shutil.rmtree(old)
         pending = [list(task.events)]
-        unsupported: list[dict[str, str]] = []
+        unsupported: list[Unsupported] = []
         records: list[RunRecord] = []
         while pending:
             events = pending.pop(0)
@@ -154,9 +155,7 @@ class Runner:
                 if failure.capacity and rest:
                     pending.append([culprit])  # no room here: count it in a run of its own
                 else:
-                    unsupported.append(
-                        {"name": culprit.name, "pmu": culprit.pmu, "reason": failure.reason}
-                    )
+                    unsupported.append(Unsupported(culprit.name, culprit.pmu, failure.reason))
                 if rest:
                     pending.insert(0, rest)
                     continue

@@ -8,16 +8,29 @@ profile of any size is reported in constant memory per event.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from autoprof import __version__, outdir
+from autoprof.sanity_report import (
+    KIND_IDLE_INTERVALS,
+    KIND_NOT_COUNTED,
+    BrokenFile,
+    EventIssues,
+    Modifier,
+    Multiplexed,
+    NotSupported,
+    Report,
+    RunsSummary,
+    Uncounted,
+    uncounted_kind,
+)
 
 # status codes of result rows (results.STATUSES order)
 OK, MULTIPLEXED, NOT_COUNTED, NOT_SUPPORTED = range(4)
 
 Label = tuple[str, str | None]  # (EVENT_NAME, PMU)
+PERF_NOT_SUPPORTED = "perf printed <not supported>"  # the reason when perf gave none
 
 
 @dataclass
@@ -99,116 +112,61 @@ class Tally:
 def build(
     tally: Tally,
     manifest: outdir.Manifest | None,
-    runs: dict[str, Any],
+    runs: RunsSummary,
     unsupported_reasons: dict[Label, str],
-    modifiers: list[dict[str, Any]],
-    broken: list[dict[str, str]],
+    modifiers: list[Modifier],
+    broken: list[BrokenFile],
     results_name: str,
-) -> dict[str, Any]:
-    """The sanity report (report.json contract)."""
-    return {
-        "autoprof_version": __version__,
-        "profile_id": manifest.id if manifest else None,
-        "results": results_name,
-        "rows": tally.rows,
-        "events_measured": len(tally.measured),
-        "runs": runs,
-        "events": {
-            "multiplexed": [
-                {"event": e, "pmu": p, "min_percent_running": lo, "rows": int(n)}
-                for (e, p), (lo, n) in sorted(tally.multiplexed.items(), key=lambda i: _key(i[0]))
-            ],
-            **_counted_in(tally.uncounted),
-            "not_supported": [
-                {
-                    "event": e,
-                    "pmu": p,
-                    "reason": unsupported_reasons.get((e, p)) or "perf printed <not supported>",
-                }
+) -> Report:
+    """The sanity report of what `tally` saw."""
+    multiplexed = sorted(tally.multiplexed.items(), key=lambda i: _key(i[0]))
+    not_counted, idle = _counted_in(tally.uncounted)
+    return Report(
+        autoprof_version=__version__,
+        profile_id=manifest.id if manifest else None,
+        results=results_name,
+        rows=tally.rows,
+        events_measured=len(tally.measured),
+        runs=runs,
+        events=EventIssues(
+            multiplexed=[Multiplexed(e, p, lo, int(n)) for (e, p), (lo, n) in multiplexed],
+            not_counted=not_counted,
+            idle_intervals=idle,
+            not_supported=[
+                NotSupported(
+                    e, p, unsupported_reasons.get((e, p)) or "perf printed <not supported>"
+                )
                 for e, p in tally.not_supported
             ],
-            # perf counted these with a modifier it added (`task-clock:u` in a rootless
-            # container: user space only); the rows carry the planned event's name
-            "modifiers": modifiers,
-        },
-        "broken_files": broken,
-    }
+            modifiers=modifiers,
+        ),
+        broken_files=broken,
+    )
 
 
-def _counted_in(uncounted: dict[tuple[Label, int, int], tuple[int, int]]) -> dict[str, list]:
-    """Events counted in no interval of a run (not_counted), or in only some (idle_intervals).
+def _counted_in(
+    uncounted: dict[tuple[Label, int, int], tuple[int, int]],
+) -> tuple[list[Uncounted], list[Uncounted]]:
+    """Events counted in no interval of a run (not counted), or in only some (idle intervals).
 
     An interval is (run, repeat, INDEX); it is uncounted for an event when perf printed
     `<not counted>` for it there (on any CPU or box), or printed no line for the event at all.
     """
-    out: dict[str, list[dict[str, Any]]] = {"not_counted": [], "idle_intervals": []}
+    out: dict[str, list[Uncounted]] = {KIND_NOT_COUNTED: [], KIND_IDLE_INTERVALS: []}
     grouped: dict[tuple[str, Label], list[tuple[int, int, int, int]]] = {}
     for (label, run, repeat), (none, of) in uncounted.items():
-        kind = "not_counted" if none == of else "idle_intervals"
-        grouped.setdefault((kind, label), []).append((run, repeat, none, of))
+        kind = uncounted_kind(none, of)
+        if kind is not None:
+            grouped.setdefault((kind, label), []).append((run, repeat, none, of))
     for (kind, (event, pmu)), items in sorted(grouped.items(), key=lambda i: _key(i[0][1])):
         items.sort()
         out[kind].append(
-            {
-                "event": event,
-                "pmu": pmu,
-                "intervals": sum(i[2] for i in items),
-                "of": sum(i[3] for i in items),
-                "runs": [outdir.run_folder_name(r, k) for r, k, _, _ in items],
-            }
+            Uncounted(
+                event,
+                pmu,
+                intervals=sum(i[2] for i in items),
+                of=sum(i[3] for i in items),
+                runs=[outdir.run_folder_name(r, k) for r, k, _, _ in items],
+            )
         )
-    return out
-
-
-WARNINGS = ("events with idle intervals", "runs retried", "events with a modifier")
-
-
-def render(report: dict[str, Any], console: Any) -> None:
-    """Print the sanity report for a human: one summary table, then every list that is not empty."""
-    from rich.table import Table
-
-    runs, events = report["runs"], report["events"]
-    summary = Table(title="autoprof aggregate: sanity report", show_header=False)
-    summary.add_row("rows", str(report["rows"]))
-    summary.add_row("events measured", str(report["events_measured"]))
-    expected = "?" if runs["expected"] is None else str(runs["expected"])
-    ok = runs.get("ok", runs["finished"] - len(runs["failed"]))
-    style = "green" if runs["expected"] is not None and ok == runs["expected"] else "red"
-    summary.add_row("runs ok", f"[{style}]{ok} of {expected}[/{style}]")
-    for name, items in (
-        ("runs failed", runs["failed"]),
-        ("runs missing", runs["missing"]),
-        ("runs retried", runs.get("retried", [])),
-        ("events multiplexed", events["multiplexed"]),
-        ("events not counted", events["not_counted"]),
-        ("events with idle intervals", events["idle_intervals"]),
-        ("events not supported", events["not_supported"]),
-        ("events with a modifier", events.get("modifiers", [])),
-        ("broken files", report["broken_files"]),
-    ):
-        style = "green" if not items else ("yellow" if name in WARNINGS else "red")
-        summary.add_row(name, f"[{style}]{len(items)}[/{style}]")
-    console.print(summary)
-    _detail(console, "failed runs", runs["failed"], ["run", "repeat", "status", "error"])
-    _detail(console, "missing runs", runs["missing"], ["run", "repeat"])
-    _detail(console, "retried runs", runs.get("retried", []), ["run", "repeat", "attempt"])
-    _detail(console, "multiplexed", events["multiplexed"], ["event", "pmu", "min_percent_running"])
-    _detail(console, "not counted", events["not_counted"], ["event", "pmu", "intervals", "of"])
-    _detail(console, "not supported", events["not_supported"], ["event", "pmu", "reason"])
-    _detail(console, "modifiers", events.get("modifiers", []), ["event", "printed", "modifier"])
-    _detail(console, "broken files", report["broken_files"], ["path", "error"])
-
-
-def _detail(console: Any, title: str, items: list[dict[str, Any]], keys: list[str]) -> None:
-    from rich.table import Table
-
-    if not items:
-        return
-    table = Table(title=f"{title} ({len(items)})")
-    for k in keys:
-        table.add_column(k)
-    for item in items[:25]:
-        table.add_row(*("" if item.get(k) is None else str(item.get(k)) for k in keys))
-    if len(items) > 25:
-        table.add_row(f"... {len(items) - 25} more (see report.json)", *[""] * (len(keys) - 1))
-    console.print(table)
+    return out[KIND_NOT_COUNTED], out[KIND_IDLE_INTERVALS]

@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from autoprof import aggregate, outdir, results
+from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_arrow
 
 SOURCE = Path(__file__).resolve().parents[1] / "tests" / "data" / "perf61" / "interval_percpu.csv"
@@ -51,7 +52,7 @@ def write_profile(out: Path, runs: list, topology, planned: int) -> None:
     """Write the manifest and each (events, perf.csv text) of `runs` (an iterable: the texts
     are made one at a time, so this process stays small beside the one it measures)."""
     plan = {"cpu": "bench", "lower_bound": planned, "runs": [{"events": []}] * planned}
-    machine = outdir.MachineFacts("bench", "bench", "bench", "6.1", "6.1", True, False, 2)
+    machine = MachineFacts("bench", "bench", "bench", "6.1", "6.1", True, False, 2)
     machine.topology = topology
     manifest = outdir.Manifest("bench", "0.1.0", "", ["bench"], machine, plan)
     outdir.write_manifest(out, manifest)
@@ -181,7 +182,7 @@ def two_million(out: Path, runs: int, intervals: int) -> None:
     ]
     print(f"{lines:,} perf CSV lines in {len(files)} run folders ({size / 2**20:.0f} MiB)")
     table(lines, rows)
-    assert kept["s"].report["rows"] == counted == len(kept["m"].frame)
+    assert kept["s"].report.rows == counted == len(kept["m"].frame)
 
 
 def child_peak(argv: list[str]) -> tuple[float, int, int]:

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from autoprof import aggregate, outdir, results
+from autoprof.catalog.facts import MachineFacts
 from autoprof.options import ProfileOptions
+from autoprof.sanity_report import RunId
 
 PROGRAM = r"""
 #include <stdlib.h>
@@ -100,7 +102,7 @@ def profile(program, tmp_path_factory) -> Path:
         autoprof_version="0.1.0",
         created="2026-01-01T00:00:00Z",
         command=[str(exe)],
-        machine=outdir.MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2),
+        machine=MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2),
         plan=plan,
         options=ProfileOptions(repeat=2),
     )
@@ -171,34 +173,29 @@ def test_rows_follow_the_results_contract(aggregated):
 @pytest.mark.slow  # aggregates a real profile of the test program
 def test_idle_intervals_and_unsupported_events_are_reported(aggregated, program):
     _, base = program
-    events = aggregated.report["events"]
-    idle = {e["event"] for e in events["idle_intervals"]}
+    events = aggregated.report.events
+    idle = {e.event for e in events.idle_intervals}
     assert f"mem:{base:#x}:w" in idle and "task-clock" in idle
-    unsupported = {e["event"]: e for e in events["not_supported"]}
-    assert unsupported["instructions"]["reason"] == "perf printed <not supported>"
+    unsupported = {e.event: e for e in events.not_supported}
+    assert unsupported["instructions"].reason == "perf printed <not supported>"
     refused = unsupported[f"mem:{base + 64 * 6:#x}:w"]
-    assert "No space left on device" in refused["reason"]
+    assert "No space left on device" in refused.reason
     frame = aggregated.frame
     assert frame[frame["EVENT_NAME"] == f"mem:{base + 64 * 6:#x}:w"].empty  # no value, no row
-    assert events["multiplexed"] == []
+    assert events.multiplexed == []
 
 
 @pytest.mark.slow  # aggregates a real profile of the test program
 def test_failed_missing_and_broken_runs_are_reported(aggregated):
     report = aggregated.report
-    runs = report["runs"]
-    assert runs["expected"] == 8
-    assert runs["finished"] == 5
-    assert [(f["run"], f["repeat"], f["status"]) for f in runs["failed"]] == [
+    runs = report.runs
+    assert (runs.expected, runs.finished, runs.ok) == (8, 5, 4)
+    assert [(f.run, f.repeat, f.status) for f in runs.failed] == [
         (3, 1, outdir.RUN_WORKLOAD_FAILED)
     ]
-    assert runs["failed"][0]["workload_exit"] == 1
-    assert runs["missing"] == [
-        {"run": 3, "repeat": 2},
-        {"run": 4, "repeat": 1},
-        {"run": 4, "repeat": 2},
-    ]
-    broken = {b["path"] for b in report["broken_files"]}
+    assert runs.failed[0].workload_exit == 1
+    assert runs.missing == [RunId(3, 2), RunId(4, 1), RunId(4, 2)]
+    broken = {b.path for b in report.broken_files}
     assert broken == {"runs/run0001-rep2/perf.csv", "runs/run0003-rep2/run.json"}
     # the failed workload's counts are kept
     faults = aggregated.frame[aggregated.frame["EVENT_NAME"] == "page-faults"]

@@ -14,6 +14,7 @@ import pytest
 
 from autoprof import aggregate, outdir, results
 from autoprof.catalog import host
+from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_csv
 from autoprof.testing.cli import invoke
 
@@ -31,7 +32,7 @@ def make_profile(out: Path, runs: list[tuple[list[outdir.EventRef], bytes | None
     (plus `extra_planned` runs that never ran)."""
     planned = len(runs) + kw.pop("extra_planned", 0)
     plan = {"cpu": "test", "lower_bound": planned, "runs": [{"events": []}] * planned}
-    machine = outdir.MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2)
+    machine = MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2)
     machine.topology = kw.pop("topology", [])
     manifest = outdir.Manifest("test-id", "0.1.0", "", ["true"], machine, plan)
     out.mkdir(exist_ok=True)
@@ -65,8 +66,8 @@ def test_header_only_perf_csv_reports_every_event_not_counted(tmp_path):
     events = [ref("task-clock"), ref("page-faults")]
     out = make_profile(tmp_path / "out", [(events, header_only, outdir.RUN_OK)])
     report = aggregate.aggregate(out).report
-    assert {e["event"] for e in report["events"]["not_counted"]} == {"task-clock", "page-faults"}
-    assert report["rows"] == 0
+    assert {e.event for e in report.events.not_counted} == {"task-clock", "page-faults"}
+    assert report.rows == 0
 
 
 # item 7: perf's `:u` names map back to the planned events, the modifier recorded
@@ -90,12 +91,12 @@ def test_rootless_modifier_names_map_to_the_planned_events(tmp_path, name):
     assert set(frame["EVENT_NAME"]) <= {e.name for e in events}
     assert "task-clock" in set(frame["EVENT_NAME"])
     assert frame["PMU"].notna().all()
-    printed = {m["event"]: (m["printed"], m["modifier"]) for m in report["events"]["modifiers"]}
+    printed = {m.event: (m.printed, m.modifier) for m in report.events.modifiers}
     assert printed["task-clock"] == ("task-clock:u", "u")
     assert printed["syscalls:sys_enter_write"] == ("syscalls:sys_enter_writeu", "u")
-    assert {m["modifier"] for m in report["events"]["modifiers"]} == {"u"}
-    assert {m["event"] for m in report["events"]["modifiers"]} == {e.name for e in events}
-    assert report["events"]["not_counted"] == []  # mapped, so not mistaken for missing
+    assert {m.modifier for m in report.events.modifiers} == {"u"}
+    assert {m.event for m in report.events.modifiers} == {e.name for e in events}
+    assert report.events.not_counted == []  # mapped, so not mistaken for missing
 
 
 def test_rootless_live_run_maps_modifiers(tmp_path):
@@ -108,8 +109,8 @@ def test_rootless_live_run_maps_modifiers(tmp_path):
         pytest.skip(f"no user namespace here: {probe.stderr.decode()[:200]}")
     out = make_profile(tmp_path / "out", [([ref("task-clock")], target.read_bytes(), "ok")])
     report = aggregate.aggregate(out).report
-    assert report["events_measured"] == 1
-    assert [m["printed"] for m in report["events"]["modifiers"]] == ["task-clock:u"]
+    assert report.events_measured == 1
+    assert [m.printed for m in report.events.modifiers] == ["task-clock:u"]
 
 
 # item 8: honest run counts, good lines kept, non-zero exit when nothing usable came out

@@ -21,6 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from autoprof import outdir, results
 from autoprof.analysis import compare, correlation, data, event_detail, stats
 from autoprof.analysis.renderers import png
+from autoprof.catalog.facts import MachineFacts
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError
 
@@ -71,7 +72,7 @@ def write(frame: pd.DataFrame, folder: Path, cpu_id: str | None = None) -> Path:
     path = folder / "results.csv"
     results.write_csv(frame, path)
     if cpu_id is not None:
-        machine = outdir.MachineFacts(cpu_id, "test", "host", "6.1", "6.1", False, False, 2)
+        machine = MachineFacts(cpu_id, "test", "host", "6.1", "6.1", False, False, 2)
         manifest = outdir.Manifest("id", "0.1.0", "2026-01-01T00:00:00Z", ["w"], machine, {})
         outdir.write_manifest(folder, manifest)
     return path

@@ -22,13 +22,21 @@ PACKAGE = REPO / "autoprof"
 # (../shared/DESIGN.md and the project brief); a unit may import only its own layer or a lower
 # one. "autoprof" is the package's own __init__ (__version__).
 LAYERS: list[set[str]] = [
-    {"autoprof", "errors", "clock", "urls", "xdg", "examples"},  # errors, small shared utilities
+    {
+        "autoprof",
+        "errors",
+        "records",
+        "clock",
+        "urls",
+        "xdg",
+        "examples",
+    },  # errors, small shared utilities
     {"catalog"},
     {"schedule"},
     {"metrics"},
     {"perf"},
     {"outdir", "options", "journal", "outcome", "runner", "attach", "profile", "preflight"},
-    {"aggregate", "rows", "sanity", "results"},
+    {"aggregate", "rows", "sanity", "sanity_report", "results"},
     {"analysis", "benchmark", "flame", "report", "callgraph", "memory"},
     {"store"},
     {"queue"},

@@ -231,8 +231,8 @@ def test_no_room_splits_the_run_and_bad_events_are_unsupported(writes, tmp_path)
     parts = runner.run_task(Task(1, 1, (*events, bogus)))
     assert [len(p.events) for p in parts] == [4, 1]
     assert all(p.status == outdir.RUN_OK for p in parts)
-    assert parts[0].unsupported[0]["name"] == "no_such:event"
-    assert "syntax" in parts[0].unsupported[0]["reason"]
+    assert parts[0].unsupported[0].name == "no_such:event"
+    assert "syntax" in parts[0].unsupported[0].reason
     assert (tmp_path / "runs" / "run0001-rep1-part2" / outdir.PERF_OUTPUT).exists()
 
 

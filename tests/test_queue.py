@@ -127,7 +127,7 @@ def test_part_report_expects_only_its_share(tmp_path):
     manifest = outdir.read_manifest(out)
     finished = set(outdir.planned(5, 2, 2, 2))
     runs = aggregate.runs_summary(manifest, finished)
-    assert runs["expected"] == 5 and runs["missing"] == []
+    assert runs.expected == 5 and runs.missing == []
 
 
 def test_store_refuses_a_part_with_another_plan(tmp_path):

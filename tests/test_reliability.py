@@ -19,6 +19,7 @@ import pytest
 
 from autoprof import outdir, results
 from autoprof.catalog import host
+from autoprof.perf.unsupported import Unsupported
 from autoprof.testing.cli import invoke
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
@@ -217,11 +218,9 @@ def test_an_event_perf_refuses_is_not_supported_and_the_rest_counted(tmp_path):
     assert record.status == outdir.RUN_OK
     assert [e.name for e in record.events] == ["task-clock"]
     assert record.unsupported == [
-        {
-            "name": "ftrace:function",
-            "pmu": "tracepoint",
-            "reason": "No permission to enable ftrace:function event",
-        }
+        Unsupported(
+            "ftrace:function", "tracepoint", "No permission to enable ftrace:function event"
+        )
     ]
     agg = autoprof("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr

@@ -17,7 +17,6 @@ the frame (the stats count them) and skipped by every mean and sum.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pandas as pd
 
 from autoprof import outdir, results
 from autoprof.errors import AutoprofError
+from autoprof.sanity_report import Report, read_report
 
 EVENT = "EVENT"  # column added by `load`: the event's label, unique per (PMU, EVENT_NAME)
 
@@ -277,15 +277,7 @@ def read_manifest_beside(path: Path) -> outdir.Manifest | None:
     return outdir.read_manifest(path.parent)
 
 
-def read_report_beside(path: Path) -> dict | None:
+def read_report_beside(path: Path) -> Report | None:
     """The sanity report `aggregate` wrote beside a results file, if any."""
     report = path.parent / outdir.REPORT
-    if not report.is_file():
-        return None
-    try:
-        data = json.loads(report.read_text())
-    except ValueError as err:
-        raise AutoprofError(f"{report}: unreadable sanity report ({err})") from None
-    if not isinstance(data, dict):
-        raise AutoprofError(f"{report}: unreadable sanity report (not a JSON object)")
-    return data
+    return read_report(report) if report.is_file() else None

@@ -17,6 +17,7 @@ import pandas as pd
 from autoprof import results
 from autoprof.analysis import data
 from autoprof.analysis.tables import Table
+from autoprof.sanity_report import Report, uncounted_kind
 
 SANITY_KINDS = ("multiplexed", "not_counted", "idle_intervals", "not_supported")
 
@@ -89,9 +90,9 @@ def sanity_from_status(frame: pd.DataFrame) -> pd.DataFrame:
         .agg(["sum", "size"])
     )
     for (event, run, repeat), (counted, size) in per_run.iterrows():
-        if counted == size:
+        kind = uncounted_kind(size - counted, size)
+        if kind is None:
             continue
-        kind = "not_counted" if counted == 0 else "idle_intervals"
         rows.append(
             {
                 "kind": kind,
@@ -102,24 +103,23 @@ def sanity_from_status(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["kind", "event", "detail"])
 
 
-def sanity_from_report(report: dict) -> pd.DataFrame:
+def sanity_from_report(report: Report) -> pd.DataFrame:
     """The sanity lists of a `report.json`, flattened to kind, event, detail rows."""
     rows: list[dict[str, str]] = []
-    events = report.get("events") or {}
     for kind in SANITY_KINDS:
-        for item in events.get(kind) or []:
-            detail = {k: v for k, v in item.items() if k not in ("event",)}
+        for item in getattr(report.events, kind):
+            detail = {k: v for k, v in item.to_json().items() if k != "event"}
             rows.append(
                 {
                     "kind": kind,
-                    "event": str(item.get("event", "?")),
+                    "event": item.event,
                     "detail": ", ".join(f"{k}={v}" for k, v in detail.items()),
                 }
             )
     return pd.DataFrame(rows, columns=["kind", "event", "detail"])
 
 
-def summarize(frame: pd.DataFrame, table: pd.DataFrame, report: dict | None) -> Summary:
+def summarize(frame: pd.DataFrame, table: pd.DataFrame, report: Report | None) -> Summary:
     """Key numbers of a results file and its sanity lists (from `report` when given)."""
     if report is not None:
         sanity, source = sanity_from_report(report), "report.json"
@@ -143,14 +143,13 @@ def summarize(frame: pd.DataFrame, table: pd.DataFrame, report: dict | None) -> 
         metrics.append((f"{kind.replace('_', ' ')} events", int(count)))
     warnings = []
     if report is not None:
-        runs = report.get("runs") or {}
-        for key in ("failed", "missing"):
-            if runs.get(key):
-                metrics.append((f"runs {key}", len(runs[key])))
-                warnings.append(f"{len(runs[key])} run(s) {key}: see report.json")
-        if report.get("broken_files"):
-            metrics.append(("broken files", len(report["broken_files"])))
-            warnings.append(f"{len(report['broken_files'])} broken perf output file(s)")
+        for key, items in (("failed", report.runs.failed), ("missing", report.runs.missing)):
+            if items:
+                metrics.append((f"runs {key}", len(items)))
+                warnings.append(f"{len(items)} run(s) {key}: see report.json")
+        if report.broken_files:
+            metrics.append(("broken files", len(report.broken_files)))
+            warnings.append(f"{len(report.broken_files)} broken perf output file(s)")
     return Summary(metrics, sanity, source, warnings)
 
 

@@ -33,10 +33,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autoprof.catalog.model import Catalog, Event
-from autoprof.errors import AutoprofError, file_format
-from autoprof.outdir import known_fields
+from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf.process import Interrupted, stop_group
+from autoprof.records import file_format, known_fields
 
 FORMAT = 1  # of the to_json document (bench.json, --export-json)
 TIME_EVENTS = {"duration_time": "wall_s", "user_time": "user_s", "system_time": "sys_s"}

@@ -1,14 +1,23 @@
-"""`autoprof aggregate OUT`: a profile folder -> results.csv and report.json."""
+"""`autoprof aggregate OUT`: a profile folder -> results.csv and report.json, and the sanity
+report printed for a human (`autoprof.aggregate` computes; printing is done here)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from autoprof import outdir
 from autoprof.commands.common import console
 from autoprof.errors import AutoprofError
+
+if TYPE_CHECKING:
+    from autoprof.sanity_report import Report
+
+# lists that make a profile's numbers less exact, not wrong: yellow, not red
+WARNINGS = ("events with idle intervals", "runs retried", "events with a modifier")
+SHOWN = 25  # items of a list printed; the rest are in report.json
 
 
 @click.command("aggregate")
@@ -28,12 +37,63 @@ from autoprof.errors import AutoprofError
 def aggregate(out: Path, output: Path | None, exact_only: bool) -> None:
     """Parse every run of the profile folder OUT into one long-format results.csv."""
     from autoprof import aggregate as agg
-    from autoprof import sanity
 
     result = agg.aggregate_to(out, output, str(output or outdir.RESULTS), exact_only)
-    sanity.render(result.report, console())
+    render(result.report, console())
     path = output or Path(out) / outdir.RESULTS
     click.echo(f"results: {path}")
     click.echo(f"report:  {Path(out) / outdir.REPORT}")
     if not result.usable:
-        raise AutoprofError(f"nothing usable in {out}: {agg.summary(result.report)}")
+        raise AutoprofError(f"nothing usable in {out}: {result.report.summary()}")
+
+
+def render(report: Report, out: Any) -> None:
+    """Print the sanity report on the rich console `out`: one summary table, then every list
+    that is not empty."""
+    from rich.table import Table
+
+    runs, events = report.runs, report.events
+    summary = Table(title="autoprof aggregate: sanity report", show_header=False)
+    summary.add_row("rows", str(report.rows))
+    summary.add_row("events measured", str(report.events_measured))
+    expected = "?" if runs.expected is None else str(runs.expected)
+    style = "green" if runs.expected is not None and runs.ok == runs.expected else "red"
+    summary.add_row("runs ok", f"[{style}]{runs.ok} of {expected}[/{style}]")
+    for name, items in (
+        ("runs failed", runs.failed),
+        ("runs missing", runs.missing),
+        ("runs retried", runs.retried),
+        ("events multiplexed", events.multiplexed),
+        ("events not counted", events.not_counted),
+        ("events with idle intervals", events.idle_intervals),
+        ("events not supported", events.not_supported),
+        ("events with a modifier", events.modifiers),
+        ("broken files", report.broken_files),
+    ):
+        style = "green" if not items else ("yellow" if name in WARNINGS else "red")
+        summary.add_row(name, f"[{style}]{len(items)}[/{style}]")
+    out.print(summary)
+    _detail(out, "failed runs", runs.failed, ["run", "repeat", "status", "error"])
+    _detail(out, "missing runs", runs.missing, ["run", "repeat"])
+    _detail(out, "retried runs", runs.retried, ["run", "repeat", "attempt"])
+    _detail(out, "multiplexed", events.multiplexed, ["event", "pmu", "min_percent_running"])
+    _detail(out, "not counted", events.not_counted, ["event", "pmu", "intervals", "of"])
+    _detail(out, "not supported", events.not_supported, ["event", "pmu", "reason"])
+    _detail(out, "modifiers", events.modifiers, ["event", "printed", "modifier"])
+    _detail(out, "broken files", report.broken_files, ["path", "error"])
+
+
+def _detail(out: Any, title: str, items: list, keys: list[str]) -> None:
+    from rich.table import Table
+
+    if not items:
+        return
+    table = Table(title=f"{title} ({len(items)})")
+    for k in keys:
+        table.add_column(k)
+    for item in items[:SHOWN]:
+        table.add_row(*("" if getattr(item, k) is None else str(getattr(item, k)) for k in keys))
+    if len(items) > SHOWN:
+        more = f"... {len(items) - SHOWN} more (see {outdir.REPORT})"
+        table.add_row(more, *[""] * (len(keys) - 1))
+    out.print(table)

@@ -61,7 +61,8 @@ def record_command(
     Example:  autoprof record -o out/rec -- ./myprog --input data
     Then:     autoprof flamegraph out/rec -o flame.svg
     """
-    from autoprof.flame.capture import PERF_DATA, record
+    from autoprof.flame.capture import record
+    from autoprof.perf.record import PERF_DATA
 
     options = RecordOptions(frequency, call_graph, list(events), pid, system_wide, duration)
     info = record(options, output, list(command))

@@ -37,6 +37,8 @@ def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: st
         try:
             done = store_upload.upload(store, out, labels)
         except AutoprofError as err:
+            if len(outs) == 1:
+                raise  # its own one line
             failures += 1
             click.echo(f"autoprof: error: {err}", err=True)
             continue
@@ -104,6 +106,7 @@ def list_command(machine, command_text, since, tags, kind, store_text) -> None:
 @store_option
 def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
     """Show one run: command, machine, parts, tags and its sanity report summary."""
+    from autoprof.sanity_report import Report
     from autoprof.store import engine, queries
 
     store = engine.open_store(store_text, create=False)
@@ -132,20 +135,19 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
             f"SMT {'on' if m['smt'] else 'off'}, "
             f"NMI watchdog {'on' if m['nmi_watchdog'] else 'off'}"
         )
-        report = part["report"]
-        if report is None:
+        if part["report"] is None:
             click.echo("  report   none (aggregate wrote no report.json)")
             continue
-        runs = report.get("runs", {})
-        events = report.get("events", {})
+        report = Report.from_json(part["report"], f"part {part['part']}'s report")
+        runs, events = report.runs, report.events
         click.echo(
-            f"  report   {report.get('events_measured', '?')} events measured; runs "
-            f"{runs.get('finished', '?')}/{runs.get('expected', '?')} finished, "
-            f"{len(runs.get('failed', []))} failed, {len(runs.get('missing', []))} missing; "
-            f"{len(events.get('multiplexed', []))} multiplexed, "
-            f"{len(events.get('not_counted', []))} not counted, "
-            f"{len(events.get('not_supported', []))} not supported, "
-            f"{len(report.get('broken_files', []))} broken files"
+            f"  report   {report.events_measured} events measured; runs "
+            f"{runs.finished}/{'?' if runs.expected is None else runs.expected} finished, "
+            f"{len(runs.failed)} failed, {len(runs.missing)} missing; "
+            f"{len(events.multiplexed)} multiplexed, "
+            f"{len(events.not_counted)} not counted, "
+            f"{len(events.not_supported)} not supported, "
+            f"{len(report.broken_files)} broken files"
         )
     for name, rec in info["functions"].items():
         totals = ", ".join(f"{e} {n:,}" for e, n in rec["totals"].items())

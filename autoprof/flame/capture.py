@@ -17,9 +17,15 @@ from pathlib import Path
 from autoprof import __version__, preflight
 from autoprof.errors import AutoprofError
 from autoprof.outdir import write_json
-from autoprof.perf.record import RecordOptions, perf_error_line, record_argv, run_record
+from autoprof.perf.record import (
+    PERF_DATA,
+    RecordOptions,
+    perf_error_line,
+    record_argv,
+    run_record,
+    wrote_data,
+)
 
-PERF_DATA = "perf.data"
 RECORD_INFO = "record.json"
 STDERR = "stderr.txt"
 
@@ -58,7 +64,7 @@ def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
     info.perf_exit = result.exit_code
     if result.stopped_by is not None:
         info.stopped_by = signal.Signals(result.stopped_by).name
-    wrote = "Captured and wrote" in result.stderr
+    wrote = wrote_data(result.stderr)
     # a PID or the whole system is sampled until stopped: being stopped is its normal end
     until_stopped = not command and result.stopped_by is not None
     if wrote:

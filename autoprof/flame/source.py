@@ -20,12 +20,10 @@ from typing import IO
 from autoprof.errors import AutoprofError
 from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_kernel
 from autoprof.flame.inline import Addr2line
-from autoprof.perf.record import script_output
+from autoprof.perf.record import PERF_DATA, PERF_DATA_MAGIC, script_output
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
 
-PERF_DATA_MAGIC = (b"PERFILE2", b"PERFFILE")
 GZIP_MAGIC = b"\x1f\x8b"
-PERF_DATA = "perf.data"
 _FOLDED = re.compile(r"^\S.* \d+$")
 _CHUNK = 1 << 20
 

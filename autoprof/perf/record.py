@@ -19,6 +19,8 @@ from typing import IO
 from autoprof.errors import AutoprofError
 from autoprof.perf.process import Interrupted, Stopper, stop_group
 
+PERF_DATA = "perf.data"  # the samples file of a record folder (perf's own default name)
+PERF_DATA_MAGIC = (b"PERFILE2", b"PERFFILE")  # the first 8 bytes of a perf.data
 CALL_GRAPHS = ("fp", "dwarf", "lbr")
 # `perf script` fields: perf's default layout plus the pid (for --pid), so the output stays what
 # stackcollapse-perf.pl reads.
@@ -130,6 +132,12 @@ def _tee(stream: IO[bytes], chunks: list[bytes]) -> None:
         chunks.append(chunk)
         sys.stderr.buffer.write(chunk)
         sys.stderr.flush()
+
+
+def wrote_data(stderr: str) -> bool:
+    """Whether `perf record` finished its data file: it says so last on standard error,
+    ``[ perf record: Captured and wrote 0.012 MB perf.data (34 samples) ]``."""
+    return "Captured and wrote" in stderr
 
 
 def perf_error_line(stderr: str) -> str:

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autoprof.perf import stat_csv
+from autoprof.perf import stat_csv, stat_fields
+from autoprof.perf.labels import split_instance
 
 # Counts.state codes
 COUNTED, NOT_COUNTED, NOT_SUPPORTED = 0, 1, 2
 _STATE_CODES = {
-    stat_csv.COUNTED: COUNTED,
-    stat_csv.STATE_NOT_COUNTED: NOT_COUNTED,
-    stat_csv.STATE_NOT_SUPPORTED: NOT_SUPPORTED,
+    stat_fields.COUNTED: COUNTED,
+    stat_fields.STATE_NOT_COUNTED: NOT_COUNTED,
+    stat_fields.STATE_NOT_SUPPORTED: NOT_SUPPORTED,
 }
 _CPU = re.compile(r"^CPU(\d+)$")
 _VALUE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|<not counted>|<not supported>)\s*$")
@@ -56,7 +57,7 @@ class Counts:
         return len(self.value)
 
 
-def read(data: bytes, sep: str, interval: bool) -> tuple[Counts, list[stat_csv.Problem]]:
+def read(data: bytes, sep: str, interval: bool) -> tuple[Counts, list[stat_fields.Problem]]:
     """Counts and the problems of the lines left out; raises StatCsvError like stat_csv.parse."""
     counts = _fast(data, sep, interval)
     if counts is not None:
@@ -154,8 +155,8 @@ def _columns(table, names: list[str], t: int, has_cpu: bool, v: int, n: int) -> 
     empty_event = np.asarray([e == "" for e in events], bool)
     if rows and empty_event[event_codes].any():
         return None  # extra-metric lines or a nameless event: the general parser sorts them out
-    not_counted = pc.equal(value_text, stat_csv.NOT_COUNTED).to_numpy(zero_copy_only=False)
-    not_supported = pc.equal(value_text, stat_csv.NOT_SUPPORTED).to_numpy(zero_copy_only=False)
+    not_counted = pc.equal(value_text, stat_fields.NOT_COUNTED).to_numpy(zero_copy_only=False)
+    not_supported = pc.equal(value_text, stat_fields.NOT_SUPPORTED).to_numpy(zero_copy_only=False)
     state = np.zeros(rows, np.int8)
     state[not_counted] = NOT_COUNTED
     state[not_supported] = NOT_SUPPORTED
@@ -174,9 +175,7 @@ def _columns(table, names: list[str], t: int, has_cpu: bool, v: int, n: int) -> 
         cpu = np.asarray([int(m[1]) for m in numbers_of if m], np.int64)[cpu_codes]
     unit_codes, units = _dict(table.column(names[v + 1]))
     time = table.column(names[0]).to_numpy() if t else np.full(rows, np.nan)
-    bases, instances = (
-        zip(*map(stat_csv.split_instance, events), strict=True) if events else ((), ())
-    )
+    bases, instances = zip(*map(split_instance, events), strict=True) if events else ((), ())
     missing = np.full(rows, -1, np.int64)
     return Counts(
         time=np.asarray(time, np.float64),
@@ -212,7 +211,7 @@ def from_frame(frame) -> Counts:
     event_codes, events = _codes(frame["EVENT"])
     unit_codes, units = _codes(frame["UNIT"])
     state = frame["STATE"].astype(object).map(_STATE_CODES).to_numpy(dtype=np.int8)
-    split = [stat_csv.split_instance(e) for e in events]
+    split = [split_instance(e) for e in events]
     return Counts(
         time=frame["TIME"].to_numpy(dtype=np.float64),
         cpu=_location(frame["CPU"]),

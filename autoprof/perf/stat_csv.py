@@ -16,7 +16,8 @@ A line of perf's CSV output is, left to right::
 - lines with an empty VALUE and EVENT are continuation lines of extra metrics and carry no count.
 
 The whole parse is vectorized: pandas' C parser reads every field as text, a numpy pass over the
-bytes counts the fields of each line, and the quirks are fixed column-wise. `parse` is pure:
+bytes counts the fields of each line, and the quirks are fixed column-wise (the fields of a line
+group are decoded by `autoprof.perf.stat_fields`). `parse` is pure:
 bytes in, a frame and a list of problems out; lines it cannot trust (a partial last line of an
 interrupted run, garbage) are reported as problems and the rest is kept.
 """
@@ -25,19 +26,20 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-NOT_COUNTED = "<not counted>"
-NOT_SUPPORTED = "<not supported>"
-
-# STATE column values: what perf said about the count
-COUNTED = "counted"
-STATE_NOT_COUNTED = "not counted"
-STATE_NOT_SUPPORTED = "not supported"
+from autoprof.perf.stat_fields import (
+    AGGR_RE,
+    COLUMNS,
+    NOT_COUNTED,
+    NOT_SUPPORTED,
+    NUMBER_RE,
+    Problem,
+    parse_group,
+)
 
 # separators tried, in order, when the caller does not know which one perf was given
 SNIFF_SEPARATORS = (" ;", ";", "\t", "|", ",")
@@ -45,59 +47,10 @@ _FIELD_SEP = "\x1f"  # a multi-character separator is rewritten to this before p
 _MAX_FIELDS = 64
 
 _TIME_RE = r"^\s*(?:\d+\.\d{9}|summary)\s*$"
-# S0, S0-D0, S0-D0-C1, S0-D0-CL1 (cluster), S0-D0-L3-ID1 (cache), N0
-_AGGR_RE = (
-    r"^(?:S(?P<socket>\d+)(?:-D(?P<die>\d+))?(?:-(?:C|CL|L\d+-ID)(?P<core>\d+))?"
-    r"|N(?P<node>\d+))$"
-)
-_NUMBER_RE = r"^\s*[-+]?\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?\s*$"
-_PERCENT_RE = r"^\s*\d+(?:[.,]\d+)\s*$"  # perf prints "%.2f": a bare "00" is a split field
-_INSTANCE_SLASH_RE = r"^(?P<pmu>[A-Za-z0-9_.-]+?)_(?P<n>\d+)/(?P<rest>.*)$"
-_INSTANCE_BRACKET_RE = r"^(?P<name>.*) \[(?P<inst>[^\]]+)\]$"
-
-_PERCENT_MESSAGE = {
-    False: "percent running {} is not perf's %.2f",
-    True: "percent running {} is not perf's %.2f (decimal comma with -x, ? use LC_ALL=C)",
-}
-
-# Columns of the parsed frame, in order.
-COLUMNS = [
-    "LINE",  # 1-based line number in the file
-    "TIME",  # interval end in seconds (NaN in total mode)
-    "AGGR",  # perf's aggregation prefix as printed (CPU3, S0-D0-C1, comm-pid), else <NA>
-    "CPU",
-    "SOCKET",
-    "DIE",
-    "CORE",
-    "NODE",
-    "AGGR_CPUS",  # CPUs summed into an --per-socket/-die/-core/-node line
-    "VALUE",  # the count (NaN unless STATE is counted)
-    "STATE",  # counted / not counted / not supported
-    "UNIT",  # perf's unit of VALUE (msec), <NA> when none
-    "EVENT",  # the event as perf printed it
-    "EVENT_BASE",  # EVENT without an uncore instance (uncore_cha_3/x/ -> uncore_cha/x/)
-    "PMU_INSTANCE",  # the uncore instance perf named (uncore_cha_3), else <NA>
-    "NOISE_PERCENT",  # -r N: relative standard deviation, percent
-    "RUN_TIME",  # ns the counter was enabled and running
-    "PERCENT_RUNNING",
-    "METRIC_VALUE",
-    "METRIC_UNIT",
-]
 
 
 class StatCsvError(ValueError):
     """The text is not perf stat CSV output at all (no line of it parses)."""
-
-
-@dataclass
-class Problem:
-    """A line `parse` dropped, with why; line numbers are 1-based."""
-
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
 
 
 @dataclass
@@ -185,7 +138,7 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
     too_short = counts < minimum
     for n in np.unique(counts[~too_short]):
         rows = data_rows[counts == n]
-        parsed, bad = _parse_group(
+        parsed, bad = parse_group(
             rows, int(n), prefix, kind, int(interval), noise, read_sep, decimal_comma
         )
         frames.append(parsed)
@@ -234,9 +187,9 @@ def _prefix_layout(rows: pd.DataFrame, t: int) -> tuple[int, str]:
     head = col.head(200)
     if head.str.match(r"^CPU\d+$").mean() > 0.5:
         return 1, "cpu"
-    if head.str.match(_AGGR_RE).mean() > 0.5 and rows[t + 1].head(200).str.match(r"^\d+$").all():
+    if head.str.match(AGGR_RE).mean() > 0.5 and rows[t + 1].head(200).str.match(r"^\d+$").all():
         return 2, "aggr"
-    is_value = head.str.match(_NUMBER_RE) | head.isin([NOT_COUNTED, NOT_SUPPORTED])
+    is_value = head.str.match(NUMBER_RE) | head.isin([NOT_COUNTED, NOT_SUPPORTED])
     if is_value.mean() > 0.5:
         return 0, "none"
     return 1, "thread"
@@ -255,129 +208,6 @@ def _is_continuation(row: pd.Series, left: int) -> bool:
     """A metric-only line: the prefix, then nothing until the metric columns."""
     rest = row.iloc[left : left + 3]
     return bool((rest.str.strip() == "").all())
-
-
-def _per_unique(col: pd.Series, fn) -> np.ndarray:
-    """Apply a Python function to each distinct text of a column, not to each line: perf repeats
-    the same event names, units and prefixes on every interval."""
-    codes, uniques = pd.factorize(col.to_numpy(dtype=object))
-    return np.asarray([fn(u) for u in uniques], dtype=object)[codes]
-
-
-def _numbers(col: pd.Series, decimal_comma: bool) -> np.ndarray:
-    """Text to float (NaN when not a number); perf pads timestamps with spaces."""
-    if decimal_comma:
-        col = col.str.replace(",", ".", regex=False)
-    return pd.to_numeric(col, errors="coerce").to_numpy(dtype="float64")
-
-
-def _text_or_na(text: str) -> str | None:
-    text = text.strip()
-    return text or None
-
-
-def _parse_group(
-    rows: pd.DataFrame, n: int, prefix: int, kind: str, t: int, noise: bool, sep: str, comma: bool
-) -> tuple[pd.DataFrame, list[Problem]]:
-    """Parse the lines that have `n` fields: every column is at a fixed position here."""
-    v = t + prefix  # value column
-    right = n - 4 - int(noise)  # first column after the event
-    event = rows[v + 2]
-    for extra in range(v + 3, right):  # the event had separators in it
-        event = event + sep + rows[extra]
-    event = _per_unique(event, str.strip)
-    value_text = rows[v].to_numpy(dtype=object)
-    state = np.full(len(rows), COUNTED, dtype=object)
-    state[value_text == NOT_COUNTED] = STATE_NOT_COUNTED
-    state[value_text == NOT_SUPPORTED] = STATE_NOT_SUPPORTED
-    value = _numbers(rows[v], comma)
-    time = _numbers(rows[0], False) if t else np.full(len(rows), np.nan)
-    pct_text = rows[n - 3]
-    out = pd.DataFrame(
-        {
-            "LINE": rows.index.to_numpy(),
-            "TIME": time,
-            "VALUE": value,
-            "STATE": pd.array(state, dtype="string"),
-            "UNIT": pd.array(_per_unique(rows[v + 1], _text_or_na), dtype="string"),
-            "EVENT": pd.array(event, dtype="string"),
-            "NOISE_PERCENT": _numbers(rows[n - 5].str.rstrip("%"), comma) if noise else np.nan,
-            "RUN_TIME": _numbers(rows[n - 4], comma),
-            "PERCENT_RUNNING": _numbers(pct_text, comma),
-            "METRIC_VALUE": _numbers(rows[n - 2], comma),
-            "METRIC_UNIT": pd.array(_per_unique(rows[n - 1], _text_or_na), dtype="string"),
-        },
-        index=rows.index,
-    )
-    _add_location(out, rows, t, kind)
-    _add_instance(out, event)
-
-    pct_ok = _per_unique(pct_text, lambda x: re.match(_PERCENT_RE, x) is not None).astype(bool)
-    checks = [
-        ((state == COUNTED) & np.isnan(value), "value {} is not a number", rows[v]),
-        (event == "", "no event name", rows[v + 2]),
-        (~pct_ok, _PERCENT_MESSAGE[sep == ","], pct_text),
-        (np.isnan(out["RUN_TIME"].to_numpy()), "run time {} is not a number", rows[n - 4]),
-    ]
-    summary = np.zeros(len(rows), dtype=bool)
-    if t:  # --summary lines repeat the totals of the intervals: not an interval
-        no_time = np.isnan(time)
-        summary[no_time] = rows[0][no_time].str.strip().eq("summary").to_numpy()
-        checks.append((no_time & ~summary, "time {} is not a number", rows[0]))
-    if kind == "cpu":
-        checks.append((out["CPU"].isna().to_numpy(), "{} is not a CPU column", rows[t]))
-    bad = (value_text == "") & (event == "")  # continuation lines of extra metrics
-    problems = []
-    for mask, message, text in checks:
-        mask = mask & ~bad
-        for line in rows.index[mask]:
-            problems.append(Problem(int(line), message.format(repr(text[line]))))
-        bad |= mask
-    return out[~(bad | summary)][COLUMNS], problems
-
-
-def _add_location(out: pd.DataFrame, rows: pd.DataFrame, t: int, kind: str) -> None:
-    """Fill AGGR, CPU, SOCKET, DIE, CORE, NODE and AGGR_CPUS from perf's prefix columns."""
-    missing = pd.arrays.IntegerArray(np.zeros(len(out), "int64"), np.ones(len(out), bool))
-    for name in ("CPU", "SOCKET", "DIE", "CORE", "NODE", "AGGR_CPUS"):
-        out[name] = missing.copy()
-    if kind == "none":
-        out["AGGR"] = pd.array(np.full(len(out), None, dtype=object), dtype="string")
-        return
-    aggr = _per_unique(rows[t], str.strip)
-    out["AGGR"] = pd.array(aggr, dtype="string")
-    if kind == "cpu":
-        cpu = _per_unique(rows[t], lambda x: _match_int(r"^\s*CPU(\d+)\s*$", x, 1))
-        out["CPU"] = pd.array(cpu, dtype="Int64")
-    elif kind == "aggr":
-        for name in ("socket", "die", "core", "node"):
-            part = _per_unique(rows[t], lambda x, g=name: _match_int(_AGGR_RE, x.strip(), g))
-            out[name.upper()] = pd.array(part, dtype="Int64")
-        out["AGGR_CPUS"] = pd.array(_numbers(rows[t + 1], False), dtype="Float64").astype("Int64")
-
-
-def _match_int(pattern: str, text: str, group: int | str) -> int | None:
-    match = re.match(pattern, text)
-    return int(match[group]) if match and match[group] is not None else None
-
-
-def split_instance(event: str) -> tuple[str, str | None]:
-    """(event without instance, uncore instance) in both ways perf names a box:
-    ``uncore_cha_3/event=0x0/`` and ``UNC_CHA_CLOCKTICKS [uncore_cha_3]``."""
-    match = re.match(_INSTANCE_SLASH_RE, event)
-    if match:
-        return f"{match['pmu']}/{match['rest']}", f"{match['pmu']}_{match['n']}"
-    match = re.match(_INSTANCE_BRACKET_RE, event)
-    if match:
-        return match["name"], match["inst"]
-    return event, None
-
-
-def _add_instance(out: pd.DataFrame, event: np.ndarray) -> None:
-    codes, uniques = pd.factorize(event)
-    split = [split_instance(u) for u in uniques]
-    out["EVENT_BASE"] = pd.array(np.asarray([b for b, _ in split], dtype=object)[codes], "string")
-    out["PMU_INSTANCE"] = pd.array(np.asarray([i for _, i in split], dtype=object)[codes], "string")
 
 
 def _unterminated(data: bytes, cut: int, sep: str, interval: bool | None) -> StatCsv:

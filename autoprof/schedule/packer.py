@@ -21,7 +21,7 @@ from collections import defaultdict
 
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
-from autoprof.schedule.bounds import pmu_bound
+from autoprof.schedule.bounds import plan_bound
 from autoprof.schedule.coloring import edge_colouring
 from autoprof.schedule.plan import Placement, Plan, Run, validate
 
@@ -143,7 +143,7 @@ def schedule(catalog: Catalog) -> Plan:
     by_pmu: dict[str, list[Event]] = defaultdict(list)
     for event in catalog.events:
         by_pmu[event.pmu].append(event)
-    bound = max((pmu_bound(catalog.pmus[p], evs).runs for p, evs in by_pmu.items()), default=0)
+    bound = plan_bound(catalog.pmus, catalog.events)
     runs = [Run() for _ in range(bound)]
     for name, events in by_pmu.items():
         for run, placements in zip(runs, pack_pmu(catalog.pmus[name], events, bound), strict=True):

@@ -11,11 +11,10 @@ from pathlib import Path
 from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
+from autoprof.perf.record import PERF_DATA
 from autoprof.report.recording import RECORD_INFO, read_table
 from autoprof.report.table import Cell, Row, Table, assemble
 from autoprof.store.models import FunctionRow, RunPart
-
-PERF_DATA = "perf.data"
 
 
 def recordings(out: Path) -> list[Path]:

@@ -31,12 +31,13 @@ import pandas as pd
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from autoprof import aggregate, outdir, results
+from autoprof import outdir, results
 from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.catalog.facts import MachineFacts
 from autoprof.clock import naive_now, naive_utc
 from autoprof.errors import AutoprofError
 from autoprof.options import ProfileOptions
+from autoprof.sanity_report import Report, read_report
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
@@ -63,7 +64,7 @@ class Profile:
     manifest: outdir.Manifest
     part: int
     parts: int
-    report: dict[str, Any] | None
+    report: Report | None
     records: list[dict[str, Any]]
     kind: str = KIND_PROFILE  # KIND_BENCH: a folder `autoprof bench -o` wrote
 
@@ -93,12 +94,9 @@ def read_profile(out: Path) -> Profile:
     manifest = outdir.read_manifest(out)
     if not (out / outdir.RESULTS).is_file():
         raise AutoprofError(f"{out}: no {outdir.RESULTS}; run `autoprof aggregate {out}` first")
-    try:
-        report = outdir.read_json(out / outdir.REPORT) if (out / outdir.REPORT).is_file() else None
-    except (ValueError, TypeError, KeyError) as err:
-        raise AutoprofError(f"{out}: unreadable report: {err}") from None
-    if report is not None and not aggregate.usable(report):
-        raise AutoprofError(f"{out}: nothing to upload: {aggregate.summary(report)}")
+    report = read_report(out / outdir.REPORT) if (out / outdir.REPORT).is_file() else None
+    if report is not None and not report.usable:
+        raise AutoprofError(f"{out}: nothing to upload: {report.summary()}")
     records = []
     for folder in outdir.run_folders(out):
         try:
@@ -296,7 +294,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
                 part=part,
                 machine_id=machine_id,
                 manifest=profile.manifest.to_json(),
-                report=profile.report,
+                report=profile.report.to_json() if profile.report else None,
                 records=profile.records,
                 rows=len(frame),
                 uploaded=naive_now(),

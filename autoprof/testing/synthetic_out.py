@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof import outdir, results
+from autoprof.catalog.facts import MachineFacts
 from autoprof.options import ProfileOptions
 
 # (name, pmu, unit, per_cpu, value_unit)
@@ -31,8 +32,8 @@ EVENTS = [
 ]
 
 
-def machine(hostname: str = "node7") -> outdir.MachineFacts:
-    return outdir.MachineFacts(
+def machine(hostname: str = "node7") -> MachineFacts:
+    return MachineFacts(
         cpu_id="GenuineIntel-6-55-4",
         model_name="Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz",
         hostname=hostname,

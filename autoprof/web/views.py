@@ -17,6 +17,7 @@ from sqlalchemy import Connection, case, func, select
 
 from autoprof.clock import naive_now
 from autoprof.errors import AutoprofError
+from autoprof.sanity_report import Report
 from autoprof.store import queries
 from autoprof.store.models import Measurement, Run, RunPart, Series
 from autoprof.web.downsample import lttb
@@ -54,14 +55,15 @@ class RunFilters:
         }
 
 
+def _stored_report(data: dict | None) -> Report | None:
+    """A part's report as the store holds it (any format up to this code's), or None."""
+    return Report.from_json(data, "a stored run's report.json") if data else None
+
+
 def _sanity_flags(report: dict | None) -> dict[str, int]:
     """How many events (or runs) each sanity list of a report names; empty lists left out."""
-    if not report:
-        return {}
-    flags = {k: len(v) for k, v in (report.get("events") or {}).items() if v}
-    runs = report.get("runs") or {}
-    flags.update({f"runs {k}": len(runs[k]) for k in ("failed", "missing") if runs.get(k)})
-    return flags
+    read = _stored_report(report)
+    return read.flags() if read else {}
 
 
 def runs_page(conn: Connection, filters: RunFilters, page: int = 1, per_page: int = PER_PAGE):
@@ -73,24 +75,24 @@ def runs_page(conn: Connection, filters: RunFilters, page: int = 1, per_page: in
     runs = queries.list_runs(
         conn, **where, newest_first=True, offset=(page - 1) * per_page, limit=per_page
     )
-    reports: dict[str, list[dict]] = {}
+    reports: dict[str, list[Report]] = {}
     if runs:
         for uuid, report in conn.execute(
             select(Run.uuid, RunPart.report)
             .join(RunPart, RunPart.run_id == Run.id)
             .where(Run.uuid.in_([r.uuid for r in runs]))
         ):
-            reports.setdefault(uuid, []).append(report or {})
+            reports.setdefault(uuid, []).append(_stored_report(report) or Report())
     items = []
     for run in runs:
         parts = reports.get(run.uuid, [])
         flags: dict[str, int] = {}
         for report in parts:
-            for key, count in _sanity_flags(report).items():
+            for key, count in report.flags().items():
                 flags[key] = flags.get(key, 0) + count
         item = asdict(run)
         item["created"] = run.created.isoformat(sep=" ", timespec="seconds")
-        item["events"] = sum(int(r.get("events_measured") or 0) for r in parts)
+        item["events"] = sum(r.events_measured for r in parts)
         item["sanity"] = flags
         items.append(item)
     return {"total": total, "page": page, "pages": pages, "per_page": per_page, "runs": items}
@@ -242,7 +244,9 @@ def run_overview(conn: Connection, ident: str) -> dict[str, Any]:
             details[key] = details[key].isoformat(sep=" ", timespec="seconds")
     for part in details["parts"]:
         part["uploaded"] = part["uploaded"].isoformat(sep=" ", timespec="seconds")
-        part["sanity"] = _sanity_flags(part["report"])
+        report = _stored_report(part["report"])
+        part["report"] = report.to_json() if report else None  # the current format, for display
+        part["sanity"] = report.flags() if report else {}
     details["plan"] = {"runs": len(plan.get("runs", [])), "lower_bound": plan.get("lower_bound")}
     details["plan_runs"] = [
         [e.get("name") for e in run.get("events", [])] for run in plan.get("runs", [])

@@ -1,0 +1,31 @@
+"""Reading JSON records written by other autoprof versions (manifest.json, run.json, journal
+lines, report.json, bench.json): each file carries a `format` number; a newer one is refused,
+an older one upgraded by its reader, and keys a version does not know are ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from autoprof.errors import AutoprofError, NewerFormat
+
+
+def file_format(data: object, known: int, path: object) -> int:
+    """The `format` of a file's JSON object (1 without one: files written before formats were
+    recorded); raises NewerFormat for a format newer than `known`."""
+    found = data.get("format", 1) if isinstance(data, dict) else 1
+    if not isinstance(found, int) or found < 1:
+        raise AutoprofError(f"{path}: format {found!r} is not a format number")
+    if found > known:
+        raise NewerFormat(path, found, known)
+    return found
+
+
+def known_fields(cls: type, data: Any) -> dict[str, Any]:
+    """The entries of `data` that are fields of dataclass `cls`: a file written by a version
+    with more fields still reads (the rest take their defaults). TypeError for a non-object."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__}: expected a JSON object, not {type(data).__name__}")
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}

@@ -1,0 +1,269 @@
+"""`OUT/report.json`, the sanity report of an aggregation, as typed records.
+
+`aggregate` builds a `Report` (see `autoprof.sanity`); the uploader, the store's readers and
+the analyses read one back with `read_report` / `Report.from_json`, never by string keys. The
+file carries its `format`: a file without one is format 1 (written before formats were
+recorded) and is upgraded as it is read; a newer format is refused with one line, since its
+fields may mean what this code cannot know.
+
+Records are read field by field: keys this code does not know are ignored and missing ones take
+their defaults, so a report survives fields being added or dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from autoprof import outdir
+from autoprof.errors import AutoprofError
+from autoprof.records import file_format, known_fields
+
+FORMAT = 2  # the report.json format this code writes and reads up to
+
+# an event counted in some intervals of a run but not in others, or in none at all
+KIND_NOT_COUNTED = "not_counted"
+KIND_IDLE_INTERVALS = "idle_intervals"
+
+
+def uncounted_kind(uncounted: int, of: int) -> str | None:
+    """Which sanity list an event belongs to in one run, from how many of its `of` intervals
+    (or rows) had no count: none -> counted (None), all -> not counted, some -> idle intervals.
+    The one rule shared by the report and by analyses of a results file without one."""
+    if uncounted <= 0:
+        return None
+    return KIND_NOT_COUNTED if uncounted >= of else KIND_IDLE_INTERVALS
+
+
+class _Record:
+    """A flat record: JSON is its fields; reading takes the known keys and defaults the rest."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Any:
+        return cls(**known_fields(cls, data))
+
+
+def _list(cls: Callable[[dict[str, Any]], Any], items: Any) -> list:
+    return [cls(item) for item in items or []]
+
+
+@dataclass
+class RunId(_Record):
+    """A planned (run, repeat) that never finished."""
+
+    run: int = 0
+    repeat: int = 1
+
+
+@dataclass
+class FailedRun(_Record):
+    """A run that finished badly: its counts are kept, its status says why they may be off."""
+
+    run: int = 0
+    repeat: int = 1
+    status: str = ""
+    workload_exit: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class RetriedRun(_Record):
+    """A run that finished on a later attempt (`profile --retries`)."""
+
+    run: int = 0
+    repeat: int = 1
+    attempt: int = 1
+
+
+@dataclass
+class RunsSummary(_Record):
+    """The runs of the profile: expected (None without a manifest; a part of a split profile
+    expects only its share), finished (failed or not), ok, and the lists behind the numbers."""
+
+    expected: int | None = None
+    finished: int = 0
+    ok: int = 0
+    failed: list[FailedRun] = field(default_factory=list)
+    missing: list[RunId] = field(default_factory=list)
+    retried: list[RetriedRun] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunsSummary:
+        known = known_fields(cls, data)
+        known["failed"] = _list(FailedRun.from_json, known.get("failed"))
+        known["missing"] = _list(RunId.from_json, known.get("missing"))
+        known["retried"] = _list(RetriedRun.from_json, known.get("retried"))
+        return cls(**known)
+
+
+@dataclass
+class Multiplexed(_Record):
+    """An event that shared its counter: perf scaled its counts up from a part of the time."""
+
+    event: str = ""
+    pmu: str | None = None
+    min_percent_running: float = 0.0
+    rows: int = 0
+
+
+@dataclass
+class Uncounted(_Record):
+    """An event perf printed `<not counted>` (or nothing) for in `intervals` of `of` intervals
+    of the `runs` named (run folder names)."""
+
+    event: str = ""
+    pmu: str | None = None
+    intervals: int = 0
+    of: int = 0
+    runs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NotSupported(_Record):
+    """An event perf refused, with perf's reason."""
+
+    event: str = ""
+    pmu: str | None = None
+    reason: str = ""
+
+
+@dataclass
+class Modifier(_Record):
+    """An event perf counted with a modifier it added (`task-clock:u` in a rootless container:
+    user space only); the rows carry the planned event's name."""
+
+    event: str = ""
+    pmu: str | None = None
+    printed: str = ""
+    modifier: str = ""
+
+
+@dataclass
+class EventIssues(_Record):
+    """The events not to trust blindly, one list per kind."""
+
+    multiplexed: list[Multiplexed] = field(default_factory=list)
+    not_counted: list[Uncounted] = field(default_factory=list)
+    idle_intervals: list[Uncounted] = field(default_factory=list)
+    not_supported: list[NotSupported] = field(default_factory=list)
+    modifiers: list[Modifier] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EventIssues:
+        known = known_fields(cls, data)
+        return cls(
+            multiplexed=_list(Multiplexed.from_json, known.get("multiplexed")),
+            not_counted=_list(Uncounted.from_json, known.get(KIND_NOT_COUNTED)),
+            idle_intervals=_list(Uncounted.from_json, known.get(KIND_IDLE_INTERVALS)),
+            not_supported=_list(NotSupported.from_json, known.get("not_supported")),
+            modifiers=_list(Modifier.from_json, known.get("modifiers")),
+        )
+
+    def counts(self) -> dict[str, int]:
+        """How many events each non-empty list names, by list name."""
+        return {f.name: len(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name)}
+
+
+@dataclass
+class BrokenFile(_Record):
+    """A file of the profile folder that could not be read (or a line of it), and why."""
+
+    path: str = ""
+    error: str = ""
+
+
+@dataclass
+class Report(_Record):
+    """The sanity report of an aggregation: what was measured and what not to trust."""
+
+    autoprof_version: str = ""  # the autoprof that aggregated
+    profile_id: str | None = None
+    results: str = ""  # the results file the rows went to
+    rows: int = 0  # rows written to it
+    events_measured: int = 0  # events with at least one value counted 100% of the time
+    runs: RunsSummary = field(default_factory=RunsSummary)
+    events: EventIssues = field(default_factory=EventIssues)
+    broken_files: list[BrokenFile] = field(default_factory=list)
+    # metric values computed over the results, when a tool added them: shown by `serve`
+    metrics: dict[str, Any] | list[dict[str, Any]] | None = None
+    format: int = FORMAT
+
+    @property
+    def usable(self) -> bool:
+        """Whether the aggregation saw any counted value; else the profile measured nothing."""
+        return self.events_measured > 0 or bool(self.events.multiplexed)
+
+    def summary(self) -> str:
+        """One line on the runs and files: why an aggregation gave nothing usable."""
+        runs = self.runs
+        parts = [
+            f"{runs.ok} of {runs.finished if runs.expected is None else runs.expected} runs ok"
+        ]
+        for name, items in (("failed", runs.failed), ("missing", runs.missing)):
+            if items:
+                parts.append(f"{len(items)} {name}")
+        if self.broken_files:
+            parts.append(f"{len(self.broken_files)} broken files")
+        return ", ".join(parts) + f", no counted value (see {outdir.REPORT})"
+
+    def flags(self) -> dict[str, int]:
+        """How many events (or runs) each sanity list names; empty lists left out."""
+        flags = self.events.counts()
+        for name, items in (("failed", self.runs.failed), ("missing", self.runs.missing)):
+            if items:
+                flags[f"runs {name}"] = len(items)
+        return flags
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.metrics is None:
+            del data["metrics"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], source: object = outdir.REPORT) -> Report:
+        """The report of a report.json object written by any autoprof up to this one; `source`
+        (the file, or the stored part) names it in the error for a newer format."""
+        known_fields(cls, data)  # a JSON object, or TypeError
+        found = file_format(data, FORMAT, source)
+        for step in range(found, FORMAT):
+            data = _UPGRADES[step](data)
+        known = known_fields(cls, data)
+        known["runs"] = RunsSummary.from_json(known.get("runs") or {})
+        known["events"] = EventIssues.from_json(known.get("events") or {})
+        known["broken_files"] = _list(BrokenFile.from_json, known.get("broken_files"))
+        known["format"] = FORMAT
+        return cls(**known)
+
+
+def _upgrade_1(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 -> 2: format 2 records its format, and always says how many runs were ok
+    (format 1 reports written before "ok" existed: finished runs that did not fail)."""
+    runs = dict(data.get("runs") or {})
+    if "ok" not in runs:
+        runs["ok"] = int(runs.get("finished") or 0) - len(runs.get("failed") or [])
+    return {**data, "runs": runs, "format": 2}
+
+
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upgrade_1}
+
+
+def read_report(path: Path) -> Report:
+    """The report.json at `path`; one AutoprofError line when it cannot be read."""
+    try:
+        data = json.loads(Path(path).read_text())
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return Report.from_json(data, path)
+    except (OSError, ValueError, TypeError) as err:
+        raise AutoprofError(f"{path}: unreadable sanity report ({err})") from None
+
+
+def write_report(path: Path, report: Report) -> None:
+    outdir.write_json(path, report.to_json())
