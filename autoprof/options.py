@@ -15,11 +15,12 @@ import functools
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from autoprof.errors import AutoprofError
 
 __all__ = [
+    "EventSelection",
     "Option",
     "ProfileOptions",
     "is_json",
@@ -43,6 +44,7 @@ class Option:
     high: float | None = None
     spec: bool = False  # a job spec may set it (what `submit` sends); else the worker's own
     recorded: bool = True  # the manifest keeps it (it says what the numbers mean, or the part)
+    measures: bool = False  # it changes what the numbers mean: a resumed profile must keep it
 
     @property
     def range_text(self) -> str | None:
@@ -65,8 +67,67 @@ def _option(default: Any, **declared: Any) -> Any:
     return field(default=default, metadata={_OPTION: Option(**declared)})
 
 
+class _Declared:
+    """A frozen dataclass whose fields declare their Option: checked the one way everywhere."""
+
+    def problem(self) -> str | None:
+        """What is wrong with these values, in one line (None when nothing is): a value of the
+        wrong type or out of its range."""
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            found = _value_problem(type(self), f.name, getattr(self, f.name))
+            if found:
+                return found
+        return None
+
+    def check(self) -> Self:
+        """These values, unless `problem` finds one: then AutoprofError with it."""
+        found = self.problem()
+        if found:
+            raise AutoprofError(found)
+        return self
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        """Values from JSON (a manifest, a job spec): unknown keys are ignored (a newer
+        autoprof's), missing ones take their defaults (an older one's). Not checked."""
+        return cls(**{f.name: data[f.name] for f, _ in option_fields(cls) if f.name in data})
+
+
 @dataclass(frozen=True)
-class ProfileOptions:
+class EventSelection(_Declared):
+    """Which of the catalog's events to measure, whatever the machine: the catalog commands'
+    flags, and a job spec's `selection` (a worker reads its own machine's catalog)."""
+
+    reserve: int = _option(
+        0,
+        flags=("--reserve",),
+        low=0,
+        high=8,
+        spec=True,
+        help="Generic counters taken by others in every run (1 with the NMI watchdog on).",
+    )
+    experimental: bool = _option(
+        False, flags=("--experimental",), spec=True, help="Include experimental uncore events."
+    )
+    deprecated: bool = _option(
+        False, flags=("--deprecated",), spec=True, help="Include deprecated events."
+    )
+    offcore_matrix: bool = _option(
+        False,
+        flags=("--offcore-matrix",),
+        spec=True,
+        help="Include every request x response of old offcore matrix files.",
+    )
+    tracepoints: bool = _option(
+        False, flags=("--tracepoints",), spec=True, help="Include this machine's tracepoints."
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ProfileOptions(_Declared):
     """How a profile measures (and which part of it this machine runs).
 
     Built from the command line, a job spec or a manifest; `check` before running one that
@@ -74,16 +135,29 @@ class ProfileOptions:
     """
 
     interval_ms: int | None = _option(
-        100, flags=("--interval",), low=10, spec=True, help="perf stat -I interval in ms."
+        100,
+        measures=True,
+        flags=("--interval",),
+        low=10,
+        spec=True,
+        help="perf stat -I interval in ms.",
     )
     repeat: int = _option(
         1, flags=("--repeat",), low=1, spec=True, help="Run every group this many times."
     )
     system_wide: bool = _option(
-        False, flags=("-a", "--system-wide"), spec=True, help="Count on all CPUs (perf -a -A)."
+        False,
+        measures=True,
+        flags=("-a", "--system-wide"),
+        spec=True,
+        help="Count on all CPUs (perf -a -A).",
     )
     cpu_list: str | None = _option(
-        None, flags=("--cpu-list",), spec=True, help="Count on these CPUs only (perf -C LIST -A)."
+        None,
+        measures=True,
+        flags=("--cpu-list",),
+        spec=True,
+        help="Count on these CPUs only (perf -C LIST -A).",
     )
     timeout: float | None = _option(
         None,
@@ -103,6 +177,7 @@ class ProfileOptions:
     # an unconstrained event (task-clock) counted in every run, so analyses can normalise by it
     anchor: str | None = _option(
         None,
+        measures=True,
         flags=("--anchor",),
         metavar="EVENT",
         spec=True,
@@ -135,6 +210,7 @@ class ProfileOptions:
     )
     duration: float | None = _option(
         None,
+        measures=True,
         flags=("--duration",),
         low=0.01,
         help="Seconds each group measures the attached target (or the system with -a).",
@@ -147,20 +223,10 @@ class ProfileOptions:
     def problem(self) -> str | None:
         """What is wrong with these options, in one line (None when nothing is): a value of the
         wrong type or out of its range, or a part that is not one of the parts."""
-        for f in dataclasses.fields(self):
-            found = _value_problem(f.name, getattr(self, f.name))
-            if found:
-                return found
-        if not self.part <= self.parts:
-            return f"part {self.part} of {self.parts} is not a valid part"
-        return None
-
-    def check(self) -> ProfileOptions:
-        """These options, unless `problem` finds one: then AutoprofError with it."""
-        found = self.problem()
-        if found:
-            raise AutoprofError(found)
-        return self
+        found = super().problem()
+        if found is None and not self.part <= self.parts:
+            found = f"part {self.part} of {self.parts} is not a valid part"
+        return found
 
     def to_json(self) -> dict[str, Any]:
         """What a manifest records: the options that say what the numbers mean; the part only
@@ -179,38 +245,32 @@ class ProfileOptions:
         """What a job spec carries (`queue.spec`): the options a submitter may set."""
         return {f.name: getattr(self, f.name) for f, option in option_fields() if option.spec}
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ProfileOptions:
-        """Options from a manifest's or a job spec's JSON: unknown keys are ignored (a newer
-        autoprof's), missing ones take their defaults (an older one's). Not checked."""
-        return cls(**{f.name: data[f.name] for f, _ in option_fields() if f.name in data})
+
+@functools.cache
+def option_fields(cls: type = ProfileOptions) -> tuple[tuple[dataclasses.Field, Option], ...]:
+    """Every field of `cls` with its Option, in declaration order (the --help order)."""
+    return tuple((f, f.metadata[_OPTION]) for f in dataclasses.fields(cls))
+
+
+def measuring_fields() -> tuple[str, ...]:
+    """The ProfileOptions that change what the numbers mean: a resumed profile keeps them."""
+    return tuple(f.name for f, option in option_fields() if option.measures)
+
+
+def spec_fields(cls: type = ProfileOptions) -> frozenset[str]:
+    """The fields of `cls` a job spec may set."""
+    return frozenset(f.name for f, option in option_fields(cls) if option.spec)
 
 
 @functools.cache
-def option_fields() -> tuple[tuple[dataclasses.Field, Option], ...]:
-    """Every ProfileOptions field with its Option, in declaration order (the --help order)."""
-    return tuple((f, f.metadata[_OPTION]) for f in dataclasses.fields(ProfileOptions))
-
-
-def spec_fields() -> frozenset[str]:
-    """The options a job spec may set."""
-    return frozenset(f.name for f, option in option_fields() if option.spec)
+def _option_of(cls: type, name: str) -> Option:
+    return next(option for f, option in option_fields(cls) if f.name == name)
 
 
 @functools.cache
-def _option_of(name: str) -> Option:
-    return next(option for f, option in option_fields() if f.name == name)
-
-
-@functools.cache
-def _hints() -> dict[str, Any]:
-    return typing.get_type_hints(ProfileOptions)
-
-
-@functools.cache
-def kind_of(name: str) -> tuple[type, bool]:
+def kind_of(name: str, cls: type = ProfileOptions) -> tuple[type, bool]:
     """(the field's type, whether it may be None), from its annotation."""
-    hint = _hints()[name]
+    hint = typing.get_type_hints(cls)[name]
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
     return next(a for a in args if a is not types.NoneType), types.NoneType in args
 
@@ -228,11 +288,11 @@ def is_json(value: Any, kinds: tuple[type, ...]) -> bool:
     return isinstance(value, kinds)
 
 
-def _value_problem(name: str, value: Any) -> str | None:
-    """What is wrong with `value` for the option `name` (None when nothing is)."""
-    option = _option_of(name)
+def _value_problem(cls: type, name: str, value: Any) -> str | None:
+    """What is wrong with `value` for the field `name` of `cls` (None when nothing is)."""
+    option = _option_of(cls, name)
     label = option.flags[-1] if option.flags else name
-    kind, optional = kind_of(name)
+    kind, optional = kind_of(name, cls)
     if value is None:
         return None if optional else f"{label} must be given"
     if not is_json(value, (kind,)):

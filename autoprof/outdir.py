@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
+from autoprof.options import ProfileOptions, measuring_fields
 from autoprof.perf.unsupported import Unsupported
 from autoprof.records import file_format, known_fields
 
@@ -57,8 +57,6 @@ RUN_INTERRUPTED = "interrupted"  # Ctrl-C or a signal; partial output kept, run 
 RUN_TARGET_EXITED = "target-exited"  # attached: the process exited mid-run; not finished
 # a run that reached one of these is done: resume skips it, aggregate counts it
 FINAL_STATUSES = frozenset({RUN_OK, RUN_WORKLOAD_FAILED, RUN_PERF_FAILED, RUN_TIMEOUT})
-# Options that change what the numbers mean: a resumed profile must keep them.
-MEASUREMENT_OPTIONS = ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
 
 
 @dataclass
@@ -128,9 +126,7 @@ class Manifest:
                 f"{out} holds part {here[0]} of {here[1]} of this profile, not part "
                 f"{wanted[0]} of {wanted[1]}; use another -o"
             )
-        changed = [
-            k for k in MEASUREMENT_OPTIONS if getattr(self.options, k) != getattr(options, k)
-        ]
+        changed = [k for k in measuring_fields() if getattr(self.options, k) != getattr(options, k)]
         if changed:
             raise AutoprofError(
                 f"{out} was profiled with other {', '.join(changed)}; "

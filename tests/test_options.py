@@ -15,9 +15,17 @@ from autoprof import outdir
 from autoprof.cli import cli
 from autoprof.commands.common import take_options
 from autoprof.commands.profile import profile
+from autoprof.commands.schedule import schedule
 from autoprof.commands.submit import submit
 from autoprof.errors import AutoprofError
-from autoprof.options import Option, ProfileOptions, kind_of, option_fields, spec_fields
+from autoprof.options import (
+    EventSelection,
+    Option,
+    ProfileOptions,
+    kind_of,
+    option_fields,
+    spec_fields,
+)
 from autoprof.queue.spec import JobSpec, Refused
 
 OLD_PROFILE = Path(__file__).parent / "data" / "profile-ed64973"
@@ -25,9 +33,9 @@ SPEC_OPTIONS = [(f.name, option) for f, option in option_fields() if option.spec
 RANGED = [(name, option) for name, option in SPEC_OPTIONS if option.range_text]
 
 
-def accepted(name: str, option: Option):
+def accepted(name: str, option: Option, cls: type = ProfileOptions):
     """A value other than the default that the option's range allows."""
-    kind, _ = kind_of(name)
+    kind, _ = kind_of(name, cls)
     if kind is bool:
         return True
     if kind is str:
@@ -37,9 +45,9 @@ def accepted(name: str, option: Option):
     return kind((option.low or 0) + 1)
 
 
-def refused(name: str, option: Option) -> list:
+def refused(name: str, option: Option, cls: type = ProfileOptions) -> list:
     """Values just outside the option's range."""
-    kind, _ = kind_of(name)
+    kind, _ = kind_of(name, cls)
     values = []
     if option.low is not None:
         values.append(kind(option.low if option.low_open else option.low - 1))
@@ -132,6 +140,12 @@ def test_help_shows_each_range_and_default_as_click_does():
     assert lines["-a"].endswith("Count on all CPUs (perf -a -A).")
 
 
+def test_a_resume_keeps_the_options_that_say_what_the_numbers_mean():
+    from autoprof.options import measuring_fields
+
+    assert measuring_fields() == ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
+
+
 def test_json_ignores_unknown_keys_and_defaults_missing_ones():
     options = ProfileOptions.from_json({"repeat": 3, "from_a_newer_autoprof": 1})
     assert options == ProfileOptions(repeat=3)
@@ -165,3 +179,38 @@ def test_a_manifest_written_before_options_were_typed_reads_and_writes_back_unch
     before = outdir.read_json(out / outdir.MANIFEST)["options"]
     outdir.write_manifest(out, manifest)
     assert outdir.read_json(out / outdir.MANIFEST)["options"] == before
+
+
+SELECTION = list(option_fields(EventSelection))
+
+
+@pytest.mark.parametrize(("field", "option"), SELECTION, ids=[f.name for f, _ in SELECTION])
+def test_every_selection_flag_is_taken_by_the_catalog_commands_and_the_job_spec(field, option):
+    """EventSelection, declared once: `schedule`/`profile` (catalog_options), `submit`
+    (selection_options) and a job spec's `selection` take each field and refuse a bad value
+    with the same line."""
+    name = field.name
+    value = accepted(name, option, EventSelection)
+    assert value != field.default
+    for command, rest in ((profile, ["--", "./w"]), (submit, ["--", "./w"]), (schedule, [])):
+        params = command.make_context(command.name, [*argv(option, value), *rest]).params
+        assert params[name] == value
+    spec = JobSpec.from_json(spec_with({}) | {"selection": {name: value}})
+    assert spec.selection == {name: value}
+    for bad in refused(name, option, EventSelection):
+        said = []
+        for command, rest in ((["schedule", "--json"], []), (["submit", "--host", "h"], ["./w"])):
+            result = CliRunner().invoke(cli, [*command, *argv(option, bad), *rest])
+            assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+            said.append(result.output.removeprefix("autoprof: error: ").strip())
+        with pytest.raises(Refused) as caught:
+            JobSpec.from_json(spec_with({}) | {"selection": {name: bad}})
+        said.append(str(caught.value).removeprefix("refused: "))
+        assert said == [f"{option.flags[-1]} {bad!r} is not in the range {option.range_text}"] * 3
+
+
+def test_a_selection_of_the_wrong_type_is_refused_in_a_spec():
+    with pytest.raises(Refused, match=r"^refused: --deprecated 1 is not true or false$"):
+        JobSpec.from_json(spec_with({}) | {"selection": {"deprecated": 1}})
+    with pytest.raises(Refused, match=r"^refused: --reserve True is not a whole number$"):
+        JobSpec.from_json(spec_with({}) | {"selection": {"reserve": True}})

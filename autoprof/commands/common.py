@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from autoprof.errors import AutoprofError
-from autoprof.options import Option, ProfileOptions, kind_of, option_fields
+from autoprof.options import EventSelection, Option, ProfileOptions, kind_of, option_fields
 from autoprof.store import url as store_url
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ def build_catalog(**options) -> Catalog:
     from autoprof import preflight
     from autoprof.catalog import host
 
+    EventSelection.from_json(options).check()
     catalog = host.build_catalog(**options)
     preflight.check_reserve(catalog.pmus.values(), options.get("reserve", 0))
     return catalog
@@ -81,28 +82,11 @@ def _apply(func: Callable, options: list) -> Callable:
 
 
 def selection_options(func: Callable) -> Callable:
-    """--reserve and the opt-in event sets: what to measure, whatever the machine."""
+    """--reserve and the opt-in event sets (EventSelection): what to measure, whatever the
+    machine; checked by `build_catalog` (or the job spec) as EventSelection says, not by click."""
     return _apply(
         func,
-        [
-            click.option(
-                "--reserve",
-                type=click.IntRange(0, 8),
-                default=0,
-                show_default=True,
-                help="Generic counters taken by others in every run (1 with the NMI watchdog on).",
-            ),
-            click.option(
-                "--experimental", is_flag=True, help="Include experimental uncore events."
-            ),
-            click.option("--deprecated", is_flag=True, help="Include deprecated events."),
-            click.option(
-                "--offcore-matrix",
-                is_flag=True,
-                help="Include every request x response of old offcore matrix files.",
-            ),
-            click.option("--tracepoints", is_flag=True, help="Include this machine's tracepoints."),
-        ],
+        [_flag(EventSelection, f.name, f.default, o) for f, o in option_fields(EventSelection)],
     )
 
 
@@ -166,15 +150,15 @@ def profile_flags(*, spec: bool) -> Callable[[Callable], Callable]:
     return functools.partial(
         _apply,
         options=[
-            _flag(f.name, f.default, option)
+            _flag(ProfileOptions, f.name, f.default, option)
             for f, option in option_fields()
             if option.flags and option.spec == spec
         ],
     )
 
 
-def _flag(name: str, default: Any, option: Option) -> Callable:
-    kind, _ = kind_of(name)
+def _flag(cls: type, name: str, default: Any, option: Option) -> Callable:
+    kind, _ = kind_of(name, cls)
     if kind is bool:
         return click.option(*option.flags, name, is_flag=True, help=option.help)
     extra = [f"default: {default}"] if default is not None else []

@@ -7,6 +7,7 @@ import click
 from autoprof.commands import common
 from autoprof.commands.common import measure_options, redis_option, selection_options
 from autoprof.errors import AutoprofError
+from autoprof.options import EventSelection
 
 
 @click.command("submit")
@@ -70,8 +71,9 @@ def submit(
         raise AutoprofError("give exactly one of --host NAME, --cpu ID, --queue NAME")
     if split > 1 and host_name:
         raise AutoprofError("--split needs several machines: use --cpu ID (or --queue NAME)")
-    selection = {k: opts.pop(k) for k in ("reserve", "experimental", "deprecated")}
-    selection |= {k: opts.pop(k) for k in ("offcore_matrix", "tracepoints")}
+    selection = EventSelection.from_json(opts).check().to_json()
+    for name in selection:
+        opts.pop(name)
     spec = JobSpec(
         command=list(command),
         events=common.event_names(event_names, events_file),

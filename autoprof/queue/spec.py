@@ -14,19 +14,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions, is_json, spec_fields
+from autoprof.options import EventSelection, ProfileOptions, spec_fields
 
 # the only function a worker runs; jobs naming anything else are refused
 JOB_FUNCTION = "autoprof.queue.worker.run_job"
-# build_catalog arguments that pick events whatever the machine (not --cpu/--smt/--events-dir:
-# the worker profiles its own machine)
-_SELECTION: dict[str, tuple[type, ...]] = {
-    "reserve": (int,),
-    "experimental": (bool,),
-    "deprecated": (bool,),
-    "offcore_matrix": (bool,),
-    "tracepoints": (bool,),
-}
 
 
 class Refused(AutoprofError):
@@ -45,7 +36,8 @@ class JobSpec:
     # the ProfileOptions a submitter may set (options.spec_fields; part and parts are the
     # spec's own fields, force the worker's)
     options: dict[str, Any] = field(default_factory=dict)
-    selection: dict[str, Any] = field(default_factory=dict)  # see _SELECTION
+    # EventSelection's fields (not --cpu/--smt/--events-dir: the worker profiles its own machine)
+    selection: dict[str, Any] = field(default_factory=dict)
     profile_id: str = ""  # shared by the parts of a split profile; the store's run id
     part: int = 1
     parts: int = 1
@@ -92,7 +84,7 @@ class JobSpec:
             command=list(command),
             events=list(events),
             options=dict(options),
-            selection=_checked(data.get("selection", {}), _SELECTION),
+            selection=_selection(data.get("selection", {})),
             profile_id=profile_id,
             part=data.get("part", 1),
             parts=data.get("parts", 1),
@@ -100,21 +92,21 @@ class JobSpec:
         )
         # the command line's own check, so a spec is refused exactly where `profile` refuses
         problem = spec.profile_options().problem()
-        if problem is None and not 0 <= spec.selection.get("reserve", 0) <= 8:
-            problem = "spec selection.reserve must be within 0..8"
         if problem:
             raise Refused(problem)
         return spec
 
 
-def _checked(values: Any, types: dict[str, tuple[type, ...]]) -> dict[str, Any]:
+def _selection(values: Any) -> dict[str, Any]:
+    """A spec's `selection`, checked as the catalog commands check their flags."""
     if not isinstance(values, dict):
         raise Refused("spec selection must be an object")
-    for key, value in values.items():
-        if key not in types:
-            raise Refused(f"unknown spec selection field {key!r}")
-        if not is_json(value, types[key]):
-            raise Refused(f"spec selection.{key} has the wrong type ({type(value).__name__})")
+    unknown = sorted(set(values) - spec_fields(EventSelection))
+    if unknown:
+        raise Refused(f"unknown spec selection field {unknown[0]!r}")
+    problem = EventSelection.from_json(values).problem()
+    if problem:
+        raise Refused(problem)
     return dict(values)
 
 
