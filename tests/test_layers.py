@@ -133,6 +133,19 @@ def test_no_circle_between_units():
     assert not circles, "import circles:\n" + "\n".join(circles)
 
 
+def test_commands_share_only_common():
+    """One module per command (asv's commands/): what two commands share lives in
+    commands/common.py or the library, never in another command's module."""
+    crossing = [
+        str(i)
+        for i in all_imports()
+        if i.source.startswith("autoprof.commands.")
+        and i.target.startswith("autoprof.commands.")
+        and i.target.split(".")[2] not in ("common", i.source.split(".")[2])
+    ]
+    assert not crossing, "a command importing another command:\n" + "\n".join(crossing)
+
+
 def test_the_layer_walk_sees_lazy_and_package_imports():
     """The walk itself: an import inside a function and `from autoprof import x` both count."""
     probe = PACKAGE / "commands" / "worker.py"

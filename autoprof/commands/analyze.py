@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from autoprof.analysis import choices
-from autoprof.commands.common import console
-from autoprof.commands.metrics import analyze_metrics
+from autoprof.commands.common import console, metric_catalog_options
 
 if TYPE_CHECKING:
     from autoprof.analysis.tables import Result
@@ -80,9 +79,6 @@ class _Names(click.Group):
 @click.group("analyze", cls=_Names)
 def analyze() -> None:
     """Analyses of a results.csv: correlation, event-detail, stats, compare, metrics."""
-
-
-analyze.add_command(analyze_metrics)
 
 
 @analyze.command("correlation")
@@ -216,3 +212,76 @@ def autoperf_args(argv: list[str]) -> list[str]:
             features = False
             out.append(word)
     return out
+
+
+def _checked_out(ctx: click.Context, param: click.Parameter, out: Path | None) -> Path | None:
+    """An output extension no renderer knows is refused before the metrics are computed."""
+    from autoprof.analysis import renderers
+
+    return renderers.check(out)
+
+
+@click.command("metrics")
+@click.argument("results", type=click.Path(path_type=Path))
+@metric_catalog_options
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    callback=_checked_out,
+    help="Output folder [default: analysis/ beside the results], or one file: .csv (the "
+    "metrics.csv table), .txt (the terminal's lines).",
+)
+@click.option(
+    "--metrics",
+    "metric_words",
+    multiple=True,
+    metavar="all|GROUP|NAME",
+    help="Only these metrics (repeatable).",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A constant (SYSTEM_TSC_FREQ=2.1e9, HYPERTHREADING_ON=1, SOCKET_COUNT=2, ...).",
+)
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Show every TMA node, not only under crossed thresholds.",
+)
+def analyze_metrics(
+    results, events_dir, cpu, metrics_files, out, metric_words, sets, show_all
+) -> None:
+    """Metric values from RESULTS (a results.csv or a profile folder): metrics.csv,
+    metrics_series.csv and the TMA tree."""
+    from dataclasses import asdict
+
+    from autoprof.analysis import data, renderers
+    from autoprof.analysis import metrics as analysis
+    from autoprof.catalog import host
+    from autoprof.metrics import catalog, constants
+
+    path = results / "results.csv" if results.is_dir() else results
+    manifest = data.read_manifest_beside(path)
+    cpu = cpu or (manifest.machine.cpu_id if manifest else None)
+    found = catalog.for_machine(events_dir, cpu, metrics_files)
+    known = constants.from_machine(asdict(manifest.machine) if manifest else None)
+    known.update(constants.parse_sets(sets))
+    directory = host.events_dir(events_dir)
+    retire = catalog.retire_latencies(directory, found.cpu) if directory else {}
+    values = analysis.compute(
+        data.load(path), found.select(list(metric_words) or ["all"]), known, retire
+    )
+    shown = analysis.Metrics(values, found.cpu, show_all)
+    folder = path.parent / "analysis"
+    written = renderers.render(shown, out, folder, console(highlight=False))
+    for line in shown.notes():
+        click.echo(line)
+    for written_path in written:
+        click.echo(f"wrote {written_path}")
+
+
+analyze.add_command(analyze_metrics)

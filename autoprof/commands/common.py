@@ -39,6 +39,10 @@ __all__ = [
     "event_names",
     "key_values",
     "measure_options",
+    "metric_catalog_options",
+    "metric_file_option",
+    "metric_plan",
+    "planning_options",
     "profile_flags",
     "redis_option",
     "selection_options",
@@ -226,3 +230,57 @@ store_option = click.option(
     help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, sqlite:///PATH or a file path "
     f"[default: {store_url.default_path()}]",
 )
+
+
+def metric_file_option(func: Callable) -> Callable:
+    return click.option(
+        "--metrics-file",
+        "metrics_files",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help="A YAML file of your own metrics, or `software` (shipped; repeatable).",
+    )(func)
+
+
+def metric_catalog_options(func: Callable) -> Callable:
+    """--events-dir, --cpu, --metrics-file: which metric catalog (`metrics`, `analyze metrics`)."""
+    func = metric_file_option(func)
+    func = click.option("--cpu", help="CPU id or platform (SKX); default: this machine.")(func)
+    return click.option(
+        "--events-dir", type=click.Path(file_okay=False), help="Intel perfmon directory."
+    )(func)
+
+
+def planning_options(func: Callable) -> Callable:
+    """--metrics, --metrics-file, --consistent: for `profile` and `schedule`."""
+    func = click.option(
+        "--consistent",
+        is_flag=True,
+        help="With --metrics: add runs so every metric whose events fit one run is measured "
+        "in one run.",
+    )(func)
+    func = metric_file_option(func)
+    return click.option(
+        "--metrics",
+        "metric_words",
+        multiple=True,
+        metavar="all|GROUP|NAME",
+        help="Measure exactly the events these metrics need (repeatable; see `metrics list`).",
+    )(func)
+
+
+def metric_plan(options: dict, words, files, consistent: bool, anchor: str | None = None):
+    """The co-scheduled plan for `profile --metrics` / `schedule --metrics` (catalog options as
+    the commands take them; deprecated and experimental events included, as metrics use them)."""
+    from autoprof.catalog import host
+    from autoprof.metrics import catalog as metric_catalog
+    from autoprof.metrics.plan import plan_metrics
+
+    metrics = metric_catalog.for_machine(options.get("events_dir"), options.get("cpu"), files)
+    chosen = metrics.select(list(words) or ["all"])
+    built = build_catalog(**{**options, "deprecated": True, "experimental": True})
+    smt = options.get("smt")
+    smt_on = host.smt_active() if smt is None and not options.get("cpu") else smt != "off"
+    directory = host.events_dir(options.get("events_dir"))
+    retire = metric_catalog.retire_latencies(directory, metrics.cpu) if directory else {}
+    return plan_metrics(built, chosen, smt_on, consistent, retire, [anchor] if anchor else [])

@@ -12,7 +12,6 @@ import click
 
 from autoprof.commands import common
 from autoprof.commands.common import catalog_options, measure_options, profile_flags, take_options
-from autoprof.commands.metrics import metric_plan, planning_options
 from autoprof.errors import AutoprofError
 from autoprof.options import ProfileOptions
 
@@ -54,7 +53,7 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
     is_flag=True,
     help="Continue an attached profile against another process (-p NEWPID).",
 )
-@planning_options
+@common.planning_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     """Measure every event (or the chosen ones) for COMMAND, without multiplexing; or attach
@@ -75,7 +74,7 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     if metric_args[0] or metric_args[1]:
         if names:
             raise AutoprofError("give events (-e, --events) or --metrics, not both")
-        planned = metric_plan(opts, *metric_args, anchor=options.anchor)
+        planned = common.metric_plan(opts, *metric_args, anchor=options.anchor)
         click.echo(planned.summary(), err=True)
         catalog, plan = planned.catalog, planned.plan
     else:

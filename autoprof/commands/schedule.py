@@ -7,8 +7,13 @@ import time
 
 import click
 
-from autoprof.commands.common import build_catalog, catalog_options, console
-from autoprof.commands.metrics import metric_plan, planning_options
+from autoprof.commands.common import (
+    build_catalog,
+    catalog_options,
+    console,
+    metric_plan,
+    planning_options,
+)
 from autoprof.errors import AutoprofError
 
 

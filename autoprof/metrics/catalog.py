@@ -246,3 +246,24 @@ def load(events_dir: Path | None, cpu: str, extra: list[Path] = ()) -> MetricSet
             "(give --metrics-file FILE.yaml for your own)"
         )
     return found
+
+
+def for_machine(events_dir: str | None, cpu: str | None, files: tuple[str, ...] = ()) -> MetricSet:
+    """The metric set of --events-dir/--cpu (this machine by default) plus YAML `files`, each a
+    path or the name of one shipped with autoprof (``software``)."""
+    from autoprof.catalog import host
+    from autoprof.catalog.yaml import BUILTIN_DIR
+
+    directory = host.events_dir(events_dir)
+    paths = [_file_or_shipped(f, BUILTIN_DIR / "metrics") for f in files]
+    if directory is None and not paths:
+        raise AutoprofError(
+            f"no metrics: pass --events-dir (or set {host.ENV_EVENTS_DIR}) or --metrics-file"
+        )
+    return load(directory, cpu or host.cpu_id(), paths)
+
+
+def _file_or_shipped(name: str, shipped_dir: Path) -> Path:
+    """`name` as a path, or the shipped metrics file of that name when there is no such path."""
+    shipped = shipped_dir / f"{name}.yaml"
+    return shipped if not Path(name).exists() and shipped.is_file() else Path(name)
