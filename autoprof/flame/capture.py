@@ -9,10 +9,12 @@ Layout of the folder::
 
 from __future__ import annotations
 
+import json
 import signal
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, ClassVar
 
 from autoprof import __version__, preflight
 from autoprof.errors import AutoprofError
@@ -25,6 +27,7 @@ from autoprof.perf.record import (
     run_record,
     wrote_data,
 )
+from autoprof.records import file_format, known_fields
 
 RECORD_INFO = "record.json"
 STDERR = "stderr.txt"
@@ -32,6 +35,10 @@ STDERR = "stderr.txt"
 
 @dataclass
 class RecordInfo:
+    """record.json: how a recording was made and how it ended."""
+
+    FORMAT: ClassVar[int] = 1
+
     command: list[str]
     perf_argv: list[str]
     options: dict
@@ -46,6 +53,22 @@ class RecordInfo:
     # the signal that ended the recording: SIGINT for Ctrl-C and --duration, SIGTERM, SIGHUP
     stopped_by: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: object = RECORD_INFO) -> RecordInfo:
+        """NewerFormat for a newer file; unknown keys ignored, missing ones defaulted."""
+        file_format(data, cls.FORMAT, path)
+        return cls(**known_fields(cls, data))
+
+
+def read_info(folder: Path) -> RecordInfo:
+    """The RecordInfo of an `autoprof record` folder (OSError, ValueError, TypeError when it
+    has no readable record.json)."""
+    path = folder / RECORD_INFO
+    return RecordInfo.from_json(json.loads(path.read_text()), path)
+
 
 def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
     """Sample `command` (or the process / whole system of `options`) into `out`."""
@@ -57,7 +80,7 @@ def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
     info = RecordInfo(command, argv, asdict(options), findings=[str(f) for f in findings])
     started = datetime.now(UTC)
     info.start = started.isoformat()
-    write_json(out / RECORD_INFO, asdict(info))
+    write_json(out / RECORD_INFO, info.to_json())
     result = run_record(argv, out / STDERR, options.duration)
     ended = datetime.now(UTC)
     info.end, info.elapsed_s = ended.isoformat(), (ended - started).total_seconds()
@@ -71,7 +94,7 @@ def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
         info.status = "ok" if result.exit_code == 0 or until_stopped else "workload-failed"
     else:
         info.status, info.error = "perf-failed", perf_error_line(result.stderr)
-    write_json(out / RECORD_INFO, asdict(info))
+    write_json(out / RECORD_INFO, info.to_json())
     if not wrote:
         raise AutoprofError(f"perf record failed: {info.error} (see {out / STDERR})")
     return info

@@ -3,21 +3,19 @@ per-function Table: parsing every event's samples, in the order the events were 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from autoprof.errors import AutoprofError
+from autoprof.flame.capture import read_info
 from autoprof.flame.source import open_input, parse_notes
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
 from autoprof.report.table import Table, build
-
-RECORD_INFO = "record.json"
 
 
 def recorded_events(path: Path) -> list[str]:
     """The events of an `autoprof record` folder, in the order they were asked for."""
     try:
-        return list(json.loads((path / RECORD_INFO).read_text())["options"]["events"])
+        return list(read_info(path).options["events"])
     except (OSError, ValueError, KeyError, TypeError):
         return []
 

@@ -11,8 +11,9 @@ from pathlib import Path
 from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
+from autoprof.flame.capture import RECORD_INFO
 from autoprof.perf.record import PERF_DATA
-from autoprof.report.recording import RECORD_INFO, read_table
+from autoprof.report.recording import read_table
 from autoprof.report.table import Cell, Row, Table, assemble
 from autoprof.store.models import FunctionRow, RunPart
 
