@@ -52,6 +52,11 @@ def test_ratio_interval_and_exact_counts():
     exact = stats.ratio("mem", [1000.0] * 5, [2000.0] * 5)
     assert (exact.ratio, exact.low, exact.high) == (2.0, 2.0, 2.0)
     assert exact.note.startswith("exact change")
+    assert (exact.difference, exact.difference_low, exact.difference_high) == (1000.0,) * 3
+    shifted = stats.ratio("x", a, [v + 0.5 for v in a])  # the same spread, 0.5 more
+    assert shifted.difference == pytest.approx(0.5)
+    half = shifted.difference_high - shifted.difference
+    assert 0 < half < 0.02 and shifted.difference_low == pytest.approx(0.5 - half)
 
 
 @needs_perf
@@ -73,10 +78,12 @@ def test_sleep_ratio_is_two_and_significant(tmp_path):
     assert 0 < data["startup_s"] < 0.05
     assert wall["low"] <= wall["ratio"] <= wall["high"] and wall["p_value"] < 0.01, wall
     a, b = ([r["wall_s"] for r in c["repetitions"]] for c in data["commands"])
-    assert abs(np.mean(b) - np.mean(a) - 0.05) < 0.005, (a, b)
+    assert wall["difference"] == pytest.approx(np.mean(b) - np.mean(a), abs=1e-12)
+    assert wall["difference_low"] < wall["difference"] < wall["difference_high"], wall
+    assert abs(wall["difference"] - 0.05) < 0.005, (a, b)
     if os.getloadavg()[0] < (os.cpu_count() or 1):  # quiet: L is tens of microseconds
         assert wall["low"] - 0.02 <= 2.0 <= wall["high"] + 0.02, wall
-    assert "wall_s" in proc.stdout and "95% CI" in proc.stdout
+    assert "wall_s" in proc.stdout and "95% CI" in proc.stdout and "difference" in proc.stdout
 
 
 def test_breakpoints_count_exactly_in_every_repetition(writes, tmp_path):

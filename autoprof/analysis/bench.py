@@ -7,7 +7,8 @@ Hoaglin) exceeds 3.5; the warning about disturbed runs takes hyperfine's 14.826 
 deviations' worth of MAD), so that the ordinary jitter of a busy machine does not raise it.
 The ratio's interval is the delta method's (relative standard errors of the two means added in
 quadrature) with Welch-Satterthwaite degrees of freedom; counts equal in every repetition
-(hardware breakpoints) give an exact ratio.
+(hardware breakpoints) give an exact ratio. The difference of the means comes with Welch's
+interval: what a change costs in seconds, which a fixed cost in every run does not bend.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ class Ratio:
     high: float
     p_value: float  # NaN when there is nothing to test (see note)
     note: str
+    # mean of this command - mean of the first, with its interval (Welch): a cost that every
+    # run of both pays (a timer's overshoot, a process's start) pulls the ratio towards 1 but
+    # leaves the difference alone
+    difference: float = math.nan
+    difference_low: float = math.nan
+    difference_high: float = math.nan
 
 
 def modified_z(values: np.ndarray) -> np.ndarray:
@@ -78,22 +85,42 @@ def cold_start(values: list[float]) -> bool:
 
 
 def ratio(metric: str, a: list[float], b: list[float], confidence: float = 0.95) -> Ratio:
-    """mean(b) / mean(a) with its `confidence` interval and Welch's test of the difference."""
+    """mean(b) / mean(a) and mean(b) - mean(a), each with its `confidence` interval, and
+    Welch's test of the difference."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     mean_a, mean_b = float(x.mean()), float(y.mean())
     p, note = significance(x, y, "welch")
+    found = Ratio(metric, math.nan, math.nan, math.nan, p, note, *_difference(x, y, confidence))
     if mean_a == 0:
-        return Ratio(metric, math.nan, math.nan, math.nan, p, note or "first command's mean is 0")
-    r = mean_b / mean_a
+        found.note = note or "first command's mean is 0"
+        return found
+    found.ratio = r = mean_b / mean_a
     if len(x) < 2 or len(y) < 2 or mean_b == 0:
-        return Ratio(metric, r, math.nan, math.nan, p, note or "no interval: mean 0")
+        found.note = note or "no interval: mean 0"
+        return found
     rel_a = x.var(ddof=1) / len(x) / mean_a**2
     rel_b = y.var(ddof=1) / len(y) / mean_b**2
-    if rel_a + rel_b == 0:
-        return Ratio(metric, r, r, r, p, note)
-    df = (rel_a + rel_b) ** 2 / (rel_a**2 / (len(x) - 1) + rel_b**2 / (len(y) - 1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * abs(r) * math.sqrt(rel_a + rel_b)
-    return Ratio(metric, r, r - half, r + half, p, note)
+    half = abs(r) * _half_width(rel_a, rel_b, len(x), len(y), confidence)
+    found.low, found.high = r - half, r + half
+    return found
+
+
+def _difference(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """mean(y) - mean(x) and its Welch interval (NaN bounds with fewer than 2 values each)."""
+    d = float(y.mean() - x.mean())
+    if len(x) < 2 or len(y) < 2:
+        return d, math.nan, math.nan
+    half = _half_width(x.var(ddof=1) / len(x), y.var(ddof=1) / len(y), len(x), len(y), confidence)
+    return d, d - half, d + half
+
+
+def _half_width(var_a: float, var_b: float, n_a: int, n_b: int, confidence: float) -> float:
+    """Half the `confidence` interval of a sum of two independent means' variances, with
+    Welch-Satterthwaite degrees of freedom (0 when both variances are 0: an exact result)."""
+    if var_a + var_b == 0:
+        return 0.0
+    df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    return float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(var_a + var_b)
 
 
 def summaries(result: BenchResult) -> list[list[Summary]]:

@@ -74,13 +74,23 @@ def _show(console, result, summaries, ratios) -> None:
             title=f"{' '.join(command.command)} vs {first} (95% CI, Welch's t-test)",
             title_justify="left",
         )
-        for name in ("metric", "ratio", "95% CI", "p", "note"):
+        for name in ("metric", "ratio", "95% CI", "difference", "95% CI ", "p", "note"):
             table.add_column(name, justify="left" if name in ("metric", "note") else "right")
         for r in rows:
+            unit = result.units.get(r.metric, "")
             interval = "-" if r.low != r.low else f"[{r.low:.4g}, {r.high:.4g}]"
             p = "-" if r.p_value != r.p_value else f"{r.p_value:.2g}"
             ratio = "-" if r.ratio != r.ratio else f"{r.ratio:.4g}"
-            table.add_row(r.metric, ratio, interval, p, r.note)
+            scale = abs(r.difference) or 1.0
+            difference = _number(r.difference, unit, scale)
+            low = (
+                "-"
+                if r.difference_low != r.difference_low
+                else _number(r.difference_low, unit, scale)
+            )
+            high = _number(r.difference_high, unit, scale)
+            spread = "-" if low == "-" else f"[{low}, {high}]"
+            table.add_row(r.metric, ratio, interval, difference, spread, p, r.note)
         console.print(table)
 
 
