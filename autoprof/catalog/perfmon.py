@@ -7,7 +7,9 @@ write the terms:
 - fixed-counter core events keep perf's real codes (INST_RETIRED.ANY is event=0xc0,
   CPU_CLK_UNHALTED.THREAD event=0x3c; perfmon writes the pseudo-codes 0x0100/0x0200 for which
   the kernel has no constraint on many cores); a core UMaskExt (arch perfmon v6 cores: Lion
-  Cove, Skymont, Darkmont) is the kernel's ``umask2`` term (config:40-47);
+  Cove, Skymont, Darkmont) is the high byte of ``umask``: where CPUID.23H.0.EBX enumerates
+  umask2 the kernel's core ``umask`` format is config:8-15,40-47 (arch/x86/events/intel/core.c
+  ``umask2_show``; there is no ``umask2`` term), so ``umask = UMaskExt << 8 | UMask``;
 - uncore ``umask = UMaskExt << 8 | UMask`` (the kernel's umask format spans config:8-15,32-...),
   also when UMask is 0 (the converter drops UMaskExt then); not on IIO boxes, where UMaskExt
   repeats PortMask/FCMask (umask config:8-15, ch_mask config:36-47, fc_mask config:48-50);
@@ -105,7 +107,8 @@ def flag(raw: dict[str, Any], key: str) -> bool:
 
 def core_fields(raw: dict[str, Any], name: str) -> dict[str, Any]:
     """The encoding fields of a core event."""
-    code, umask = number(raw, "EventCode"), number(raw, "UMask")
+    code = number(raw, "EventCode")
+    umask = number(raw, "UMaskExt") << 8 | number(raw, "UMask")
     anythread = flag(raw, "AnyThread")
     if name.lower() in _PERF_FIXED:
         code, umask, anythread = _PERF_FIXED[name.lower()]
@@ -118,7 +121,6 @@ def core_fields(raw: dict[str, Any], name: str) -> dict[str, Any]:
         "inv": flag(raw, "Invert"),
         "anythread": anythread,
         "msr_value": number(raw, "MSRValue"),
-        "terms": (("umask2", number(raw, "UMaskExt")),) if number(raw, "UMaskExt") else (),
     }
 
 

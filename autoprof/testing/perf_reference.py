@@ -207,19 +207,17 @@ def justification(pmu: str, ours: dict, theirs: dict) -> str | None:
 
     The converter loses bits the kernel's formats carry; autoprof follows the kernel:
     - ``umask_ext``: UMaskExt with UMask 0 (create_perf_json drops UMaskExt when UMask is 0;
-      the kernel's umask format spans config:8-15,32-...);
+      the kernel's umask format spans config:8-15,32-... on uncore boxes, config:8-15,40-47
+      on arch perfmon v6 cores);
     - ``extsel``: ExtSel (config bit 21 via ``event_ext`` config:0-7,21, or a raw config
       where the box's format has no such term); the converter drops it;
     - ``occ_sel``: the PCU's UMask is its occupancy select, config:14-15; the PCU format has
       no ``umask`` term (newer create_perf_json drops the UMask, older ones keep it);
     - ``iio_masks``: on IIO boxes UMaskExt repeats PortMask/FCMask (ch_mask config:36-47,
       fc_mask config:48-50) and the umask format is config:8-15: it is not folded into umask
-      (the shipped SPR JSON does not fold it either);
-    - ``umask2``: a core UMaskExt is the kernel's ``umask2`` (config:40-47); the converter
-      folds it into umask, which the core's umask format (config:8-15) cannot hold (and drops
-      it when UMask is 0).
+      (the shipped SPR JSON does not fold it either).
     """
-    skip = ("umask", "event", "occ_sel", "config", "umask2")
+    skip = ("umask", "event", "occ_sel", "config")
     rest = {k: v for k, v in ours.items() if k not in skip}
     if rest != {k: v for k, v in theirs.items() if k not in ("umask", "event")}:
         return None
@@ -233,9 +231,6 @@ def justification(pmu: str, ours: dict, theirs: dict) -> str | None:
         return "occ_sel" if not umask and their_umask in (0, ours["occ_sel"] << 6) else None
     if pmu == "uncore_iio" and their_umask >> 8 and umask == their_umask & 0xFF:
         return "iio_masks"
-    folded = their_umask == ours.get("umask2", 0) << 8 | umask
-    if "umask2" in ours and (folded or umask == their_umask == 0):
-        return "umask2"
     if umask > 0xFF and not umask & 0xFF and not their_umask:
         return "umask_ext"
     return None
