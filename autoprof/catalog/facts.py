@@ -27,3 +27,7 @@ class MachineFacts:
     # {"cpu": 5, "socket": 0, "core": 3, "node": 0}; "core" is the kernel's core_id (perf's
     # S0-D0-C3 numbering, unique within a socket). Empty in manifests written before it existed.
     topology: list[dict[str, int]] = field(default_factory=list)
+    # the TSC's frequency in Hz (metrics' SYSTEM_TSC_FREQ) and the uncore CHA boxes per socket
+    # (CHAS_PER_SOCKET), when the machine tells them (see host.tsc_hz, host.chas_per_socket)
+    tsc_hz: float | None = None
+    chas_per_socket: int | None = None

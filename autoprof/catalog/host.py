@@ -22,6 +22,7 @@ from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 
 SYSFS_PMUS = Path("/sys/bus/event_source/devices")
+SYSFS_SYSTEM = Path("/sys/devices/system")
 TRACEFS = Path("/sys/kernel/tracing/events")
 ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 # Debug registers for hardware breakpoints (mem:ADDR) on x86; other architectures vary.
@@ -59,6 +60,24 @@ def model_name(cpuinfo: str | None = None) -> str:
     text = cpuinfo if cpuinfo is not None else _read("/proc/cpuinfo")
     match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
     return match.group(1).strip() if match else platform.processor()
+
+
+def tsc_hz(name: str | None = None, system: Path = SYSFS_SYSTEM) -> float | None:
+    """The TSC's frequency: the "@ 2.10GHz" of Intel's CPU name (perf's own fallback when
+    CPUID leaf 0x15 is not readable, tools/perf/arch/x86/util/tsc.c), else intel_pstate's
+    base frequency (the TSC runs at the base frequency); None when neither tells."""
+    found = re.search(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*GHz", model_name() if name is None else name)
+    if found:
+        return float(found.group(1)) * 1e9
+    base = _read(system / "cpu" / "cpu0" / "cpufreq" / "base_frequency")
+    return float(base) * 1e3 if base.isdigit() else None  # kHz
+
+
+def chas_per_socket(pmus: Path = SYSFS_PMUS) -> int | None:
+    """Uncore CHA boxes per socket: one `uncore_cha_N` PMU per box, each counting on every
+    socket (its cpumask lists one CPU per socket); None without CHAs (clients, AMD)."""
+    boxes = len(list(pmus.glob("uncore_cha_[0-9]*")))
+    return boxes or None
 
 
 def smt_active() -> bool:
@@ -119,6 +138,8 @@ def read_facts(catalog: Catalog | None = None) -> MachineFacts:
         perf_event_paranoid=perf_event_paranoid(),
         counters=counters,
         topology=topology(),
+        tsc_hz=tsc_hz(),
+        chas_per_socket=chas_per_socket(),
     )
 
 
@@ -257,9 +278,6 @@ def build_catalog(
     )
     directory = _find_events_dir(events_dir)
     return host_catalog(directory, cpu, options, tracepoints)
-
-
-SYSFS_SYSTEM = Path("/sys/devices/system")
 
 
 def cpu_list(text: str) -> list[int]:
