@@ -214,3 +214,13 @@ def test_a_selection_of_the_wrong_type_is_refused_in_a_spec():
         JobSpec.from_json(spec_with({}) | {"selection": {"deprecated": 1}})
     with pytest.raises(Refused, match=r"^refused: --reserve True is not a whole number$"):
         JobSpec.from_json(spec_with({}) | {"selection": {"reserve": True}})
+
+
+def test_bench_takes_reserve_as_the_catalog_commands_do():
+    option = next(o for f, o in option_fields(EventSelection) if f.name == "reserve")
+    result = CliRunner().invoke(cli, ["bench", "--reserve", "9", "--", "true"])
+    assert result.exit_code == 2
+    assert (
+        result.output.strip()
+        == f"autoprof: error: --reserve 9 is not in the range {option.range_text}"
+    )

@@ -145,13 +145,7 @@ def report(result, summaries, ratios) -> dict:
     help="Subtract an empty program's wall time (process start and exit) from every wall time.",
 )
 @click.option("--events-dir", type=click.Path(file_okay=False), help="Intel perfmon directory.")
-@click.option(
-    "--reserve",
-    type=click.IntRange(0, 8),
-    default=0,
-    show_default=True,
-    help="Generic counters taken by others (1 with the NMI watchdog on).",
-)
+@common.reserve_option
 @click.option(
     "--export-json",
     type=click.Path(dir_okay=False, path_type=Path),

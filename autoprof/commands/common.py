@@ -45,6 +45,7 @@ __all__ = [
     "planning_options",
     "profile_flags",
     "redis_option",
+    "reserve_option",
     "selection_options",
     "store_option",
     "take_options",
@@ -92,6 +93,12 @@ def selection_options(func: Callable) -> Callable:
         func,
         [_flag(EventSelection, f.name, f.default, o) for f, o in option_fields(EventSelection)],
     )
+
+
+def reserve_option(func: Callable) -> Callable:
+    """--reserve alone (EventSelection's declaration), for commands that take no opt-in sets."""
+    field, option = next((f, o) for f, o in option_fields(EventSelection) if f.name == "reserve")
+    return _flag(EventSelection, field.name, field.default, option)(func)
 
 
 def catalog_options(func: Callable) -> Callable:
