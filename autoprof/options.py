@@ -1,11 +1,12 @@
-"""How a profile measures: `ProfileOptions`, each field declaring once its command-line flags,
-help, type and range, and where it travels (a job spec, the manifest).
+"""How a profile measures (`ProfileOptions`) and which events it picks (`EventSelection`), each
+field declaring once its command-line flags, help, type and range, and where it travels (a job
+spec, the manifest).
 
-The command line (`commands.common.profile_flags`), the job spec (`queue.spec`) and the
-manifest (`outdir`) are all derived from these declarations, so an option the CLI accepts is
-one a job spec carries and a worker runs, and a bad value is refused everywhere with the one
-message of `ProfileOptions.problem` (the CLI and the job spec both run it). Imports nothing
-heavy: `autoprof --help` reads it.
+The command line (`commands.common.profile_flags`, `selection_options`), the job spec
+(`queue.spec`) and the manifest (`outdir`) are all derived from these declarations, so an
+option the CLI accepts is one a job spec carries and a worker runs, and a bad value is refused
+everywhere with the one message of `problem` (the CLI and the job spec both run it). Imports
+nothing heavy: `autoprof --help` reads it.
 """
 
 from __future__ import annotations
