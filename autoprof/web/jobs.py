@@ -88,30 +88,24 @@ class JobRequest:
             events=events,
             env=_pairs(data.get("env", ""), "environment variable", _ENV_NAME),
             pid=int(pid) if pid is not None else None,
-            duration=_seconds(data.get("duration") or 10, "duration", 0.01, 3600),
+            duration=_bounded(data.get("duration") or 10, "duration", 0.01, 3600, float),
             interval_ms=_bounded(data.get("interval_ms", 100), "interval", 10, 60_000),
             repeat=_bounded(data.get("repeat", 1), "repeat", 1, 100),
             tags=_pairs(data.get("tags", ""), "tag", None),
         )
 
 
-def _bounded(value: Any, what: str, low: int, high: int) -> int:
+def _bounded(value: Any, what: str, low: float, high: float, kind: type = int) -> Any:
+    """`value` as a `kind` (int: a whole number; float: seconds) within low..high, or
+    AutoprofError saying what is wrong."""
+    unit = " s" if kind is float else ""
     try:
-        number = int(value)
+        number = kind(value)
     except (TypeError, ValueError):
-        raise AutoprofError(f"{what} {value!r} is not a whole number") from None
+        noun = "a number of seconds" if kind is float else "a whole number"
+        raise AutoprofError(f"{what} {value!r} is not {noun}") from None
     if not low <= number <= high:
-        raise AutoprofError(f"{what} {number} is outside {low}..{high}")
-    return number
-
-
-def _seconds(value: Any, what: str, low: float, high: float) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise AutoprofError(f"{what} {value!r} is not a number of seconds") from None
-    if not low <= number <= high:
-        raise AutoprofError(f"{what} {number:g} s is outside {low:g}..{high:g} s")
+        raise AutoprofError(f"{what} {number}{unit} is outside {low}..{high}{unit}")
     return number
 
 
