@@ -5,7 +5,9 @@ results.csv read with plain pandas, never from the analysis code under test.
 
 Two builds of the workload are profiled once per module (--repeat 3, 10 ms intervals): A, and
 B, which writes slot 0 twice as often. Five breakpoints take two runs (4 slots per run), so the
-events come from runs of different lengths.
+events come from runs of different lengths: every watched write traps, so a run lasts about as
+long as its slots are written (slots 0, 8, 9, 10: 28 N writes; slot 11: 12 N), about 45 and 22
+intervals, both above the correlation's default --min-overlap (10) on a quiet or a busy machine.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from autoprof.examples import build_writes, expected_writes, slot_addresses
 from tests.test_analysis import png_size
 
 REPO = Path(__file__).resolve().parents[1]
-N = 2000  # writes N: slot i is written N * (i + 1) times
-SLOTS = [0, 1, 2, 3, 11]  # five breakpoints: two runs, of different lengths
+N = 4000  # writes N: slot i is written N * (i + 1) times
+SLOTS = [0, 8, 9, 10, 11]  # five breakpoints: two runs, of lengths about 28 : 12
 SOFTWARE = ["task-clock", "page-faults", "context-switches"]
 NEVER = "syscalls:sys_enter_mkdir"  # the workload never calls it: an all-zero event
 TRACEPOINTS = ["syscalls:sys_enter_write", "sched:sched_switch", NEVER]
