@@ -80,9 +80,10 @@ def list_command(machine, command_text, since, tags, kind, store_text) -> None:
     since_at = queries.parse_since(since, naive_now()) if since else None
     labels = key_values(tags, "--tag")
     with store.read() as conn:
-        runs = queries.list_runs(
-            conn, machine=machine, command=command_text, since=since_at, tags=labels, kind=kind
+        where = queries.RunFilter(
+            machine=machine, command=command_text, since=since_at, tags=labels, kind=kind
         )
+        runs = queries.list_runs(conn, where)
     if not runs:
         click.echo(f"no runs in {store.shown} match", err=True)
         return

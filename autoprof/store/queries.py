@@ -85,89 +85,78 @@ def find_run(conn: Connection, ident: str) -> Run:
     return found[0]
 
 
-def _filtered(
-    query,
-    machine: str | None = None,
-    command: str | None = None,
-    since: dt.datetime | None = None,
-    tags: dict[str, str] | None = None,
-    text: str | None = None,
-    until: dt.datetime | None = None,
-    kind: str | None = None,
-):
-    """`query` over Run restricted by every filter given (see `list_runs`)."""
-    if kind:
-        query = query.where(Run.kind == kind)
-    if machine:
-        pattern = f"%{machine.lower()}%"
-        query = query.where(
-            Run.id.in_(
-                select(RunPart.run_id)
-                .join(Machine)
-                .where(
-                    or_(
-                        func.lower(Machine.hostname).like(pattern),
-                        func.lower(Machine.cpu_id).like(pattern),
-                        func.lower(Machine.model_name).like(pattern),
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs `list_runs` and `count_runs` return: every filter given must hold.
+    `machine` matches hostname, CPU id or model name (substring, any case); `command` a
+    substring of the command line; `text` the command line, a uuid prefix or a tag value;
+    `since`/`until` bound the creation time; `kind` is profile or bench."""
+
+    machine: str | None = None
+    command: str | None = None
+    since: dt.datetime | None = None
+    tags: dict[str, str] | None = None
+    text: str | None = None
+    until: dt.datetime | None = None
+    kind: str | None = None
+
+    def where(self, query):
+        """`query` over Run restricted by these filters."""
+        if self.kind:
+            query = query.where(Run.kind == self.kind)
+        if self.machine:
+            pattern = f"%{self.machine.lower()}%"
+            query = query.where(
+                Run.id.in_(
+                    select(RunPart.run_id)
+                    .join(Machine)
+                    .where(
+                        or_(
+                            func.lower(Machine.hostname).like(pattern),
+                            func.lower(Machine.cpu_id).like(pattern),
+                            func.lower(Machine.model_name).like(pattern),
+                        )
                     )
                 )
             )
-        )
-    if command:
-        query = query.where(Run.command_line.contains(command, autoescape=True))
-    if text:
-        query = query.where(
-            or_(
-                Run.command_line.contains(text, autoescape=True),
-                Run.uuid.startswith(text.lower(), autoescape=True),
-                Run.id.in_(select(Tag.run_id).where(Tag.value.contains(text, autoescape=True))),
+        if self.command:
+            query = query.where(Run.command_line.contains(self.command, autoescape=True))
+        if self.text:
+            text = self.text
+            query = query.where(
+                or_(
+                    Run.command_line.contains(text, autoescape=True),
+                    Run.uuid.startswith(text.lower(), autoescape=True),
+                    Run.id.in_(select(Tag.run_id).where(Tag.value.contains(text, autoescape=True))),
+                )
             )
-        )
-    if since:
-        query = query.where(Run.created >= since)
-    if until:
-        query = query.where(Run.created < until)
-    for key, value in (tags or {}).items():
-        query = query.where(
-            Run.id.in_(select(Tag.run_id).where(Tag.key == key, Tag.value == value))
-        )
-    return query
+        if self.since:
+            query = query.where(Run.created >= self.since)
+        if self.until:
+            query = query.where(Run.created < self.until)
+        for key, value in (self.tags or {}).items():
+            query = query.where(
+                Run.id.in_(select(Tag.run_id).where(Tag.key == key, Tag.value == value))
+            )
+        return query
 
 
-def count_runs(conn: Connection, **filters) -> int:
+def count_runs(conn: Connection, filters: RunFilter = RunFilter()) -> int:
     """How many runs `list_runs` with the same filters returns (for paging)."""
-    return conn.scalar(_filtered(select(func.count()).select_from(Run), **filters)) or 0
+    return conn.scalar(filters.where(select(func.count()).select_from(Run))) or 0
 
 
 def list_runs(
     conn: Connection,
+    filters: RunFilter = RunFilter(),
     *,
-    machine: str | None = None,
-    command: str | None = None,
-    since: dt.datetime | None = None,
-    tags: dict[str, str] | None = None,
-    text: str | None = None,
-    until: dt.datetime | None = None,
-    kind: str | None = None,
     newest_first: bool = False,
     offset: int = 0,
     limit: int | None = None,
 ) -> list[RunSummary]:
-    """Runs matching every filter given, oldest first (or newest first), optionally one page.
-    `machine` matches hostname, CPU id or model name (substring, any case); `command` a
-    substring of the command line; `text` the command line, a uuid prefix or a tag value;
-    `kind` is profile or bench."""
+    """Runs matching `filters`, oldest first (or newest first), optionally one page."""
     order = (Run.created.desc(), Run.id.desc()) if newest_first else (Run.created, Run.id)
-    query = _filtered(
-        select(Run).order_by(*order),
-        machine,
-        command,
-        since,
-        tags,
-        text=text,
-        until=until,
-        kind=kind,
-    )
+    query = filters.where(select(Run).order_by(*order))
     if offset or limit is not None:
         query = query.offset(offset).limit(limit)
     runs = conn.execute(query).all()

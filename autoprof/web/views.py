@@ -37,8 +37,8 @@ class RunFilters:
     since: str = ""  # ISO date or 7d
     until: str = ""  # ISO date (exclusive)
 
-    def query(self) -> dict[str, Any]:
-        """Keyword arguments of `queries.list_runs` / `count_runs`."""
+    def query(self) -> queries.RunFilter:
+        """The store's filter these form fields ask for."""
         now = naive_now()
         tags = None
         if self.tag.strip():
@@ -46,13 +46,13 @@ class RunFilters:
             if not sep:
                 raise AutoprofError(f"tag filter {self.tag!r}: expected KEY=VALUE")
             tags = {key.strip(): value.strip()}
-        return {
-            "text": self.text.strip() or None,
-            "machine": self.machine.strip() or None,
-            "tags": tags,
-            "since": queries.parse_since(self.since, now) if self.since.strip() else None,
-            "until": queries.parse_since(self.until, now) if self.until.strip() else None,
-        }
+        return queries.RunFilter(
+            text=self.text.strip() or None,
+            machine=self.machine.strip() or None,
+            tags=tags,
+            since=queries.parse_since(self.since, now) if self.since.strip() else None,
+            until=queries.parse_since(self.until, now) if self.until.strip() else None,
+        )
 
 
 def _stored_report(data: dict | None) -> Report | None:
@@ -69,11 +69,11 @@ def _sanity_flags(report: dict | None) -> dict[str, int]:
 def runs_page(conn: Connection, filters: RunFilters, page: int = 1, per_page: int = PER_PAGE):
     """One page of the runs list, newest first, with each run's events and sanity flags."""
     where = filters.query()
-    total = queries.count_runs(conn, **where)
+    total = queries.count_runs(conn, where)
     pages = max(1, math.ceil(total / per_page))
     page = min(max(1, page), pages)
     runs = queries.list_runs(
-        conn, **where, newest_first=True, offset=(page - 1) * per_page, limit=per_page
+        conn, where, newest_first=True, offset=(page - 1) * per_page, limit=per_page
     )
     reports: dict[str, list[Report]] = {}
     if runs:
