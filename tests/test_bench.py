@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,11 @@ from autoprof.errors import AutoprofError
 from autoprof.examples import expected_writes, slot_addresses
 
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+needs_msr = pytest.mark.skipif(
+    shutil.which("perf") is None
+    or not Path("/sys/bus/event_source/devices/msr/events/tsc").exists(),
+    reason="needs perf and the msr PMU (msr/tsc/)",
+)
 
 
 def autoprof(*args: str) -> subprocess.CompletedProcess:
@@ -84,6 +90,22 @@ def test_sleep_ratio_is_two_and_significant(tmp_path):
     if os.getloadavg()[0] < (os.cpu_count() or 1):  # quiet: L is tens of microseconds
         assert wall["low"] - 0.02 <= 2.0 <= wall["high"] + 0.02, wall
     assert "wall_s" in proc.stdout and "95% CI" in proc.stdout and "difference" in proc.stdout
+
+
+@needs_msr
+def test_an_event_given_a_name_is_read_under_the_name_perf_prints(tmp_path):
+    """Every catalog event reaches perf with a name= term
+    (``cpu/event=0xc0,name=INST_RETIRED.ANY/``) and perf prints that name, not the string it
+    was given: the TSC, given both ways, counts under both."""
+    out = tmp_path / "bench.json"
+    proc = autoprof(
+        "bench", "-n", "2", "--warmup", "0", "-e", "msr/tsc,name=TSC.TICKS/", "-e", "msr/tsc/",
+        "--export-json", str(out), "--", "true",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for rep in json.loads(out.read_text())["commands"][0]["repetitions"]:
+        named, plain = rep["counts"]["TSC.TICKS"], rep["counts"]["msr/tsc/"]
+        assert named > 0 and abs(named / plain - 1) < 0.05, rep
 
 
 def test_breakpoints_count_exactly_in_every_repetition(writes, tmp_path):

@@ -35,6 +35,7 @@ from pathlib import Path
 from autoprof.catalog.model import Catalog, Event
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
+from autoprof.perf import labels as perf_labels
 from autoprof.perf.process import Interrupted, stop_group
 from autoprof.records import file_format, known_fields
 
@@ -137,16 +138,18 @@ def read_counts(output: bytes, events: list[Event]) -> tuple[dict[str, float], d
     from autoprof.perf import stat_csv
 
     frame = stat_csv.parse(output, ",", interval=False).frame
-    wanted = {**{t: t for t in TIME_EVENTS}, **{e.spec: e.name for e in events}}
+    wanted = {t: t for t in TIME_EVENTS}  # perf's printed name -> metric
+    for e in events:  # a catalog event prints as its name= label, not as its spec
+        wanted |= dict.fromkeys(perf_labels.printed_forms(e.pmu, e.label, e.spec), e.name)
     values: dict[str, float] = {}
     units: dict[str, str] = {}
     for _, row in frame.iterrows():
-        name = wanted.get(row["EVENT"])
+        name, _modifier = perf_labels.resolve(str(row["EVENT"]), wanted)
         if name is None or name in values:
             continue
         values[name] = _count(row, name)
         units[name] = "" if pd.isna(row["UNIT"]) else str(row["UNIT"])
-    missing = [n for n in wanted.values() if n not in values]
+    missing = [n for n in dict.fromkeys(wanted.values()) if n not in values]
     if missing:
         raise AutoprofError(f"perf printed no count for {', '.join(missing)}")
     for event, metric in TIME_EVENTS.items():
