@@ -28,6 +28,7 @@ from autoprof.errors import AutoprofError
 from autoprof.journal import finished
 from autoprof.options import ProfileOptions
 from autoprof.outdir import Manifest, RunRecord
+from autoprof.perf import labels as perf_labels
 from autoprof.runner import Runner, Task, perf_argv
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
@@ -60,7 +61,16 @@ def plan_for(catalog: Catalog, names: list[str], anchor: str | None = None) -> t
                 f"anchor event {anchor} needs a {found[0].pmu} counter in every run; "
                 "choose a software event such as task-clock"
             )
-    return catalog, schedule(catalog)
+    plan = schedule(catalog)
+    for run in plan.runs:
+        clash = perf_labels.first_clash((e.pmu, e.label, e.spec, e.key) for e in run.events)
+        if clash:
+            printed, (pmu_a, a), (pmu_b, b) = clash
+            raise AutoprofError(
+                f"{pmu_a}/{a} and {pmu_b}/{b} would both print as {printed!r} in perf's output "
+                "of one run, so their counts could not be told apart: give one a name= of its own"
+            )
+    return catalog, plan
 
 
 def tasks(plan: Plan, options: ProfileOptions) -> list[Task]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from autoprof.catalog import host, intel, perfnames
+from autoprof.perf import labels as perf_labels
 from autoprof.schedule import schedule
 from autoprof.testing.cli import invoke
 from tests.test_encoding import _catalog_dir
@@ -142,3 +143,79 @@ def test_malformed_event_name_is_one_line_in_the_cli(tmp_path, intel_dir):
     assert proc.stderr.strip() == (
         f"autoprof: error: malformed event 12 in {path}: EventName 12 is not a string"
     )
+
+
+@pytest.mark.parametrize("platform", ["ADL", "ARL"])
+def test_hybrid_parts_count_perf_names_on_every_core_type(intel_dir, platform, tmp_path):
+    """perf 6.1 opens a generic, cache or raw event on every hybrid core PMU
+    (parse-events-hybrid.c), so `cycles` is one event per core type, each under a name perf
+    prints apart from the others."""
+    catalog = intel.load(intel_dir, platform)
+    cores = perfnames.core_pmus(catalog)
+    assert len(cores) == {"ADL": 2, "ARL": 3}[platform]
+    cycles = perfnames.resolve(catalog, "cycles", tmp_path).events
+    assert [e.pmu for e in cycles] == cores
+    assert {e.name for e in cycles} == {"CPU_CLK_UNHALTED.THREAD", "CPU_CLK_UNHALTED.CORE"}
+    assert all(e.fixed is not None and e.label == f"{e.pmu}.{e.name}" for e in cycles)
+    misses = perfnames.resolve(catalog, "L1-dcache-load-misses", tmp_path).events
+    assert [e.spec for e in misses] == [f"{p}/L1-dcache-load-misses/" for p in cores]
+    raw = perfnames.resolve(catalog, "r01c2", tmp_path).events
+    assert [(e.pmu, e.code, e.umask) for e in raw] == [(p, 0xC2, 0x01) for p in cores]
+    plan = schedule(host.resolve_events(catalog, ["cycles", "instructions", "r01c2"]))
+    assert len(plan) == plan.lower_bound == 1
+
+
+def test_hybrid_names_follow_the_core_types_this_machine_has(intel_dir, tmp_path):
+    """An ARL-S has no cpu_lowpower: sysfs decides which core types a perf name reaches, and a
+    bare alias reaches every core type whose sysfs lists it (here ADL's, from the kernel's
+    adl_hybrid_events_attrs: the atom's topdown-retiring is event 0xc2)."""
+    for pmu, alias in (("cpu_core", "event=0x00,umask=0x80"), ("cpu_atom", "event=0xc2,umask=0x0")):
+        (tmp_path / pmu / "events").mkdir(parents=True)
+        (tmp_path / pmu / "events" / "topdown-retiring").write_text(alias + "\n")
+    arl = intel.load(intel_dir, "ARL")
+    assert [e.pmu for e in perfnames.resolve(arl, "cycles", tmp_path).events] == [
+        "cpu_core",
+        "cpu_atom",
+    ]
+    adl = intel.load(intel_dir, "ADL")
+    retiring = perfnames.resolve(adl, "topdown-retiring", tmp_path).events
+    assert [(e.pmu, e.code, e.umask) for e in retiring] == [
+        ("cpu_core", 0x00, 0x04),  # TOPDOWN.SLOTS leads the perf metrics
+        ("cpu_core", 0x00, 0x80),
+        ("cpu_atom", 0xC2, 0x00),
+    ]
+
+
+@pytest.mark.parametrize("platform", ["ADL", "ARL", "MTL", "LNL", "PTL", "NVL"])
+def test_no_run_holds_two_events_perf_prints_alike(intel_dir, platform):
+    """perf prints a name= event under that name on any PMU, and the core types of a hybrid
+    part share names: the plan of every event keeps each run's printed names distinct."""
+    plan = schedule(intel.load(intel_dir, platform))
+    for run in plan.runs:
+        events = [(e.pmu, e.label, e.spec, e.key) for e in run.events]
+        assert perf_labels.first_clash(events) is None, run
+    names = {}
+    for run in plan.runs:
+        for e in run.events:
+            names.setdefault(e.name, set()).add(e.pmu)
+    shared = [n for n, pmus in names.items() if len(pmus) > 1]
+    assert shared, "no event name on two core types: nothing was tested"
+
+
+@pytest.mark.skipif(
+    not Path("/sys/bus/event_source/devices/msr/events/tsc").exists(),
+    reason="needs the msr PMU (msr/tsc/)",
+)
+def test_events_perf_would_print_alike_are_refused_in_one_line(tmp_path):
+    proc = invoke("profile", "-o", str(tmp_path / "a"), "-e", "msr/tsc,name=task-clock/",
+                  "-e", "task-clock", "--", "true")  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith("autoprof: error: msr/task-clock and software/task-clock")
+    assert "would both print as 'task-clock'" in proc.stderr
+    proc = invoke("profile", "-o", str(tmp_path / "b"), "-e", "msr/tsc,name=X/",
+                  "-e", "msr/aperf,name=X/", "--", "true")  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "autoprof: error: msr/tsc,name=X/ and msr/aperf,name=X/ are both called msr/X: "
+        "give each a name= of its own"
+    )
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -40,6 +40,8 @@ UNCORE = "uncore"
 UNCORE_CLIENT = "uncore_client"
 RAW = "raw"
 STYLES = (CORE, UNCORE, UNCORE_CLIENT, RAW)
+# The core PMUs of hybrid parts, one per core type (arch/x86/events/intel/core.c).
+HYBRID_CORE_PMUS = frozenset({"cpu_core", "cpu_atom", "cpu_lowpower"})
 
 # Shared-register MSR -> the core format term that carries the register's value.
 MSR_TERM = {"0x1a6": "offcore_rsp", "0x1a7": "offcore_rsp", "0x3f6": "ldlat", "0x3f7": "frontend"}
@@ -85,12 +87,21 @@ def name_term(name: str) -> str:
     raise ValueError(f"event name {name!r} cannot be given to perf as a name= term")
 
 
+def printed_name(event: Event) -> str:
+    """The name= value of an event: what perf prints for it. perf prints a configured name as
+    given, whatever the PMU (tools/perf/util/stat-display.c, uniquify_event_name: "If user
+    configs the name, we still use the user specified name"), and a hybrid part's core types
+    share event names (INST_RETIRED.ANY on cpu_core and on cpu_atom, often in one run), so
+    there the name says its PMU: ``cpu_atom.INST_RETIRED.ANY``."""
+    return f"{event.pmu}.{event.name}" if event.pmu in HYBRID_CORE_PMUS else event.name
+
+
 def spec(event: Event) -> str:
     """The exact argument for ``perf stat -e``: ``pmu/term=value,...,name=NAME/``."""
     if event.style not in STYLES:
         raise ValueError(f"unknown encoding style {event.style!r} for {event.name}")
     body = ",".join(f"{t}={number(v)}" for t, v in terms(event))
-    return f"{event.pmu}/{body},{name_term(event.name)}/{event.suffix}"
+    return f"{event.pmu}/{body},{name_term(printed_name(event))}/{event.suffix}"
 
 
 _SPEC = re.compile(r"^([\w.-]+)/(.*)/$")

@@ -252,6 +252,14 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
             extra = catalog.select([spec])
         else:
             extra = perfnames.resolve(catalog, spec, SYSFS_PMUS) or catalog.select([spec])
+        known = {e.key: e for e in chosen.events}
+        for event in extra.events:
+            same = known.get(event.key)
+            if same is not None and same.spec != event.spec:
+                raise AutoprofError(
+                    f"{same.spec} and {event.spec} are both called {event.pmu}/{event.name}: "
+                    "give each a name= of its own"
+                )
         chosen = chosen.merge(extra)
     chosen.excluded = []
     return chosen

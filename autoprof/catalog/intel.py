@@ -21,7 +21,7 @@ from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
 
 # mapfile "Core Role Name" -> the kernel's hybrid core PMU.
-_HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_lowpower"}
+HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_lowpower"}
 _NO_ERRATA = {"", "0", "null", "na", "none"}
 
 
@@ -314,7 +314,7 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
     for row in rows:
         path = events_dir / row.path.lstrip("/")
         if row.kind in ("core", "hybridcore"):
-            pmu = _HYBRID_PMU.get(row.core_role, "cpu") if row.kind == "hybridcore" else "cpu"
+            pmu = HYBRID_PMU.get(row.core_role, "cpu") if row.kind == "hybridcore" else "cpu"
             for raw in _load_json_events(path):
                 builder.add(raw, pmu, path, uncore=False, experimental=False)
                 name = raw.get("EventName")

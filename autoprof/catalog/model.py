@@ -72,6 +72,8 @@ class Event:
     @property
     def label(self) -> str:
         """What perf prints for this event (the `name=` term, or perf's own event name)."""
+        if self.style:
+            return encoding.printed_name(self)
         return self.name if ",name=" in self.spec else self.spec
 
     @property

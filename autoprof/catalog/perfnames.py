@@ -108,21 +108,27 @@ def sysfs_alias(root: Path, pmu: str, name: str) -> dict | None:
 
 
 def resolve(catalog: Catalog, spec: str, sysfs: Path) -> Catalog | None:
-    """A catalog holding the event perf would count for `spec`, or None when `spec` is none
-    of perf's generic, raw or ``pmu/.../`` forms."""
-    cores = core_pmus(catalog) or ["cpu"]
+    """A catalog holding the events perf would count for `spec`, or None when `spec` is none
+    of perf's generic, raw or ``pmu/.../`` forms.
+
+    On a hybrid part perf 6.1 counts a generic, cache or raw event on every core PMU
+    (tools/perf/util/parse-events-hybrid.c: add_hw_hybrid, add_raw_hybrid,
+    parse_events__add_cache_hybrid) and a bare sysfs alias (``topdown-retiring``) on every
+    PMU that has it (parse_events_multi_pmu_add), so these give one event per core type."""
+    cores = _cores_here(core_pmus(catalog) or ["cpu"], sysfs)
     if spec in KERNEL_ALIASES:
-        spec = f"{cores[0]}/{spec}/"
+        having = [p for p in cores if sysfs_alias(sysfs, p, spec)] or cores[:1]
+        return _each(catalog, [f"{p}/{spec}/" for p in having], sysfs)
     raw = _RAW.match(spec)
     if spec in GENERIC or _CACHE.match(spec) or raw:
         terms = raw_terms(int(raw.group(1), 16)) if raw else GENERIC.get(spec)
-        if terms is not None:
-            for pmu in cores:
-                found = _match(catalog, pmu, terms)
-                if found:
-                    return catalog.select([f"{found.pmu}/{found.name}"])
-        pmu = cores[0]
-        return _own(catalog, pmu, spec, spec if pmu == "cpu" else f"{pmu}/{spec}/")
+        found = [_match(catalog, pmu, terms) if terms is not None else None for pmu in cores]
+        return _merged(
+            catalog.select([f"{e.pmu}/{e.name}"])
+            if e
+            else _own(catalog, pmu, spec, spec if pmu == "cpu" else f"{pmu}/{spec}/")
+            for pmu, e in zip(cores, found, strict=True)
+        )
     parsed = encoding.parse_terms(spec)
     if parsed is None:
         return None
@@ -139,3 +145,21 @@ def resolve(catalog: Catalog, spec: str, sysfs: Path) -> Catalog | None:
         return None
     name = terms.get("name") if isinstance(terms.get("name"), str) else spec
     return _own(catalog, pmu, str(name), spec)
+
+
+def _cores_here(cores: list[str], sysfs: Path) -> list[str]:
+    """The core PMUs of `cores` this machine has (ARL-S lacks ARL-H's cpu_lowpower); all of
+    them when sysfs shows none (planning for another machine)."""
+    return [p for p in cores if (sysfs / p).is_dir()] or cores
+
+
+def _each(catalog: Catalog, specs: list[str], sysfs: Path) -> Catalog | None:
+    found = [resolve(catalog, s, sysfs) for s in specs]
+    return None if None in found else _merged(found)
+
+
+def _merged(catalogs) -> Catalog:
+    merged, *rest = catalogs
+    for other in rest:
+        merged = merged.merge(other)
+    return merged

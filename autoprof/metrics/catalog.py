@@ -17,9 +17,6 @@ from autoprof.catalog import intel
 from autoprof.errors import AutoprofError
 from autoprof.metrics.formula import ONE_UNIT, Formula, parse
 
-# mapfile "Core Role Name" -> the kernel's hybrid core PMU (as the event catalog does)
-_HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_lowpower"}
-
 
 @dataclass(frozen=True)
 class Metric:
@@ -202,7 +199,8 @@ def metric_files(events_dir: Path, cpu: str) -> list[tuple[Path, str]]:
     """(metrics file, core PMU) for a CPU id or platform: core, or one per hybrid core type."""
     rows = [r for r in intel.rows_for_cpu(events_dir, cpu) if r.kind == "metrics"]
     return [
-        (Path(events_dir) / r.path.lstrip("/"), _HYBRID_PMU.get(r.core_role, "cpu")) for r in rows
+        (Path(events_dir) / r.path.lstrip("/"), intel.HYBRID_PMU.get(r.core_role, "cpu"))
+        for r in rows
     ]
 
 

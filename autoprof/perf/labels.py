@@ -10,7 +10,7 @@ in a rootless container). This module is the one place that knows those spelling
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -25,6 +25,18 @@ _INSTANCE_BRACKET = re.compile(r"^(?P<name>.*) \[(?P<inst>[^\]]+)\]$")
 def printed_forms(pmu: str, label: str, spec: str) -> tuple[str, ...]:
     """Every text perf may print for an event of `pmu` given as `spec` with name= `label`."""
     return (f"{pmu}/{label}/", spec, label)
+
+
+def first_clash(events: Iterable[tuple[str, str, str, T]]) -> tuple[str, T, T] | None:
+    """The first text perf may print for two different events of one run, given as (pmu,
+    label, spec, identity), with both identities: their counts could not be told apart."""
+    owner: dict[str, T] = {}
+    for pmu, label, spec, identity in events:
+        for form in printed_forms(pmu, label, spec):
+            other = owner.setdefault(form, identity)
+            if other != identity:
+                return form, other, identity
+    return None
 
 
 def inner_name(printed: str) -> str:
