@@ -23,7 +23,7 @@ def test_skylake_x_core_and_uncore(intel_dir):
     assert inst.spec == "cpu/event=0xc0,name=INST_RETIRED.ANY/"  # perf's code, not 0x0100
     offcore = [e for e in cat.events if e.registers == {"0x1a6", "0x1a7"}]
     assert offcore and all("offcore_rsp=" in e.spec for e in offcore)
-    assert all(x.reason in ("deprecated", "experimental") for x in cat.excluded)
+    assert all(x.reason in (intel.DEPRECATED, intel.EXPERIMENTAL) for x in cat.excluded)
     assert not any(e.deprecated or e.experimental for e in cat.events)
 
 
@@ -142,3 +142,33 @@ def test_software_catalog_matches_perf():
     listed = subprocess.run(["perf", "list", "sw"], capture_output=True, text=True).stdout
     for event in yaml.load_builtin("software").events:
         assert event.name in listed, event.name
+
+
+def test_events_of_pmus_this_machine_lacks_are_left_out_with_the_reason(intel_dir, tmp_path):
+    """An ARL-S has no cpu_lowpower (ARL-H's low-power E-cores): perf would refuse those
+    events in every run. A PMU is found by its name or its numbered boxes, as perf finds it."""
+    arl = intel.load(intel_dir, "ARL")
+    for name in ("cpu_core", "cpu_atom", "uncore_clock", "uncore_hac_arb_0", "uncore_hac_cbo_0",
+                 "uncore_hac_cbo_1", "uncore_imc_free_running_0", "software", "msr"):  # fmt: skip
+        (tmp_path / name).mkdir()
+    kept = host.without_absent_pmus(arl, tmp_path)
+    gone = {"cpu_lowpower", "uncore_imc", "uncore_imc_free_running_1"}
+    assert {e.pmu for e in kept.events} == set(arl.pmus) - gone == set(kept.pmus)
+    left_out = [x for x in kept.excluded if str(tmp_path) in x.reason]
+    assert {x.pmu for x in left_out} == gone
+    assert len(left_out) == sum(e.pmu in gone for e in arl.events) > 100
+    with pytest.raises(AutoprofError, match=r"cpu_lowpower/INST_RETIRED\.ANY is left out"):
+        kept.select(["cpu_lowpower/INST_RETIRED.ANY"])
+    assert {e.pmu for e in kept.find("INST_RETIRED.ANY")} == {"cpu_core", "cpu_atom"}
+    # a kernel that shows none of the catalog's PMUs (a VM without counters) keeps it whole
+    assert host.without_absent_pmus(arl, tmp_path / "none") is arl
+
+
+def test_an_event_left_out_is_named_with_its_reason(intel_dir):
+    skx = host.host_catalog(intel_dir, "SKX")
+    deprecated = next(x for x in skx.excluded if x.pmu == "cpu" and x.reason == intel.DEPRECATED)
+    with pytest.raises(AutoprofError) as err:
+        skx.select([deprecated.name])
+    assert str(err.value) == (
+        f"cpu/{deprecated.name} is left out for {skx.cpu}: deprecated (--deprecated keeps it)"
+    )

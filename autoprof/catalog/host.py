@@ -18,7 +18,7 @@ from pathlib import Path
 from autoprof import xdg
 from autoprof.catalog import cache, intel, perfnames, yaml
 from autoprof.catalog.facts import MachineFacts
-from autoprof.catalog.model import Catalog, Event, Pmu
+from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
 
 SYSFS_PMUS = Path("/sys/bus/event_source/devices")
@@ -226,12 +226,36 @@ def host_catalog(
         )
     if target != here and cpu:
         return catalog
+    catalog = without_absent_pmus(catalog, SYSFS_PMUS)
     catalog = catalog.merge(yaml.load_builtin("software", target))
     catalog = catalog.merge(_msr_catalog())
     if with_tracepoints:
         catalog = catalog.merge(_tracepoint_catalog())
     catalog.pmus.setdefault("breakpoint", breakpoint_pmu())
     return catalog
+
+
+def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:
+    """The catalog of this machine less the events of PMUs its kernel does not offer (an ARL-S
+    has no cpu_lowpower, a smaller Xeon fewer uncore box types), each left out with the reason:
+    perf would refuse them, at the cost of one retry in every run holding one. A PMU is there
+    as perf finds it, by its own name or numbered boxes (``uncore_cha`` -> ``uncore_cha_3``).
+    A kernel that shows none of the catalog's PMUs (a VM without counters) leaves it whole,
+    and perf says what it cannot count."""
+    here = {p.name for p in sysfs.iterdir()} if sysfs.is_dir() else set()
+    boxes = {re.sub(r"_\d+$", "", name) for name in here}
+
+    def present(pmu: str) -> bool:
+        return pmu in here or pmu in boxes
+
+    absent = {e.pmu for e in catalog.events if not present(e.pmu)}
+    if not absent or not any(present(e.pmu) for e in catalog.events):
+        return catalog
+    kept = [e for e in catalog.events if e.pmu not in absent]
+    reason = f"this machine has no such PMU (not in {sysfs})"
+    dropped = [Exclusion(e.name, e.pmu, reason) for e in catalog.events if e.pmu in absent]
+    pmus = {n: p for n, p in catalog.pmus.items() if n not in absent}
+    return Catalog(catalog.cpu, pmus, kept, catalog.excluded + dropped, catalog.source)
 
 
 def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:

@@ -22,6 +22,8 @@ from autoprof.errors import AutoprofError
 
 # mapfile "Core Role Name" -> the kernel's hybrid core PMU.
 HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_lowpower"}
+DEPRECATED = "deprecated (--deprecated keeps it)"
+EXPERIMENTAL = "experimental (--experimental keeps it)"
 _NO_ERRATA = {"", "0", "null", "na", "none"}
 
 
@@ -228,9 +230,9 @@ class _Builder:
             self.fixed[pmu] = max(self.fixed.get(pmu, 0), event.fixed + 1)
         self.generic.setdefault(pmu, 0)
         if event.deprecated and not self.options.deprecated:
-            self.excluded.append(Exclusion(event.name, pmu, "deprecated"))
+            self.excluded.append(Exclusion(event.name, pmu, DEPRECATED))
         elif event.experimental and not self.options.experimental:
-            self.excluded.append(Exclusion(event.name, pmu, "experimental"))
+            self.excluded.append(Exclusion(event.name, pmu, EXPERIMENTAL))
         else:
             self.events.append(event)
 

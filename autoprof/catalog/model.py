@@ -148,6 +148,10 @@ class Catalog:
         chosen: list[Event] = []
         for name in names:
             found = self.find(name)
+            left_out = [x for x in self.excluded if name.lower() in _names(x.pmu, x.name)]
+            if not found and left_out:
+                x = left_out[0]
+                raise AutoprofError(f"{x.pmu}/{x.name} is left out for {self.cpu}: {x.reason}")
             if not found:
                 close = difflib.get_close_matches(name, [e.name for e in self.events], n=3)
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -158,3 +162,8 @@ class Catalog:
         chosen = [e for e in self.events if e.key in leaders] + chosen  # topdown needs slots
         pmus = {e.pmu: self.pmus[e.pmu] for e in chosen}
         return Catalog(self.cpu, pmus, chosen, [], self.source)
+
+
+def _names(pmu: str, name: str) -> tuple[str, str]:
+    """The lower-cased ways `Catalog.find` takes an event: ``name`` and ``pmu/name``."""
+    return name.lower(), f"{pmu}/{name}".lower()
