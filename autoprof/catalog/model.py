@@ -143,16 +143,17 @@ class Catalog:
         return [e for e in self.events if sep and e.pmu == pmu and e.name.lower() == bare]
 
     def select(self, names: list[str]) -> Catalog:
-        """A catalog with only the named events (and the group leaders they need); an unknown
-        name is an error with suggestions."""
+        """A catalog with only the named events (and the group leaders they need); a name left
+        out of the catalog is an error with the reason, an unknown one with suggestions."""
         chosen: list[Event] = []
         for name in names:
             found = self.find(name)
-            left_out = [x for x in self.excluded if name.lower() in _names(x.pmu, x.name)]
-            if not found and left_out:
-                x = left_out[0]
-                raise AutoprofError(f"{x.pmu}/{x.name} is left out for {self.cpu}: {x.reason}")
             if not found:
+                for x in self.excluded:
+                    if name.lower() in (x.name.lower(), f"{x.pmu}/{x.name}".lower()):
+                        raise AutoprofError(
+                            f"{x.pmu}/{x.name} is left out for {self.cpu}: {x.reason}"
+                        )
                 close = difflib.get_close_matches(name, [e.name for e in self.events], n=3)
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise AutoprofError(f"unknown event {name!r} for {self.cpu}{hint}")
@@ -162,8 +163,3 @@ class Catalog:
         chosen = [e for e in self.events if e.key in leaders] + chosen  # topdown needs slots
         pmus = {e.pmu: self.pmus[e.pmu] for e in chosen}
         return Catalog(self.cpu, pmus, chosen, [], self.source)
-
-
-def _names(pmu: str, name: str) -> tuple[str, str]:
-    """The lower-cased ways `Catalog.find` takes an event: ``name`` and ``pmu/name``."""
-    return name.lower(), f"{pmu}/{name}".lower()

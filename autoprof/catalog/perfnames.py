@@ -12,6 +12,7 @@ never multiplexes.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from autoprof.catalog import encoding
@@ -158,7 +159,7 @@ def _each(catalog: Catalog, specs: list[str], sysfs: Path) -> Catalog | None:
     return None if None in found else _merged(found)
 
 
-def _merged(catalogs) -> Catalog:
+def _merged(catalogs: Iterable[Catalog]) -> Catalog:
     merged, *rest = catalogs
     for other in rest:
         merged = merged.merge(other)
