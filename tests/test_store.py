@@ -7,11 +7,13 @@ and drop it afterwards; they skip, saying why, when no server answers at $AUTOPR
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,8 @@ from autoprof import outdir, results
 from autoprof.cli import cli
 from autoprof.examples import expected_writes, slot_addresses
 from autoprof.store import engine
-from autoprof.store.models import Base
+from autoprof.store.models import Base, machine_columns, machine_fingerprint
+from autoprof.testing.synthetic_out import machine as synthetic_machine
 from autoprof.testing.synthetic_out import make_out
 from tests.conftest import SECRET, admin_connection
 
@@ -250,6 +253,55 @@ def test_bad_input_is_one_clear_line(sqlite_url, tmp_path):
     refused = autoprof("runs", "export", "abcd", "-o", existing, store=sqlite_url)
     assert refused.exit_code == 2 and "--force" in refused.output
     assert existing.read_text() == "precious\n"
+
+
+def _upload_two_profiles_of_one_machine(url: str, tmp_path: Path) -> None:
+    """Two profiles of node7, the second's manifest with facts the machine table does not hold
+    (as a newer autoprof records them: topology, TSC frequency)."""
+    first = make_out(tmp_path / "a", runs=1, repeats=1, intervals=2, seed=1)
+    second = make_out(tmp_path / "b", runs=1, repeats=1, intervals=2, seed=2)
+    manifest = json.loads((second / outdir.MANIFEST).read_text())
+    manifest["machine"] |= {"tsc_hz": 2_400_000_000, "topology": [{"cpu": 0, "socket": 0}]}
+    (second / outdir.MANIFEST).write_text(json.dumps(manifest))
+    for out in (first, second):
+        up = autoprof("upload", out, store=url)
+        assert up.exit_code == 0, up.output
+
+
+def test_a_machine_is_one_row_whatever_facts_beyond_its_columns(store_url, tmp_path):
+    _upload_two_profiles_of_one_machine(store_url, tmp_path)
+    assert count(store_url, "run") == 2 and count(store_url, "machine") == 1
+
+
+def test_migration_merges_the_rows_of_one_machine(store_url, tmp_path):
+    """A store filled by an autoprof that keyed machines by every fact holds one row per set of
+    facts; migrating keys them by their columns and moves the parts to one row."""
+    _upload_two_profiles_of_one_machine(store_url, tmp_path)
+    store = engine.connect(store_url)
+    with store.write() as conn:
+        command.downgrade(engine.alembic_config(conn), "0004")
+        conn.exec_driver_sql(
+            "INSERT INTO machine (fingerprint, cpu_id, model_name, hostname, kernel, "
+            "perf_version, smt, nmi_watchdog, perf_event_paranoid, counters) "
+            "SELECT 'old-key-of-all-facts', cpu_id, model_name, hostname, kernel, perf_version, "
+            "smt, nmi_watchdog, perf_event_paranoid, counters FROM machine"
+        )
+        first, second = conn.exec_driver_sql("SELECT id FROM machine ORDER BY id").scalars()
+        last_part = conn.exec_driver_sql("SELECT max(id) FROM run_part").scalar_one()
+        conn.exec_driver_sql(f"UPDATE machine SET fingerprint = 'old-key-2' WHERE id = {first}")
+        conn.exec_driver_sql(f"UPDATE run_part SET machine_id = {second} WHERE id = {last_part}")
+    assert count(store_url, "machine") == 2
+    migrated = autoprof("store", "migrate", store=store_url)
+    assert migrated.exit_code == 0, migrated.output
+    with store.read() as conn:
+        machines = conn.exec_driver_sql("SELECT id, fingerprint FROM machine").all()
+        parts = conn.exec_driver_sql("SELECT machine_id FROM run_part").scalars().all()
+    store.engine.dispose()
+    columns = machine_columns(asdict(synthetic_machine()))
+    assert machines == [(first, machine_fingerprint(columns))] and parts == [first, first]
+    again = make_out(tmp_path / "c", runs=1, repeats=1, intervals=2, seed=3)
+    assert autoprof("upload", again, store=store_url).exit_code == 0
+    assert count(store_url, "machine") == 1
 
 
 def test_schema_older_or_newer_is_refused_with_advice(store_url):

@@ -4,7 +4,7 @@ A *run* is one logical profile, keyed by the uuid of its manifest. It arrives in
 *parts* (`profile` makes one; a distributed `--split N` profile makes N, one per machine), each
 uploaded atomically with its measurements, its own manifest, sanity report and run records; the
 run is ``complete`` once every part is present. A *machine* row is shared by every part measured
-on identical hardware and software (same facts, same fingerprint).
+on identical hardware and software: the same values in its columns, hence the same fingerprint.
 
 The rows of `results.csv` are stored losslessly (doubles for floats, nullable big integers for
 integers, text for strings) and split in two: `series` holds what is fixed along a run's
@@ -16,6 +16,8 @@ Narrow rows are what makes the bulk load fast.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from typing import Any, ClassVar
 
 from sqlalchemy import (
@@ -51,7 +53,7 @@ class Machine(Base):
     __tablename__ = "machine"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 of the facts
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)  # machine_fingerprint
     cpu_id: Mapped[str] = mapped_column(index=True)
     model_name: Mapped[str]
     hostname: Mapped[str] = mapped_column(index=True)
@@ -61,6 +63,19 @@ class Machine(Base):
     nmi_watchdog: Mapped[bool]
     perf_event_paranoid: Mapped[int | None]
     counters: Mapped[dict[str, Any]]  # per catalog PMU: {"generic": n, "fixed": m}
+
+
+def machine_fingerprint(columns: dict[str, Any]) -> str:
+    """A machine row's key: sha256 of the values of its other columns. Facts a manifest holds
+    beyond them (topology, TSC frequency, ...) stay in each part's manifest, so a fact autoprof
+    learns later does not split a machine's rows."""
+    return hashlib.sha256(json.dumps(columns, sort_keys=True).encode()).hexdigest()
+
+
+def machine_columns(facts: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `facts` that are columns of the machine table (not id, not fingerprint)."""
+    names = set(Machine.__table__.c.keys()) - {"id", "fingerprint"}
+    return {k: v for k, v in facts.items() if k in names}
 
 
 class Run(Base):

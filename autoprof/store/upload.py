@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
-import json
 import shlex
 import time
 from collections.abc import Iterable
@@ -53,6 +51,8 @@ from autoprof.store.models import (
     RunPart,
     Series,
     Tag,
+    machine_columns,
+    machine_fingerprint,
 )
 
 
@@ -119,29 +119,20 @@ def load_results(out: Path) -> pd.DataFrame:
         raise AutoprofError(f"{out / outdir.RESULTS}: not a results file: {err}") from None
 
 
-def machine_fingerprint(machine: MachineFacts) -> str:
-    return hashlib.sha256(json.dumps(asdict(machine), sort_keys=True).encode()).hexdigest()
-
-
 def _insert(conn: Connection, table: type):
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     return dialect.insert(table)
 
 
-def _known(model: type, values: dict[str, Any]) -> dict[str, Any]:
-    """The entries of `values` that are columns of `model` (facts added to MachineFacts later
-    still reach the store: in the part's manifest, and in the machine's fingerprint)."""
-    return {k: v for k, v in values.items() if k in model.__table__.c}
-
-
 def _machine_id(store: Store, machine: MachineFacts) -> int:
     """The machine's row, created if new, in its own short transaction: concurrent uploads from
     one machine must not queue behind each other's long measurement transaction."""
-    fingerprint = machine_fingerprint(machine)
+    columns = machine_columns(asdict(machine))
+    fingerprint = machine_fingerprint(columns)
     with store.write() as conn:
         conn.execute(
             _insert(conn, Machine)
-            .values(fingerprint=fingerprint, **_known(Machine, asdict(machine)))
+            .values(fingerprint=fingerprint, **columns)
             .on_conflict_do_nothing(index_elements=["fingerprint"])
         )
         return conn.scalar(select(Machine.id).where(Machine.fingerprint == fingerprint))
