@@ -177,6 +177,8 @@ def test_hybrid_names_follow_the_core_types_this_machine_has(intel_dir, tmp_path
         "cpu_core",
         "cpu_atom",
     ]
+    planned_elsewhere = perfnames.resolve(arl, "cycles", None).events  # --cpu ARL: no sysfs
+    assert [e.pmu for e in planned_elsewhere] == ["cpu_core", "cpu_atom", "cpu_lowpower"]
     adl = intel.load(intel_dir, "ADL")
     retiring = perfnames.resolve(adl, "topdown-retiring", tmp_path).events
     assert [(e.pmu, e.code, e.umask) for e in retiring] == [

@@ -263,6 +263,7 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
     breakpoints ``mem:ADDR:w`` (which no catalog can list: any address is an event), and
     perf's generic, raw and sysfs-alias events (`perfnames.resolve`)."""
     chosen = Catalog(catalog.cpu, {}, [], source=catalog.source)
+    sysfs = SYSFS_PMUS if catalog.cpu == cpu_id() else None  # None: planning for another CPU
     for spec in specs:
         if spec.startswith("mem:"):
             extra = Catalog(catalog.cpu, {"breakpoint": breakpoint_pmu()}, [breakpoint_event(spec)])
@@ -275,7 +276,7 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
         elif catalog.find(spec):
             extra = catalog.select([spec])
         else:
-            extra = perfnames.resolve(catalog, spec, SYSFS_PMUS) or catalog.select([spec])
+            extra = perfnames.resolve(catalog, spec, sysfs) or catalog.select([spec])
         known = {e.key: e for e in chosen.events}
         for event in extra.events:
             same = known.get(event.key)

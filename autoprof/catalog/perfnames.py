@@ -98,8 +98,10 @@ def _own(catalog: Catalog, pmu: str, name: str, spec: str) -> Catalog:
     return Catalog(catalog.cpu, {pmu: unit}, [event], source=catalog.source)
 
 
-def sysfs_alias(root: Path, pmu: str, name: str) -> dict | None:
+def sysfs_alias(root: Path | None, pmu: str, name: str) -> dict | None:
     """The terms of a sysfs event alias ``root/<pmu>/events/<name>`` (None if absent)."""
+    if root is None:
+        return None
     try:
         text = (root / pmu / "events" / name).read_text().strip()
     except OSError:
@@ -108,9 +110,10 @@ def sysfs_alias(root: Path, pmu: str, name: str) -> dict | None:
     return parsed[1] if parsed else None
 
 
-def resolve(catalog: Catalog, spec: str, sysfs: Path) -> Catalog | None:
+def resolve(catalog: Catalog, spec: str, sysfs: Path | None) -> Catalog | None:
     """A catalog holding the events perf would count for `spec`, or None when `spec` is none
-    of perf's generic, raw or ``pmu/.../`` forms.
+    of perf's generic, raw or ``pmu/.../`` forms. `sysfs` is the PMU folder of the machine the
+    catalog describes (/sys/bus/event_source/devices), None when planning for another one.
 
     On a hybrid part perf 6.1 counts a generic, cache or raw event on every core PMU
     (tools/perf/util/parse-events-hybrid.c: add_hw_hybrid, add_raw_hybrid,
@@ -142,19 +145,19 @@ def resolve(catalog: Catalog, spec: str, sysfs: Path) -> Catalog | None:
             return None
     if pmu in catalog.pmus and (found := _match(catalog, pmu, terms)):
         return catalog.select([f"{found.pmu}/{found.name}"])
-    if pmu not in catalog.pmus and pmu not in cores and not (sysfs / pmu).is_dir():
+    if pmu not in catalog.pmus and pmu not in cores and not (sysfs and (sysfs / pmu).is_dir()):
         return None
     name = terms.get("name") if isinstance(terms.get("name"), str) else spec
     return _own(catalog, pmu, str(name), spec)
 
 
-def _cores_here(cores: list[str], sysfs: Path) -> list[str]:
-    """The core PMUs of `cores` this machine has (ARL-S lacks ARL-H's cpu_lowpower); all of
-    them when sysfs shows none (planning for another machine)."""
-    return [p for p in cores if (sysfs / p).is_dir()] or cores
+def _cores_here(cores: list[str], sysfs: Path | None) -> list[str]:
+    """The core PMUs of `cores` the machine has (ARL-S lacks ARL-H's cpu_lowpower); all of
+    them for another machine, or when sysfs shows none."""
+    return [p for p in cores if sysfs and (sysfs / p).is_dir()] or cores
 
 
-def _each(catalog: Catalog, specs: list[str], sysfs: Path) -> Catalog | None:
+def _each(catalog: Catalog, specs: list[str], sysfs: Path | None) -> Catalog | None:
     found = [resolve(catalog, s, sysfs) for s in specs]
     return None if None in found else _merged(found)
 
