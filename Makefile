@@ -4,9 +4,10 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG,
-# Graphviz (callgraph) and valgrind (memory).
-APT_PKGS := linux-perf gcc chromium graphviz valgrind
-APT_BINS := perf cc chromium dot valgrind
+# Graphviz (callgraph), valgrind (memory, and the trace flame graph's reference counts) and
+# QEMU user mode (instruction traces for `flamegraph --trace`).
+APT_PKGS := linux-perf gcc chromium graphviz valgrind qemu-user
+APT_BINS := perf cc chromium dot valgrind qemu-x86_64
 
 .PHONY: install system-deps test test-fast lint bench demo clean
 

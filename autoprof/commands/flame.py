@@ -81,7 +81,21 @@ def record_command(
 
 
 @click.command("flamegraph")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--trace",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Exact graph of an instruction trace (QEMU -d exec, FireSim TracerV, Intel PT "
+    "`perf script --itrace=i1t -F ip,sym`), not of samples: needs --binary.",
+)
+@click.option(
+    "--binary",
+    "binaries",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="ELF",
+    help="With --trace: the traced program (repeatable, for its libraries): symbols, code.",
+)
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), help="Output file ('-' for stdout)."
 )
@@ -119,6 +133,8 @@ def record_command(
 @click.option("--inverted", is_flag=True, help="Icicle graph: roots at the top.")
 def flamegraph_command(
     inputs: tuple[Path, ...],
+    trace: Path | None,
+    binaries: tuple[Path, ...],
     output: Path | None,
     folded: bool,
     speedscope: Path | None,
@@ -141,11 +157,13 @@ def flamegraph_command(
     inverted: bool,
 ) -> None:
     """Draw a flame graph of INPUT: a perf.data (or a `record` folder), `perf script` text
-    (plain or .gz), or folded stacks. With --diff, INPUTS are BEFORE AFTER.
+    (plain or .gz), or folded stacks. With --diff, INPUTS are BEFORE AFTER. With --trace, of
+    every instruction of a trace (no INPUT).
 
     \b
     Example:  autoprof flamegraph out/rec -o flame.svg --title "myprog"
               autoprof flamegraph --diff before.data after.data -o diff.svg
+              autoprof flamegraph --trace qemu.log --binary ./myprog -o flame.svg
     """
     from autoprof.flame.diff import diff_folded_lines
     from autoprof.flame.renderer import FoldedRenderer
@@ -153,7 +171,10 @@ def flamegraph_command(
     from autoprof.flame.speedscope import SpeedscopeRenderer
     from autoprof.flame.svg import SvgRenderer
 
-    if len(inputs) != (2 if diff else 1):
+    if trace is not None or binaries:
+        if trace is None or not binaries or inputs or diff:
+            raise AutoprofError("--trace FILE takes --binary ELF, and no INPUT nor --diff")
+    elif len(inputs) != (2 if diff else 1):
         want = "two inputs (BEFORE AFTER) with --diff" if diff else "one input (or --diff A B)"
         raise AutoprofError(f"flamegraph takes {want}, got {len(inputs)}")
     options = FoldOptions(
@@ -169,7 +190,11 @@ def flamegraph_command(
         srcline=srcline,
         skip_switches=skip_switches,
     )
-    profiles = [_load(path, options) for path in inputs]
+    if trace is not None:
+        profiles = [_load_trace(trace, binaries)]
+        inputs = (trace,)
+    else:
+        profiles = [_load(path, options) for path in inputs]
     after = profiles[-1]
     before = profiles[0] if diff else None
     if output is None:
@@ -191,10 +216,13 @@ def flamegraph_command(
     if before is not None:
         _print_changes(before, after, quiet)
     samples = after.sample_count
-    counted = f"{samples:,} samples" if samples is not None else f"{after.total:,} samples"
+    if trace is not None:  # every instruction, weighted by its cycles when the trace has them
+        counted = f"{after.total:,} {after.event}"
+    else:
+        counted = f"{samples if samples is not None else after.total:,} samples"
     click.echo(
         f"wrote {output}: {counted}, {len(after.stacks):,} stacks"
-        + (f", event {after.event}" if after.event else ""),
+        + (f", event {after.event}" if after.event and trace is None else ""),
         err=quiet,
     )
 
@@ -203,6 +231,15 @@ def _load(path: Path, options: FoldOptions) -> Folded:
     from autoprof.flame.source import load
 
     folded = load(path, options)
+    for note in folded.notes:
+        click.echo(f"autoprof: note: {path}: {note}", err=True)
+    return folded
+
+
+def _load_trace(path: Path, binaries: tuple[Path, ...]) -> Folded:
+    from autoprof.flame.unwind import load_trace
+
+    folded = load_trace(path, list(binaries))
     for note in folded.notes:
         click.echo(f"autoprof: note: {path}: {note}", err=True)
     return folded
