@@ -1,7 +1,7 @@
 """The bundled example workloads and how to build them: `writes.c` (`make demo` profiles it,
 and the end-to-end tests use it because hardware breakpoints count its writes exactly),
 `hotspots.c` (three functions of known cost, for record / report / callgraph) and `heap.c`
-(known allocations, for memory)."""
+(known allocations, for memory) and `calls.c` (a small call tree, for instruction traces)."""
 
 from __future__ import annotations
 
@@ -57,3 +57,9 @@ def expected_writes(n: int, slot0_factor: int = 1) -> list[int]:
 def build_heap(dest_dir: Path) -> Path:
     """heap.c with debug lines, so massif names its allocation sites by file:line."""
     return build_example("heap", dest_dir, ["-O1", "-g"])
+
+
+def build_calls(dest_dir: Path) -> Path:
+    """calls.c, statically linked at fixed addresses: a whole program in one ELF, so a trace's
+    every address has a symbol (no loader, no shared libraries to map)."""
+    return build_example("calls", dest_dir, ["-O1", "-g", "-static", "-no-pie"])

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from autoprof.errors import AutoprofError
 
-__all__ = ["QEMU", "TRACERV", "ADDRESSES", "Step", "sniff", "steps"]
+__all__ = ["ADDRESSES", "QEMU", "TRACERV", "Step", "TraceReport", "sniff", "steps"]
 
 QEMU, TRACERV, ADDRESSES = "qemu", "tracerv", "addresses"
 Step = tuple[int, int | None]  # (address, cycles it took, None when the trace has none)
@@ -33,7 +33,7 @@ Step = tuple[int, int | None]  # (address, cycles it took, None when the trace h
 _QEMU = re.compile(r"Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
 _TRACERV = re.compile(r"Cycle: (\d+) I\d+: ([0-9a-f]+)")
 _ADDRESS = re.compile(r"\s*(?:0x)?([0-9a-fA-F]+)(?:\s+(\S.*))?$")
-_BIT39, _MASK40 = 1 << 39, (1 << 40) - 1
+_BIT39, _MASK40, _MASK64 = 1 << 39, (1 << 40) - 1, (1 << 64) - 1
 
 
 @dataclass
@@ -62,7 +62,7 @@ def sniff(head: Iterable[str]) -> str:
 
 def _sign_extend40(address: int) -> int:
     address &= _MASK40
-    return address - (1 << 40) if address & _BIT39 else address
+    return (address - (1 << 40)) & _MASK64 if address & _BIT39 else address
 
 
 def steps(lines: Iterable[str], kind: str, report: TraceReport | None = None) -> Iterator[Step]:

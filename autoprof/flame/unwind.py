@@ -53,6 +53,7 @@ class Binary:
     names: list[str] = field(default_factory=list)
     segments: list[tuple[int, bytes]] = field(default_factory=list)  # executable, by address
     arch: str = "x86-64"
+    _sections: list[tuple[int, int]] = field(default_factory=list)  # executable, [start, end)
 
     @classmethod
     def load(cls, path: Path) -> Binary:
@@ -87,14 +88,28 @@ class Binary:
                 start = symbol["st_value"]
                 if start not in functions or rank < functions[start][0]:
                     functions[start] = (rank, symbol["st_size"], symbol.name)
-        for start in sorted(functions):
+        # code without a symbol (.init's, .plt's stubs) is named for its section: [.plt]
+        for section in elf.iter_sections():
+            if section["sh_flags"] & 0x4 and section["sh_addr"]:  # SHF_EXECINSTR
+                start = section["sh_addr"]
+                functions.setdefault(start, (3, section["sh_size"], f"[{section.name}]"))
+                self._sections.append((start, start + section["sh_size"]))
+        order = sorted(functions)
+        for i, start in enumerate(order):
             _, size, name = functions[start]
+            # an assembly symbol without a size runs to the next symbol or its section's end
+            end = start + size if size else self._section_end(start)
+            if i + 1 < len(order) and not size:
+                end = min(end, order[i + 1])
             self.starts.append(start)
-            self.ends.append(start + max(size, 1))
+            self.ends.append(end)
             self.names.append(name)
         for segment in elf.iter_segments():
             if segment["p_type"] == "PT_LOAD" and segment["p_flags"] & 1:  # PF_X
                 self.segments.append((segment["p_vaddr"], segment.data()))
+
+    def _section_end(self, address: int) -> int:
+        return next((end for start, end in self._sections if start <= address < end), address + 1)
 
     def function(self, address: int) -> str | None:
         """The function holding `address` (None when no symbol covers it)."""

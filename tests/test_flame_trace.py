@@ -1,0 +1,215 @@
+"""`flamegraph --trace`: instruction traces parsed (QEMU, FireSim TracerV, perf's ip/sym lines)
+and unwound into exact stacks, checked against valgrind's callgrind on the bundled calls.c."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from autoprof.errors import AutoprofError
+from autoprof.examples import build_calls
+from autoprof.flame.fold import Folded
+from autoprof.flame.trace import ADDRESSES, QEMU, TRACERV, TraceReport, sniff, steps
+from autoprof.flame.unwind import UNKNOWN, load_trace
+from autoprof.testing.cli import invoke
+from tests.callgrind import exclusive_ir
+
+DATA = Path(__file__).parent / "data" / "trace"
+# QEMU 7.2 (Debian 12) `qemu-x86_64 -singlestep -d exec,nochain` of calls.c: main calls once()
+QEMU_LOG = DATA / "qemu-x86_64-7.2-calls.log"
+# perf 6.1 `perf script -F ip,sym` (of task-clock samples here: the fields print as for Intel PT)
+IP_SYM = DATA / "perf61-task-clock-ip-sym.script"
+OWN = ("main", "outer", "inner", "leaf", "once", "fib")  # calls.c's own functions
+
+needs_qemu = pytest.mark.skipif(
+    shutil.which("qemu-x86_64") is None, reason="no qemu-x86_64 (apt-get install qemu-user)"
+)
+
+
+def to_tracerv(qemu_log: Path, out: Path, ipc: int = 2, cycles_per_commit: int = 3) -> None:
+    """TracerV format 0 of a QEMU trace, as tracerv.cc prints it (`Cycle: %016 PRId64 I%d:
+    %016 PRIx64`): the instructions committed `ipc` at a time, one commit every
+    `cycles_per_commit` cycles, after the clock-domain header line TracerV writes first."""
+    addresses = [pc for pc, _ in steps(qemu_log.open(), QEMU)]
+    with out.open("w") as f:
+        f.write("# Clock Domain: baseClock, Relative Frequency: 1/1 of Base Clock\n")
+        for i, pc in enumerate(addresses):
+            f.write(f"Cycle: {1000 + (i // ipc) * cycles_per_commit:016d} I{i % ipc}: {pc:016x}\n")
+
+
+def self_counts(folded: Folded) -> Counter[str]:
+    """Each leaf function's weight: what it did itself."""
+    counts: Counter[str] = Counter()
+    for stack, weight in folded.stacks.items():
+        counts[stack[-1]] += weight
+    return counts
+
+
+def qemu_trace(binary: Path, out: Path, qemu: str = "qemu-x86_64") -> Path:
+    subprocess.run(
+        [qemu, "-singlestep", "-d", "exec,nochain", "-D", str(out), str(binary)], check=True
+    )
+    return out
+
+
+# -- parsers, on recorded output ----------------------------------------------------------------
+
+
+def test_qemu_lines_give_the_guest_pc_in_order():
+    report = TraceReport()
+    found = list(steps(QEMU_LOG.open(), sniff(QEMU_LOG.open()), report))
+    assert report.format == QEMU and report.skipped == 0
+    assert len(found) == len(QEMU_LOG.read_text().splitlines())
+    # once() starts at 0x401668 in this build: its first instructions are 3, 4 and 3 bytes long
+    once = [pc for pc, _ in found if 0x401668 <= pc < 0x4016A0]
+    assert once[:3] == [0x401668, 0x40166B, 0x40166F]
+    assert all(cycles is None for _, cycles in found)
+
+
+def test_tracerv_weights_each_instruction_by_the_cycles_until_the_next_commit(tmp_path: Path):
+    trace = tmp_path / "tracerv-C0"
+    to_tracerv(QEMU_LOG, trace, ipc=2, cycles_per_commit=3)
+    assert sniff(trace.open()) == TRACERV
+    report = TraceReport()
+    found = list(steps(trace.open(), TRACERV, report))
+    qemu = [pc for pc, _ in steps(QEMU_LOG.open(), QEMU)]
+    assert [pc for pc, _ in found] == qemu
+    # two per commit: the first of a pair took no cycle, the second the 3 until the next pair
+    assert [c for _, c in found[:4]] == [0, 3, 0, 3]
+    assert sum(c for _, c in found if c) == 3 * ((len(qemu) - 1) // 2)
+    assert report.skipped == 0  # the header is a comment
+
+
+def test_tracerv_addresses_are_sign_extended_from_bit_39():
+    line = "Cycle: 0000000000000042 I0: 000000ffffe00010\n"
+    assert list(steps([line, line], TRACERV)) == [(0xFFFFFFFFFFE00010, 0)] * 2
+
+
+def test_perf_ip_sym_lines_and_plain_cycles():
+    found = list(steps(IP_SYM.open(), sniff(IP_SYM.open())))
+    assert len(found) == len(IP_SYM.read_text().splitlines())
+    assert (0x401620, None) in found and (0xFFFFFFFF81D35179, None) in found
+    assert sniff(["0x401136 7\n"]) == ADDRESSES
+    assert list(steps(["0x401136 7\n", "401138\n"], ADDRESSES)) == [(0x401136, 7), (0x401138, None)]
+
+
+def test_not_a_trace_is_one_clear_error(tmp_path: Path):
+    with pytest.raises(AutoprofError, match="not an instruction trace"):
+        sniff(["hello world\n", "Samples: 10\n"])
+
+
+# -- unwinding, against callgrind -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory) -> Path:
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    return build_calls(tmp_path_factory.mktemp("calls"))
+
+
+@pytest.mark.slow
+@needs_qemu
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="no valgrind")
+def test_instruction_counts_equal_callgrinds_exclusive_ir(calls: Path, tmp_path: Path):
+    folded = load_trace(qemu_trace(calls, tmp_path / "qemu.log"), [calls])
+    assert folded.event == "instructions" and not folded.notes
+    mine = self_counts(folded)
+    reference = exclusive_ir([str(calls)], tmp_path / "callgrind.out")
+    for name in OWN:
+        assert reference[name] > 0
+        assert mine[name] == pytest.approx(reference[name], rel=0.01), name
+    # once() ran its ~20 instructions once: there, under main, where a 99 Hz sampler sees nothing
+    assert 15 <= mine["once"] <= 25
+    assert any(s[-2:] == ("main", "once") for s in folded.stacks)
+    assert UNKNOWN not in mine  # a static program: every address has a symbol
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_stacks_follow_calls_returns_and_recursion(calls: Path, tmp_path: Path):
+    folded = load_trace(qemu_trace(calls, tmp_path / "qemu.log"), [calls])
+    own = {s[s.index("main") :]: w for s, w in folded.stacks.items() if "main" in s}
+    leaf = {s: w for s, w in own.items() if s[-1] == "leaf"}
+    assert set(leaf) == {("main", "outer", "leaf"), ("main", "outer", "inner", "leaf")}
+    assert leaf[("main", "outer", "leaf")] == 3 * leaf[("main", "outer", "inner", "leaf")]
+    fib_depths = {len(s) - 1 for s in own if s[-1] == "fib"}
+    assert fib_depths == set(range(1, 13))  # fib(12) is 1 level below main, fib(1) 12 levels
+    assert all(f in OWN for s in own for f in s)
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_tracerv_and_qemu_traces_of_one_run_agree(calls: Path, tmp_path: Path):
+    log = qemu_trace(calls, tmp_path / "qemu.log")
+    to_tracerv(log, tmp_path / "tracerv-C0", ipc=1, cycles_per_commit=2)
+    by_qemu = load_trace(log, [calls])
+    by_tracerv = load_trace(tmp_path / "tracerv-C0", [calls])
+    assert by_tracerv.event == "cycles"
+    doubled = {s: 2 * w for s, w in by_qemu.stacks.items()}
+    differ = {s for s in doubled if doubled[s] != by_tracerv.stacks.get(s)}
+    assert len(differ) == 1  # the last instruction's stack: no commit after it, no cycles
+    (last,) = differ
+    assert by_tracerv.stacks[last] == doubled[last] - 2
+    assert set(by_tracerv.stacks) == set(by_qemu.stacks)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("qemu-riscv64") is None or shutil.which("riscv64-linux-gnu-gcc") is None,
+    reason="no qemu-riscv64 or riscv64-linux-gnu-gcc (apt-get install gcc-riscv64-linux-gnu)",
+)
+def test_riscv_trace_has_the_call_tree_of_the_x86_one(calls: Path, tmp_path: Path):
+    import autoprof.examples as examples
+
+    riscv = tmp_path / "calls-rv"
+    source = Path(examples.__file__).with_name("calls.c")
+    subprocess.run(
+        ["riscv64-linux-gnu-gcc", "-O1", "-static", "-o", str(riscv), str(source)], check=True
+    )
+    folded = load_trace(qemu_trace(riscv, tmp_path / "rv.log", "qemu-riscv64"), [riscv])
+    x86 = load_trace(qemu_trace(calls, tmp_path / "x86.log"), [calls])
+
+    def shape(f: Folded) -> set[tuple[str, ...]]:
+        return {s[s.index("main") :] for s in f.stacks if "main" in s}
+
+    assert shape(folded) == shape(x86)
+    assert self_counts(folded)["once"] > 0
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_flamegraph_trace_writes_folded_and_svg(calls: Path, tmp_path: Path):
+    log = qemu_trace(calls, tmp_path / "qemu.log")
+    proc = invoke("flamegraph", "--trace", str(log), "--binary", str(calls), "--folded")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("calls;") and ";main;once " in line for line in lines)
+    assert "instructions" in proc.stderr
+    svg = tmp_path / "flame.svg"
+    proc = invoke("flamegraph", "--trace", str(log), "--binary", str(calls), "-o", str(svg))
+    assert proc.returncode == 0, proc.stderr
+    assert "once" in svg.read_text()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--trace", str(QEMU_LOG)],  # no --binary
+        ["--binary", str(QEMU_LOG)],  # no --trace
+        ["--trace", str(QEMU_LOG), "--binary", str(QEMU_LOG)],  # not an ELF
+        ["--trace", str(DATA / "missing.log"), "--binary", "/bin/true"],
+    ],
+)
+def test_bad_trace_arguments_are_one_error_line(args: list[str]):
+    proc = invoke("flamegraph", *args)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
