@@ -21,9 +21,11 @@ from typing import Any, Self
 from autoprof.errors import AutoprofError
 
 __all__ = [
+    "Declared",
     "EventSelection",
     "Option",
     "ProfileOptions",
+    "declare",
     "is_json",
     "kind_of",
     "option_fields",
@@ -35,7 +37,8 @@ _OPTION = "autoprof.option"  # the key of a field's Option in its metadata
 
 @dataclass(frozen=True, eq=False, repr=False)  # fewer generated methods: --help imports it
 class Option:
-    """One ProfileOptions field as the command line and the checks see it."""
+    """One field of a `Declared` class (ProfileOptions, FoldOptions, ...) as the command line and
+    the checks see it."""
 
     help: str = ""
     flags: tuple[str, ...] = ()  # click's declarations ("-a", "--system-wide"); () = no flag
@@ -64,11 +67,12 @@ class Option:
         return above and (self.high is None or value <= self.high)
 
 
-def _option(default: Any, **declared: Any) -> Any:
+def declare(default: Any, **declared: Any) -> Any:
+    """A dataclass field of a `Declared` class: its default and its Option's arguments."""
     return field(default=default, metadata={_OPTION: Option(**declared)})
 
 
-class _Declared:
+class Declared:
     """A frozen dataclass whose fields declare their Option: checked the one way everywhere."""
 
     def problem(self) -> str | None:
@@ -95,11 +99,11 @@ class _Declared:
 
 
 @dataclass(frozen=True)
-class EventSelection(_Declared):
+class EventSelection(Declared):
     """Which of the catalog's events to measure, whatever the machine: the catalog commands'
     flags, and a job spec's `selection` (a worker reads its own machine's catalog)."""
 
-    reserve: int = _option(
+    reserve: int = declare(
         0,
         flags=("--reserve",),
         low=0,
@@ -107,19 +111,19 @@ class EventSelection(_Declared):
         spec=True,
         help="Generic counters taken by others in every run (1 with the NMI watchdog on).",
     )
-    experimental: bool = _option(
+    experimental: bool = declare(
         False, flags=("--experimental",), spec=True, help="Include experimental uncore events."
     )
-    deprecated: bool = _option(
+    deprecated: bool = declare(
         False, flags=("--deprecated",), spec=True, help="Include deprecated events."
     )
-    offcore_matrix: bool = _option(
+    offcore_matrix: bool = declare(
         False,
         flags=("--offcore-matrix",),
         spec=True,
         help="Include every request x response of old offcore matrix files.",
     )
-    tracepoints: bool = _option(
+    tracepoints: bool = declare(
         False, flags=("--tracepoints",), spec=True, help="Include this machine's tracepoints."
     )
 
@@ -128,14 +132,14 @@ class EventSelection(_Declared):
 
 
 @dataclass(frozen=True)
-class ProfileOptions(_Declared):
+class ProfileOptions(Declared):
     """How a profile measures (and which part of it this machine runs).
 
     Built from the command line, a job spec or a manifest; `check` before running one that
     came from outside. `to_json` is what a manifest records, `from_json` reads any version of it.
     """
 
-    interval_ms: int | None = _option(
+    interval_ms: int | None = declare(
         100,
         measures=True,
         flags=("--interval",),
@@ -143,24 +147,24 @@ class ProfileOptions(_Declared):
         spec=True,
         help="perf stat -I interval in ms.",
     )
-    repeat: int = _option(
+    repeat: int = declare(
         1, flags=("--repeat",), low=1, spec=True, help="Run every group this many times."
     )
-    system_wide: bool = _option(
+    system_wide: bool = declare(
         False,
         measures=True,
         flags=("-a", "--system-wide"),
         spec=True,
         help="Count on all CPUs (perf -a -A).",
     )
-    cpu_list: str | None = _option(
+    cpu_list: str | None = declare(
         None,
         measures=True,
         flags=("--cpu-list",),
         spec=True,
         help="Count on these CPUs only (perf -C LIST -A).",
     )
-    timeout: float | None = _option(
+    timeout: float | None = declare(
         None,
         flags=("--timeout",),
         low=0,
@@ -168,7 +172,7 @@ class ProfileOptions(_Declared):
         spec=True,
         help="Seconds after which a run is stopped.",
     )
-    fail_fast: bool = _option(
+    fail_fast: bool = declare(
         False,
         flags=("--fail-fast",),
         spec=True,
@@ -176,7 +180,7 @@ class ProfileOptions(_Declared):
         help="Stop at the first run whose workload fails.",
     )
     # an unconstrained event (task-clock) counted in every run, so analyses can normalise by it
-    anchor: str | None = _option(
+    anchor: str | None = declare(
         None,
         measures=True,
         flags=("--anchor",),
@@ -185,7 +189,7 @@ class ProfileOptions(_Declared):
         help="Count this software event (task-clock) in every run, so analyses can normalise "
         "events of different runs by it.",
     )
-    retries: int = _option(
+    retries: int = declare(
         0,
         flags=("--retries",),
         low=0,
@@ -194,22 +198,22 @@ class ProfileOptions(_Declared):
         recorded=False,
         help="Run a failed run again up to N times (failed attempts are kept in OUT/attempts/).",
     )
-    force: bool = _option(
+    force: bool = declare(
         False, flags=("--force",), recorded=False, help="Run again the runs already finished."
     )
     # a profile split over `parts` machines: this one runs its share (outdir.planned); a job
     # spec carries them as its own fields
-    part: int = _option(1, low=1)
-    parts: int = _option(1, low=1)
+    part: int = declare(1, low=1)
+    parts: int = declare(1, low=1)
     # attached profile (no command): each run watches these processes (perf -p), this cgroup,
     # or the whole system (system_wide) for `duration` seconds
-    pids: str | None = _option(
+    pids: str | None = declare(
         None, flags=("-p", "--pid"), metavar="PID[,PID...]", help="Attach to these processes."
     )
-    cgroup: str | None = _option(
+    cgroup: str | None = declare(
         None, flags=("--cgroup",), metavar="NAME", help="Attach to this cgroup (perf -a -G)."
     )
-    duration: float | None = _option(
+    duration: float | None = declare(
         None,
         measures=True,
         flags=("--duration",),

@@ -114,3 +114,17 @@ def test_wrong_number_of_inputs_and_options_for_folded(samples_dir: Path):
     assert "two inputs" in one_error_line(invoke("flamegraph", "--diff", str(INLINE)))
     folded = str(samples_dir / "perf61-fib.folded")
     assert "--pid needs perf input" in one_error_line(invoke("flamegraph", folded, "--pid"))
+
+
+def test_every_declared_option_is_a_flag_and_checked_as_declared(tmp_path: Path):
+    from autoprof.flame.options import FlameOptions
+    from autoprof.flame.source import FoldOptions
+    from autoprof.options import option_fields
+
+    help_text = invoke("flamegraph", "--help").stdout
+    for cls in (FlameOptions, FoldOptions):
+        for _, option in option_fields(cls):
+            assert option.flags[-1].split("/")[0] in help_text
+    proc = invoke("flamegraph", str(INLINE), "--width", "50", "-o", str(tmp_path / "f.svg"))
+    assert one_error_line(proc) == "autoprof: error: --width 50 is not in the range x>=100"
+    assert not (tmp_path / "f.svg").exists()

@@ -12,12 +12,19 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from autoprof.errors import AutoprofError
-from autoprof.options import EventSelection, Option, ProfileOptions, kind_of, option_fields
+from autoprof.options import (
+    Declared,
+    EventSelection,
+    Option,
+    ProfileOptions,
+    kind_of,
+    option_fields,
+)
 from autoprof.store import url as store_url
 
 if TYPE_CHECKING:
@@ -168,10 +175,41 @@ def profile_flags(*, spec: bool) -> Callable[[Callable], Callable]:
     )
 
 
+D = TypeVar("D", bound=Declared)
+
+
+def declared_flags(cls: type) -> Callable[[Callable], Callable]:
+    """The click options of every field of the `Declared` class `cls` that has flags; the
+    command builds `cls` from them with `declared_values`."""
+    return functools.partial(
+        _apply,
+        options=[
+            _flag(cls, f.name, f.default, option)
+            for f, option in option_fields(cls)
+            if option.flags
+        ],
+    )
+
+
+def declared_values(cls: type[D], values: dict[str, Any]) -> D:
+    """`cls` from a command's keyword values (those of its fields), checked: a bad value is
+    one line (AutoprofError), as a job spec's."""
+    return cls(
+        **{f.name: values[f.name] for f, _ in option_fields(cls) if f.name in values}
+    ).check()
+
+
 def _flag(cls: type, name: str, default: Any, option: Option) -> Callable:
     kind, _ = kind_of(name, cls)
-    if kind is bool:
-        return click.option(*option.flags, name, is_flag=True, help=option.help)
+    if kind is bool:  # a --x/--no-x pair may default to on
+        return click.option(
+            *option.flags,
+            name,
+            is_flag=True,
+            default=default,
+            show_default=default,
+            help=option.help,
+        )
     extra = [f"default: {default}"] if default is not None else []
     extra += [option.range_text] if option.range_text else []
     number = click.INT if kind is int else click.FLOAT

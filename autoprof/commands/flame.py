@@ -5,17 +5,18 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from autoprof.commands import common
 from autoprof.errors import AutoprofError
+from autoprof.flame.options import FlameOptions
+from autoprof.flame.source import FoldOptions
 from autoprof.perf.record import CALL_GRAPHS, RecordOptions
 
 if TYPE_CHECKING:
     from autoprof.flame.fold import Folded
-    from autoprof.flame.source import FoldOptions
 
 
 @click.command("record")
@@ -82,12 +83,7 @@ def record_command(
 
 @click.command("flamegraph")
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--trace",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Exact graph of an instruction trace (QEMU -d exec, FireSim TracerV, Intel PT "
-    "`perf script --itrace=i1t -F ip,sym`), not of samples: needs --binary.",
-)
+@common.declared_flags(FlameOptions)
 @click.option(
     "--binary",
     "binaries",
@@ -96,66 +92,8 @@ def record_command(
     metavar="ELF",
     help="With --trace: the traced program (repeatable, for its libraries): symbols, code.",
 )
-@click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="Output file ('-' for stdout)."
-)
-@click.option("--folded", is_flag=True, help="Write folded stacks (FlameGraph's format), not SVG.")
-@click.option(
-    "--speedscope",
-    type=click.Path(path_type=Path),
-    help="Also write speedscope's JSON format to this file.",
-)
-@click.option("--diff", is_flag=True, help="INPUTS are BEFORE AFTER: a differential graph.")
-@click.option("--pid", is_flag=True, help="Split by process (root frames comm-pid).")
-@click.option("--tid", is_flag=True, help="Split by thread (root frames comm-pid/tid).")
-@click.option("--kernel/--no-kernel", default=True, show_default=True, help="Kernel frames.")
-@click.option("--event", help="Event to show when several were sampled (default: the first).")
-@click.option("--annotate-kernel", is_flag=True, help="Mark kernel frames with _[k].")
-@click.option("--annotate-jit", is_flag=True, help="Mark JIT frames (/tmp/perf-PID.map) _[j].")
-@click.option("--all", "annotate_all", is_flag=True, help="Both annotations.")
-@click.option("--addrs", is_flag=True, help="Raw addresses for frames without a symbol.")
-@click.option("--inline", is_flag=True, help="Inlined frames from addr2line.")
-@click.option("--context", is_flag=True, help="With --inline: file:line of each frame.")
-@click.option("--srcline", is_flag=True, help="Input is `perf script -F+srcline`: add lines.")
-@click.option(
-    "--skip-switches",
-    is_flag=True,
-    help="Keep perf's context-switch records (PERF_RECORD_SWITCH) out of the samples.",
-)
-@click.option("--title", help="Title of the graph.")
-@click.option("--width", type=click.IntRange(min=100), default=1200, show_default=True)
-@click.option(
-    "--minwidth",
-    default="0.1",
-    show_default=True,
-    help="Omit frames narrower than this: pixels, or a percentage such as 0.5%.",
-)
-@click.option("--inverted", is_flag=True, help="Icicle graph: roots at the top.")
-def flamegraph_command(
-    inputs: tuple[Path, ...],
-    trace: Path | None,
-    binaries: tuple[Path, ...],
-    output: Path | None,
-    folded: bool,
-    speedscope: Path | None,
-    diff: bool,
-    pid: bool,
-    tid: bool,
-    kernel: bool,
-    event: str | None,
-    annotate_kernel: bool,
-    annotate_jit: bool,
-    annotate_all: bool,
-    addrs: bool,
-    inline: bool,
-    context: bool,
-    srcline: bool,
-    skip_switches: bool,
-    title: str | None,
-    width: int,
-    minwidth: str,
-    inverted: bool,
-) -> None:
+@common.declared_flags(FoldOptions)
+def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **values: Any) -> None:
     """Draw a flame graph of INPUT: a perf.data (or a `record` folder), `perf script` text
     (plain or .gz), or folded stacks. With --diff, INPUTS are BEFORE AFTER. With --trace, of
     every instruction of a trace (no INPUT).
@@ -167,51 +105,46 @@ def flamegraph_command(
     """
     from autoprof.flame.diff import diff_folded_lines
     from autoprof.flame.renderer import FoldedRenderer
-    from autoprof.flame.source import FoldOptions
     from autoprof.flame.speedscope import SpeedscopeRenderer
     from autoprof.flame.svg import SvgRenderer
 
+    flame = common.declared_values(FlameOptions, values)
+    options = common.declared_values(FoldOptions, values)
+    trace = Path(flame.trace) if flame.trace is not None else None
     if trace is not None or binaries:
-        if trace is None or not binaries or inputs or diff:
+        if trace is None or not binaries or inputs or flame.diff:
             raise AutoprofError("--trace FILE takes --binary ELF, and no INPUT nor --diff")
-    elif len(inputs) != (2 if diff else 1):
-        want = "two inputs (BEFORE AFTER) with --diff" if diff else "one input (or --diff A B)"
+    elif len(inputs) != (2 if flame.diff else 1):
+        want = (
+            "two inputs (BEFORE AFTER) with --diff" if flame.diff else "one input (or --diff A B)"
+        )
         raise AutoprofError(f"flamegraph takes {want}, got {len(inputs)}")
-    options = FoldOptions(
-        pid=pid,
-        tid=tid,
-        kernel=kernel,
-        event=event,
-        annotate_kernel=annotate_kernel or annotate_all,
-        annotate_jit=annotate_jit or annotate_all,
-        addrs=addrs,
-        inline=inline,
-        context=context,
-        srcline=srcline,
-        skip_switches=skip_switches,
-    )
     if trace is not None:
         profiles = [_load_trace(trace, binaries)]
         inputs = (trace,)
     else:
         profiles = [_load(path, options) for path in inputs]
     after = profiles[-1]
-    before = profiles[0] if diff else None
-    if output is None:
-        output = Path("-") if folded else Path("diff.svg" if diff else "flame.svg")
-    if folded:
+    before = profiles[0] if flame.diff else None
+    default = "-" if flame.folded else "diff.svg" if flame.diff else "flame.svg"
+    output = Path(flame.output or default)
+    if flame.folded:
         text = (
             "".join(diff_folded_lines(before, after))
             if before is not None
             else FoldedRenderer().render(after)
         )
     else:
-        default_title = "Differential Flame Graph" if diff else "Flame Graph"
-        renderer = SvgRenderer(title or default_title, width, minwidth, inverted, before)
+        default_title = "Differential Flame Graph" if flame.diff else "Flame Graph"
+        renderer = SvgRenderer(
+            flame.title or default_title, flame.width, flame.minwidth, flame.inverted, before
+        )
         text = renderer.render(after)
     _write(output, text)
-    if speedscope is not None:
-        _write(speedscope, SpeedscopeRenderer(title or inputs[-1].name).render(after))
+    if flame.speedscope is not None:
+        _write(
+            Path(flame.speedscope), SpeedscopeRenderer(flame.title or inputs[-1].name).render(after)
+        )
     quiet = str(output) == "-"  # stdout carries the data: messages go to stderr
     if before is not None:
         _print_changes(before, after, quiet)

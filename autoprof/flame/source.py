@@ -20,6 +20,7 @@ from typing import IO
 from autoprof.errors import AutoprofError
 from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_kernel
 from autoprof.flame.inline import Addr2line
+from autoprof.options import Declared, declare
 from autoprof.perf.record import PERF_DATA, PERF_DATA_MAGIC, script_output
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
 
@@ -29,26 +30,46 @@ _CHUNK = 1 << 20
 
 
 @dataclass
-class FoldOptions:
-    """How to fold: stackcollapse-perf.pl's options (same names) plus `kernel=False`."""
+class FoldOptions(Declared):
+    """How to fold: stackcollapse-perf.pl's options (same names) plus `kernel=False`; each
+    field declares its `flamegraph` flag."""
 
-    pid: bool = False
-    tid: bool = False
-    kernel: bool = True
-    event: str | None = None
-    annotate_kernel: bool = False
-    annotate_jit: bool = False
-    addrs: bool = False
-    inline: bool = False
-    context: bool = False  # with inline: file:line after each inlined function
-    srcline: bool = False
-    skip_switches: bool = False
+    pid: bool = declare(False, flags=("--pid",), help="Split by process (root frames comm-pid).")
+    tid: bool = declare(False, flags=("--tid",), help="Split by thread (root frames comm-pid/tid).")
+    kernel: bool = declare(True, flags=("--kernel/--no-kernel",), help="Kernel frames.")
+    event: str | None = declare(
+        None,
+        flags=("--event",),
+        help="Event to show when several were sampled (default: the first).",
+    )
+    annotate_kernel: bool = declare(
+        False, flags=("--annotate-kernel",), help="Mark kernel frames with _[k]."
+    )
+    annotate_jit: bool = declare(
+        False, flags=("--annotate-jit",), help="Mark JIT frames (/tmp/perf-PID.map) _[j]."
+    )
+    annotate_all: bool = declare(False, flags=("--all",), help="Both annotations.")
+    addrs: bool = declare(
+        False, flags=("--addrs",), help="Raw addresses for frames without a symbol."
+    )
+    inline: bool = declare(False, flags=("--inline",), help="Inlined frames from addr2line.")
+    context: bool = declare(
+        False, flags=("--context",), help="With --inline: file:line of each frame."
+    )
+    srcline: bool = declare(
+        False, flags=("--srcline",), help="Input is `perf script -F+srcline`: add lines."
+    )
+    skip_switches: bool = declare(
+        False,
+        flags=("--skip-switches",),
+        help="Keep perf's context-switch records (PERF_RECORD_SWITCH) out of the samples.",
+    )
 
     def script_options(self) -> ScriptOptions:
         return ScriptOptions(
             event=self.event,
-            annotate_kernel=self.annotate_kernel,
-            annotate_jit=self.annotate_jit,
+            annotate_kernel=self.annotate_kernel or self.annotate_all,
+            annotate_jit=self.annotate_jit or self.annotate_all,
             addrs=self.addrs,
             srcline=self.srcline,
             inline=Addr2line(self.context) if self.inline else None,
@@ -179,6 +200,7 @@ def _load_folded(path: Path, lines: Iterator[str], options: FoldOptions) -> Fold
         "--event": options.event,
         "--annotate-kernel": options.annotate_kernel,
         "--annotate-jit": options.annotate_jit,
+        "--all": options.annotate_all,
         "--addrs": options.addrs,
         "--inline": options.inline,
         "--srcline": options.srcline,
