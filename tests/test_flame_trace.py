@@ -213,3 +213,12 @@ def test_bad_trace_arguments_are_one_error_line(args: list[str]):
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_a_trace_of_blocks_not_instructions_gets_a_note(calls: Path, tmp_path: Path):
+    log = tmp_path / "blocks.log"
+    subprocess.run(["qemu-x86_64", "-d", "exec,nochain", "-D", str(log), str(calls)], check=True)
+    folded = load_trace(log, [calls])
+    assert any("-singlestep" in note for note in folded.notes)

@@ -12,7 +12,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -194,9 +194,8 @@ def declared_flags(cls: type) -> Callable[[Callable], Callable]:
 def declared_values(cls: type[D], values: dict[str, Any]) -> D:
     """`cls` from a command's keyword values (those of its fields), checked: a bad value is
     one line (AutoprofError), as a job spec's."""
-    return cls(
-        **{f.name: values[f.name] for f, _ in option_fields(cls) if f.name in values}
-    ).check()
+    fields = option_fields(cast(type, cls))  # a class is hashable: mypy cannot tell for D
+    return cls(**{f.name: values[f.name] for f, _ in fields if f.name in values}).check()
 
 
 def _flag(cls: type, name: str, default: Any, option: Option) -> Callable:

@@ -127,7 +127,7 @@ class Binary:
 
     @cached_property
     def _disassembler(self):  # type: ignore[no-untyped-def]  # capstone is untyped
-        import capstone
+        import capstone  # type: ignore[import-untyped]  # no stubs
 
         modes = {
             "x64": (capstone.CS_ARCH_X86, capstone.CS_MODE_64),
@@ -154,7 +154,7 @@ class Binary:
         return None
 
     def _is_call(self, insn) -> bool:  # type: ignore[no-untyped-def]
-        import capstone
+        import capstone  # type: ignore[import-untyped]  # no stubs
 
         if insn.group(capstone.CS_GRP_CALL):
             return True
