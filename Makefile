@@ -5,9 +5,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG,
 # Graphviz (callgraph), valgrind (memory, and the trace flame graph's reference counts) and
-# QEMU user mode (instruction traces for `flamegraph --trace`).
-APT_PKGS := linux-perf gcc chromium graphviz valgrind qemu-user
-APT_BINS := perf cc chromium dot valgrind qemu-x86_64
+# QEMU user mode and a RISC-V cross compiler (instruction traces for `flamegraph --trace`).
+APT_PKGS := linux-perf gcc chromium graphviz valgrind qemu-user gcc-riscv64-linux-gnu
+APT_BINS := perf cc chromium dot valgrind qemu-x86_64 riscv64-linux-gnu-gcc
 
 .PHONY: install system-deps test test-fast lint bench demo clean
 

@@ -181,6 +181,30 @@ def test_riscv_trace_has_the_call_tree_of_the_x86_one(calls: Path, tmp_path: Pat
     assert self_counts(folded)["once"] > 0
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not Path("/sys/bus/event_source/devices/intel_pt").is_dir(),
+    reason="no Intel PT on this machine (/sys/bus/event_source/devices/intel_pt)",
+)
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="no valgrind")
+def test_intel_pt_trace_counts_equal_callgrinds(calls: Path, tmp_path: Path):
+    data = tmp_path / "pt.data"
+    subprocess.run(
+        ["perf", "record", "-q", "-e", "intel_pt//u", "-o", str(data), str(calls)], check=True
+    )
+    script = tmp_path / "pt.script"
+    with script.open("w") as out:
+        subprocess.run(
+            ["perf", "script", "-i", str(data), "--itrace=i1t", "-F", "ip,sym"],
+            stdout=out,
+            check=True,
+        )
+    mine = self_counts(load_trace(script, [calls]))
+    reference = exclusive_ir([str(calls)], tmp_path / "callgrind.out")
+    for name in OWN:
+        assert mine[name] == pytest.approx(reference[name], rel=0.01), name
+
+
 # -- the command ---------------------------------------------------------------------------------
 
 
