@@ -230,6 +230,7 @@ def test_flamegraph_trace_writes_folded_and_svg(calls: Path, tmp_path: Path):
         ["--binary", str(QEMU_LOG)],  # no --trace
         ["--trace", str(QEMU_LOG), "--binary", str(QEMU_LOG)],  # not an ELF
         ["--trace", str(DATA / "missing.log"), "--binary", "/bin/true"],
+        ["--trace", str(QEMU_LOG), "--binary", "/bin/true", "--no-kernel"],  # perf input only
     ],
 )
 def test_bad_trace_arguments_are_one_error_line(args: list[str]):

@@ -114,6 +114,8 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
     if trace is not None or binaries:
         if trace is None or not binaries or inputs or flame.diff:
             raise AutoprofError("--trace FILE takes --binary ELF, and no INPUT nor --diff")
+        if options != FoldOptions():
+            raise AutoprofError("--trace takes none of the options of perf input (--pid, ...)")
     elif len(inputs) != (2 if flame.diff else 1):
         want = (
             "two inputs (BEFORE AFTER) with --diff" if flame.diff else "one input (or --diff A B)"
