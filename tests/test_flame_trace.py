@@ -144,6 +144,18 @@ def test_stacks_follow_calls_returns_and_recursion(calls: Path, tmp_path: Path):
 
 @pytest.mark.slow
 @needs_qemu
+def test_inline_splits_the_inlined_function_out_of_its_caller(calls: Path, tmp_path: Path):
+    log = qemu_trace(calls, tmp_path / "qemu.log")
+    plain, split = load_trace(log, [calls]), load_trace(log, [calls], inline=True)
+    assert split.total == plain.total
+    mine, before = self_counts(split), self_counts(plain)
+    assert "step" not in before and mine["step"] > 0  # step() is inlined into leaf()
+    assert mine["leaf"] + mine["step"] == before["leaf"]
+    assert all(s[-2] == "leaf" for s in split.stacks if s[-1] == "step")
+
+
+@pytest.mark.slow
+@needs_qemu
 def test_tracerv_and_qemu_traces_of_one_run_agree(calls: Path, tmp_path: Path):
     log = qemu_trace(calls, tmp_path / "qemu.log")
     to_tracerv(log, tmp_path / "tracerv-C0", ipc=1, cycles_per_commit=2)

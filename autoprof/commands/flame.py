@@ -114,7 +114,7 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
     if trace is not None or binaries:
         if trace is None or not binaries or inputs or flame.diff:
             raise AutoprofError("--trace FILE takes --binary ELF, and no INPUT nor --diff")
-        if options != FoldOptions():
+        if options != FoldOptions(inline=options.inline):
             raise AutoprofError("--trace takes none of the options of perf input (--pid, ...)")
     elif len(inputs) != (2 if flame.diff else 1):
         want = (
@@ -122,7 +122,7 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
         )
         raise AutoprofError(f"flamegraph takes {want}, got {len(inputs)}")
     if trace is not None:
-        profiles = [_load_trace(trace, binaries)]
+        profiles = [_load_trace(trace, binaries, options.inline)]
         inputs = (trace,)
     else:
         profiles = [_load(path, options) for path in inputs]
@@ -171,10 +171,10 @@ def _load(path: Path, options: FoldOptions) -> Folded:
     return folded
 
 
-def _load_trace(path: Path, binaries: tuple[Path, ...]) -> Folded:
+def _load_trace(path: Path, binaries: tuple[Path, ...], inline: bool) -> Folded:
     from autoprof.flame.unwind import load_trace
 
-    folded = load_trace(path, list(binaries))
+    folded = load_trace(path, list(binaries), inline)
     for note in folded.notes:
         click.echo(f"autoprof: note: {path}: {note}", err=True)
     return folded

@@ -5,7 +5,7 @@
  *
  *   outer()  calls leaf() 3 times and inner() once per round
  *   inner()  calls leaf() once
- *   leaf()   a short loop
+ *   leaf()   a short loop (of step(), inlined: its own frame with --inline)
  *   once()   about 20 instructions, called once: a 99 Hz sampler would almost never see it
  *   fib()    recursion (returns unwind several frames of the same function)
  *
@@ -16,8 +16,12 @@
 
 static volatile unsigned long sink;
 
+static inline __attribute__((always_inline)) unsigned long step(unsigned long x, int i) {
+    return x * 31 + i;
+}
+
 __attribute__((noinline)) unsigned long leaf(unsigned long x) {
-    for (int i = 0; i < 8; i++) x = x * 31 + i;
+    for (int i = 0; i < 8; i++) x = step(x, i);
     return x;
 }
 

@@ -12,7 +12,9 @@ trace alone, with the binaries' symbols (pyelftools) and instructions (capstone)
 
 Addresses outside the given binaries count under a ``[unknown]`` frame (with a statically
 linked program there are none). Weights are the trace's cycles, or 1 per instruction.
-`load_trace` streams a trace file (plain or .gz) through it.
+With `inline`, each frame is split into the functions inlined at its address (addr2line -i
+reads them from DWARF, once per distinct address at the end). `load_trace` streams a trace
+file (plain or .gz) through it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import bisect
 import gzip
 import itertools
+import re
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +31,7 @@ from pathlib import Path
 
 from autoprof.errors import AutoprofError
 from autoprof.flame.fold import Folded, Stack
+from autoprof.flame.inline import pairs_to_frames
 from autoprof.flame.trace import Step, TraceReport, sniff, steps
 
 __all__ = ["UNKNOWN", "Binary", "Unwinder", "load_trace"]
@@ -173,9 +178,10 @@ class Binary:
 class Unwinder:
     """Folds a trace's steps into stacks rooted at `root` (the program's name)."""
 
-    def __init__(self, binaries: Iterable[Binary], root: str) -> None:
+    def __init__(self, binaries: Iterable[Binary], root: str, inline: bool = False) -> None:
         self.binaries = list(binaries)
         self.root = root
+        self.inline = inline
         self._insns: dict[int, _Insn | None] = {}
         self._functions: dict[int, str] = {}
         self.instructions = 0
@@ -208,6 +214,7 @@ class Unwinder:
         previous: _Insn | None = None
         here = after = -1  # the previous instruction's address, and the one after it
         cycles_seen = False
+        placed: dict[tuple[Stack, tuple[int, ...], int], int] = {}
         for address, cycles in trace:
             self.instructions += 1
             if address != after or not names:
@@ -224,16 +231,57 @@ class Unwinder:
                 weight = cycles
             else:
                 weight = 1
-            stacks[key] = stacks.get(key, 0) + weight
+            if self.inline:  # the stack's call sites and address, expanded at the end
+                at = (key, tuple(returns), address)
+                placed[at] = placed.get(at, 0) + weight
+            else:
+                stacks[key] = stacks.get(key, 0) + weight
             previous, here = self._insn(address), address
             after = address + previous.size if previous else -1
         folded.event = event or ("cycles" if cycles_seen else "instructions")
+        if placed:
+            self._expand(placed, stacks)
         if self.gaps:
             folded.notes.append(
                 f"{self.gaps:,} jumps after instructions that do not branch: the trace has "
                 "blocks, not instructions (QEMU needs -singlestep / -one-insn-per-tb)"
             )
         return folded
+
+    def _expand(
+        self, placed: dict[tuple[Stack, tuple[int, ...], int], int], stacks: dict[Stack, int]
+    ) -> None:
+        """Stacks with the inlined functions of each frame at its address (a caller's: its call
+        instruction, just before the return address), from DWARF through addr2line -i."""
+        pcs = {r - 1 for _, returns, _ in placed for r in returns} | {a for _, _, a in placed}
+        inlined = self._inlined(pcs)
+        for (key, returns, address), weight in placed.items():
+            sites = [r - 1 for r in returns] + [address]
+            frames = [self.root]
+            for name, pc in zip(key[1:], sites, strict=True):
+                frames += [name, *inlined.get(pc, ())]
+            stack = tuple(frames)
+            stacks[stack] = stacks.get(stack, 0) + weight
+
+    def _inlined(self, pcs: set[int]) -> dict[int, list[str]]:
+        """pc -> the functions inlined there, outermost first (one addr2line per binary)."""
+        found: dict[int, list[str]] = {}
+        for binary in self.binaries:
+            mine = sorted(pc for pc in pcs if binary.covers(pc))
+            if not mine:
+                continue
+            done = subprocess.run(
+                ["addr2line", "-e", str(binary.path), "-i", "-f", "-a"],
+                input="".join(f"{pc:#x}\n" for pc in mine),
+                capture_output=True,
+                text=True,
+                errors="replace",
+            )
+            blocks = re.split(r"^0x([0-9a-f]+)\n", done.stdout, flags=re.M)[1:]
+            for pc_text, block in zip(blocks[::2], blocks[1::2], strict=True):
+                chain = pairs_to_frames(block, context=False).split(";")
+                found[int(pc_text, 16)] = [f for f in chain[1:] if f != "??"]
+        return found
 
     def _transfer(
         self,
@@ -260,10 +308,11 @@ class Unwinder:
         return (self.root, *names)
 
 
-def load_trace(path: Path, binaries: list[Path]) -> Folded:
+def load_trace(path: Path, binaries: list[Path], inline: bool = False) -> Folded:
     """The folded stacks of the trace file `path` (plain or .gz) of the program `binaries[0]`
-    (its libraries after it), rooted at that program's name."""
-    unwinder = Unwinder([Binary.load(b) for b in binaries], binaries[0].name)
+    (its libraries after it), rooted at that program's name; with `inline`, inlined functions
+    as frames of their own."""
+    unwinder = Unwinder([Binary.load(b) for b in binaries], binaries[0].name, inline)
     report = TraceReport()
     try:
         opener = gzip.open if path.suffix == ".gz" else open
