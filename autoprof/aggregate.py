@@ -27,7 +27,6 @@ from autoprof import outdir, results, rows, sanity
 from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.perf import stat_arrow, stat_csv
 from autoprof.perf.unsupported import Unsupported
-from autoprof.sanity import MULTIPLEXED, OK
 from autoprof.sanity_report import (
     BrokenFile,
     FailedRun,
@@ -37,10 +36,11 @@ from autoprof.sanity_report import (
     RunsSummary,
     write_report,
 )
+from autoprof.status import FINAL_RUN_STATUSES, RowStatus, RunStatus
 
 MAX_PROBLEMS_PER_FILE = 20  # a garbage file should not drown the report
-WRITTEN = (OK, MULTIPLEXED)  # rows with a value
-EXACT = (OK,)  # --exact-only: counted 100% of the time
+WRITTEN = (RowStatus.OK.code, RowStatus.MULTIPLEXED.code)  # rows with a value
+EXACT = (RowStatus.OK.code,)  # --exact-only: counted 100% of the time
 
 
 @dataclass
@@ -195,12 +195,12 @@ def _finished(
             path = str(folder.relative_to(out) / outdir.RUN_RECORD)
             yield folder, None, [BrokenFile(path, _one_line(err))]
             continue
-        if record.status not in outdir.FINAL_STATUSES:
+        if record.status not in FINAL_RUN_STATUSES:
             continue  # interrupted: the next `profile` runs it again
         state.finished.add((record.run, record.repeat))
         if record.attempt > 1 and record.part == 1:
             state.retried.append(RetriedRun(record.run, record.repeat, record.attempt))
-        if record.status != outdir.RUN_OK:
+        if record.status != RunStatus.OK:
             state.failed.append(
                 FailedRun(
                     record.run, record.repeat, record.status, record.workload_exit, record.error
@@ -280,7 +280,7 @@ def _read_counts(
     perf_path = folder / outdir.PERF_OUTPUT
     name = str(rel / outdir.PERF_OUTPUT)
     if not perf_path.is_file():
-        if record.status != outdir.RUN_PERF_FAILED:
+        if record.status != RunStatus.PERF_FAILED:
             broken.append(BrokenFile(name, "missing"))
         return None, 0
     data = perf_path.read_bytes()

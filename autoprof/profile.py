@@ -32,6 +32,7 @@ from autoprof.perf import labels as perf_labels
 from autoprof.runner import Runner, Task, perf_argv
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
+from autoprof.status import RunStatus
 
 
 @dataclass
@@ -197,7 +198,5 @@ def profile(
         attach.record_runs(out, manifest, records, options)
     done = finished(out)
     missing = [(t.run, t.repeat) for t in todo if (t.run, t.repeat) not in done]
-    failed = sorted(
-        {(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK} - set(missing)
-    )
+    failed = sorted({(r.run, r.repeat) for r in records if r.status != RunStatus.OK} - set(missing))
     return Outcome(manifest, records, failed, missing)

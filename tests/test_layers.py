@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
     {
         "autoprof",
         "errors",
+        "status",
         "records",
         "clock",
         "urls",

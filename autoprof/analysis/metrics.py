@@ -24,6 +24,7 @@ from autoprof.metrics import events as metric_events
 from autoprof.metrics.catalog import Metric
 from autoprof.metrics.formula import FormulaError
 from autoprof.metrics.tree import Node, tree_lines
+from autoprof.status import RowStatus
 
 SAME_RUN = "same-run"
 CROSS_RUN = "cross-run"
@@ -55,7 +56,7 @@ class Counts:
         durations = times.groupby(["RUN", "REPEAT"])["TIME"].max()
         shared = frame["PERCENT_RUNNING"] < 100 if "PERCENT_RUNNING" in frame else None
         if "STATUS" in frame:
-            status = frame["STATUS"].astype("string") == "multiplexed"
+            status = frame["STATUS"].astype("string") == RowStatus.MULTIPLEXED
             shared = status if shared is None else shared | status
         multiplexed = (
             frozenset()

@@ -22,6 +22,7 @@ from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.options import ProfileOptions
 from autoprof.outdir import Manifest
+from autoprof.status import RowStatus
 
 BENCH_FILE = "bench.json"
 
@@ -49,7 +50,7 @@ def frame(result: BenchResult):
             "PMU": "time" if metric in TIMES else pmu[metric],
             "VALUE_UNIT": result.units.get(metric, ""),
             "PERCENT_RUNNING": 100.0,
-            "STATUS": results.STATUS_OK,
+            "STATUS": RowStatus.OK,
         }
         for number, command in enumerate(result.commands, 1)
         for rep in command.repetitions

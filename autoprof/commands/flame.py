@@ -12,6 +12,7 @@ import click
 from autoprof.commands import common
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import CALL_GRAPHS, RecordOptions
+from autoprof.status import RunStatus
 
 if TYPE_CHECKING:
     from autoprof.flame.fold import Folded
@@ -68,7 +69,7 @@ def record_command(
     info = record(options, output, list(command))
     for finding in info.findings:
         click.echo(f"autoprof: {finding}", err=True)
-    if info.status == "workload-failed":
+    if info.status == RunStatus.WORKLOAD_FAILED:
         click.echo(
             f"autoprof: warning: the command exited with status {info.perf_exit}; samples kept",
             err=True,

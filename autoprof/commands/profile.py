@@ -14,6 +14,7 @@ from autoprof.commands import common
 from autoprof.commands.common import catalog_options, measure_options, profile_flags, take_options
 from autoprof.errors import AutoprofError
 from autoprof.options import ProfileOptions
+from autoprof.status import RunStatus
 
 
 def check_attach(command: list[str], options: ProfileOptions) -> None:
@@ -90,7 +91,7 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
 
 def _run(library, out, command, catalog, plan, options, warnings, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
-    from autoprof import attach, outdir
+    from autoprof import attach
     from autoprof.perf.process import Interrupted
 
     if options.attached:
@@ -117,7 +118,7 @@ def _run(library, out, command, catalog, plan, options, warnings, resume) -> Non
                 )
             else:
                 report.advance()
-                if record is not None and record.status != outdir.RUN_OK:
+                if record is not None and record.status != RunStatus.OK:
                     report.say(f"run {task.run} rep {task.repeat}: {record.status}: {record.error}")
 
         try:

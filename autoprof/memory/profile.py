@@ -20,6 +20,7 @@ from pathlib import Path
 
 from autoprof.errors import AutoprofError
 from autoprof.memory.massif import Massif, flatten, parse, site_bytes, top_sites
+from autoprof.status import RunStatus
 
 MASSIF_OUT = "massif.out"
 VALGRIND_LOG = "valgrind.txt"
@@ -56,7 +57,7 @@ def valgrind_argv(options: MemoryOptions, out: Path, command: list[str]) -> list
 class MemoryProfile:
     command: list[str]
     valgrind_argv: list[str]
-    status: str  # "ok", "workload-failed" (non-zero exit) or "crashed" (killed by a signal)
+    status: str  # RunStatus OK, WORKLOAD_FAILED (non-zero exit) or CRASHED (killed by a signal)
     exit_code: int | None
     signal: str | None
     time_unit: str
@@ -123,21 +124,21 @@ def run(options: MemoryOptions, out: Path, command: list[str]) -> MemoryProfile:
 
     write_json(out / MEMORY_JSON, asdict(profile))
     draw(profile, out)
-    if status == "crashed":
+    if status == RunStatus.CRASHED:
         raise AutoprofError(
             f"{command[0]} crashed under valgrind ({sig}); partial heap profile kept in {out}"
         )
     return profile
 
 
-def _status(code: int, messages: str) -> tuple[str, str | None]:
+def _status(code: int, messages: str) -> tuple[RunStatus, str | None]:
     found = _TERMINATING.search(messages)
     if found is not None:
-        return "crashed", f"signal {found.group(1)}, {found.group(2)}"
+        return RunStatus.CRASHED, f"signal {found.group(1)}, {found.group(2)}"
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        return "crashed", f"signal {-code}, {name}"
-    return ("ok" if code == 0 else "workload-failed"), None
+        return RunStatus.CRASHED, f"signal {-code}, {name}"
+    return (RunStatus.OK if code == 0 else RunStatus.WORKLOAD_FAILED), None
 
 
 def _last_words(messages: str) -> str:

@@ -18,6 +18,7 @@ import pandas as pd
 from autoprof import outdir, results
 from autoprof.catalog.facts import MachineFacts
 from autoprof.options import ProfileOptions
+from autoprof.status import RowStatus, RunStatus
 
 # (name, pmu, unit, per_cpu, value_unit)
 EVENTS = [
@@ -62,14 +63,14 @@ def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: in
                 else:
                     value = rng.integers(0, 10**12, n).astype("float64")
                 percent = np.full(n, 100.0)
-                status = np.full(n, results.STATUS_OK, dtype=object)
+                status = np.full(n, RowStatus.OK, dtype=object)
                 if name == "CPU_CLK_UNHALTED.THREAD":  # multiplexed in some intervals
                     mux = rng.random(n) < 0.1
                     percent[mux] = np.round(rng.uniform(40.0, 99.9, mux.sum()), 2)
-                    status[mux] = results.STATUS_MULTIPLEXED
+                    status[mux] = RowStatus.MULTIPLEXED
                 if name == "page-faults":  # the task did not run in the last interval
                     value[-1], percent[-1] = np.nan, np.nan
-                    status[-1] = results.STATUS_NOT_COUNTED
+                    status[-1] = RowStatus.NOT_COUNTED
                 cpu_col = pd.array(np.tile(cpu_ids, intervals), dtype="Int64")
                 pieces.append(
                     pd.DataFrame(
@@ -109,7 +110,7 @@ def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: in
                     "PMU": ["cpu"],
                     "VALUE_UNIT": pd.array([None], dtype="string"),
                     "PERCENT_RUNNING": [np.nan],
-                    "STATUS": [results.STATUS_NOT_SUPPORTED],
+                    "STATUS": [RowStatus.NOT_SUPPORTED],
                 }
             )
         )
@@ -173,7 +174,7 @@ def make_out(
                     elapsed_s=2.5,
                     perf_exit=0,
                     workload_exit=0,
-                    status=outdir.RUN_OK,
+                    status=RunStatus.OK,
                 ),
             )
     frame = frame_for(my_runs, repeats, intervals, cpus, seed)
