@@ -193,7 +193,7 @@ def _finished(
             continue  # a run that never got its record: planned runs report it as missing
         except (ValueError, TypeError, KeyError) as err:
             path = str(folder.relative_to(out) / outdir.RUN_RECORD)
-            yield folder, None, [BrokenFile(path, _one_line(err))]
+            yield folder, None, [BrokenFile(path, outdir.one_line(err))]
             continue
         if record.status not in FINAL_RUN_STATUSES:
             continue  # interrupted: the next `profile` runs it again
@@ -259,10 +259,6 @@ def _topology(manifest: outdir.Manifest | None) -> np.ndarray:
     for c in cpus:
         table[c["cpu"]] = (c.get("socket", -1), c.get("core", -1), c.get("node", -1))
     return table
-
-
-def _one_line(err: Exception) -> str:
-    return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
 def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> sanity.Label:

@@ -91,13 +91,6 @@ def _function(table: Table, row: Row) -> dict:
     return {"symbol": row.key, "dso": row.dso, **shares}
 
 
-def _function(table: Table, row: Row) -> dict:
-    shares = {
-        e: {"period": row.period(e), "percent": round(table.share(row, e), 4)} for e in table.events
-    }
-    return {"symbol": row.key, "dso": row.dso, **shares}
-
-
 def summary(tables: dict[str, Table], top: int = 10) -> dict[str, dict]:
     """Plain data for `runs show`: per recording its events, totals and top functions."""
     return {
