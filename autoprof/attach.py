@@ -117,7 +117,7 @@ def perf_argv(folder: Path, specs: list[str], options: ProfileOptions, perf: str
     return perf_command.attach_argv(
         specs,
         str(folder / outdir.PERF_OUTPUT),
-        options.duration,
+        options.duration or 0.0,
         pids=options.pids,
         cgroup=options.cgroup,
         system_wide=options.system_wide,

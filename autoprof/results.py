@@ -194,7 +194,9 @@ class ResultsWriter:
 
     def __init__(self, target: str | Path | IO[str]) -> None:
         self._own = isinstance(target, (str, Path))
-        self._file: Any = open(target, "wb") if self._own else target  # noqa: SIM115
+        self._file: Any = (
+            open(target, "wb") if isinstance(target, (str, Path)) else target  # noqa: SIM115
+        )
         self._put(",".join(COLUMNS).encode() + b"\n")
 
     def _put(self, data: bytes) -> None:

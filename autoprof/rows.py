@@ -123,7 +123,7 @@ def _mapped(
     return rows
 
 
-def _codes(texts: list[str | None]) -> tuple[list[str | None], list[int]]:
+def _codes(texts: Sequence[str | None]) -> tuple[list[str | None], list[int]]:
     uniques = list(dict.fromkeys(texts))
     where = {t: i for i, t in enumerate(uniques)}
     return uniques, [where[t] for t in texts]

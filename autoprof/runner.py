@@ -149,7 +149,7 @@ class Runner:
             record, stderr = self._invoke(task, events, part=len(records) + 1)
             failure = perf_command.open_failure(stderr)
             culprit = _event_named(events, failure.event) if failure else None
-            if record.status == RunStatus.PERF_FAILED and culprit is not None:
+            if record.status == RunStatus.PERF_FAILED and failure and culprit is not None:
                 rest = [e for e in events if e is not culprit]
                 if failure.capacity and rest:
                     pending.append([culprit])  # no room here: count it in a run of its own

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from autoprof import outdir
 from autoprof.errors import AutoprofError
@@ -41,8 +41,10 @@ def uncounted_kind(uncounted: int, of: int) -> str | None:
 class _Record:
     """A flat record: JSON is its fields; reading takes the known keys and defaults the rest."""
 
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # subclasses are dataclasses
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Any:

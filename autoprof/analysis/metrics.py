@@ -41,8 +41,9 @@ class Counts:
     intervals: pd.DataFrame
     labels: dict[str, str]  # upper-cased event name -> the results' label
     by_event: dict[str, pd.DataFrame] = field(default_factory=dict)
-    durations: pd.Series | None = None  # seconds per (RUN, REPEAT)
-    lengths: pd.DataFrame | None = None  # interval length (s) per RUN, REPEAT, INDEX
+    durations: pd.Series = field(default_factory=pd.Series)  # seconds per (RUN, REPEAT)
+    lengths: pd.DataFrame = field(default_factory=pd.DataFrame)  # interval length (s) per
+    # RUN, REPEAT, INDEX
     multiplexed: frozenset[str] = frozenset()  # labels with a multiplexed count somewhere
 
     @classmethod

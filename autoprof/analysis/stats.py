@@ -195,7 +195,7 @@ class Stats:
         ]
 
 
-def analyse(frame: pd.DataFrame, report: dict | None, name: str = "", k: int = 10) -> Stats:
+def analyse(frame: pd.DataFrame, report: Report | None, name: str = "", k: int = 10) -> Stats:
     """The per-event table and summary of a loaded results frame (and its report.json)."""
     table = event_table(frame)
     return Stats(name, table, summarize(frame, table, report), k)

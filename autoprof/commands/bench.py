@@ -199,6 +199,7 @@ def bench(
             progress.start_task(bars[i])
             progress.advance(bars[i])
 
+        interrupted: measure.BenchInterrupted | None
         try:
             result = measure.bench(commands, events, options, on_run)
         except measure.BenchInterrupted as stop:

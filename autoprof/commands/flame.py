@@ -74,7 +74,9 @@ def record_command(
             f"autoprof: warning: the command exited with status {info.perf_exit}; samples kept",
             err=True,
         )
-    following = ["report", output] if len(events) > 1 else ["flamegraph", output, "-o", "flame.svg"]
+    following: list[str | Path] = (
+        ["report", output] if len(events) > 1 else ["flamegraph", output, "-o", "flame.svg"]
+    )
     click.echo(f"wrote {output / PERF_DATA}; {common.next_hint('autoprof', *following)}")
     if info.stopped_by in ("SIGTERM", "SIGHUP"):
         click.echo(f"autoprof: stopped by {info.stopped_by}; samples kept", err=True)

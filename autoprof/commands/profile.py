@@ -75,7 +75,8 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     if metric_args[0] or metric_args[1]:
         if names:
             raise AutoprofError("give events (-e, --events) or --metrics, not both")
-        planned = common.metric_plan(opts, *metric_args, anchor=options.anchor)
+        words, files, consistent = metric_args
+        planned = common.metric_plan(opts, words, files, consistent, anchor=options.anchor)
         click.echo(planned.summary(), err=True)
         catalog, plan = planned.catalog, planned.plan
     else:
@@ -121,6 +122,7 @@ def _run(library, out, command, catalog, plan, options, warnings, resume) -> Non
                 if record is not None and record.status != RunStatus.OK:
                     report.say(f"run {task.run} rep {task.repeat}: {record.status}: {record.error}")
 
+        interrupted: Interrupted | None
         try:
             outcome = library.profile(
                 out, command, catalog, plan, options, on_event=on_event, resume=resume

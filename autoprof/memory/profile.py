@@ -17,6 +17,7 @@ import signal
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from autoprof.errors import AutoprofError
 from autoprof.memory.massif import Massif, flatten, parse, site_bytes, top_sites
@@ -75,7 +76,12 @@ def summarize(massif: Massif, options: MemoryOptions) -> dict:
     sites = top_sites(massif, options.top)
     snapshots = []
     for snap in massif.snapshots:
-        row = {"time": snap.time, "heap": snap.heap, "extra": snap.extra, "detailed": False}
+        row: dict[str, Any] = {
+            "time": snap.time,
+            "heap": snap.heap,
+            "extra": snap.extra,
+            "detailed": False,
+        }
         if snap.tree is not None:
             by_site = site_bytes(snap)
             row["sites"] = {s: by_site.get(s, 0) for s in sites}

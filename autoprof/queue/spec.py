@@ -77,9 +77,9 @@ class JobSpec:
         options = data.get("options", {})
         if not isinstance(options, dict):
             raise Refused("spec options must be an object")
-        unknown = sorted(set(options) - spec_fields())
-        if unknown:
-            raise Refused(f"unknown spec options field {unknown[0]!r}")
+        unknown_options = sorted(set(options) - spec_fields())
+        if unknown_options:
+            raise Refused(f"unknown spec options field {unknown_options[0]!r}")
         spec = cls(
             command=list(command),
             events=list(events),

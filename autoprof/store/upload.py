@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from autoprof import outdir, results
@@ -135,7 +135,9 @@ def _machine_id(store: Store, machine: MachineFacts) -> int:
             .values(fingerprint=fingerprint, **columns)
             .on_conflict_do_nothing(index_elements=["fingerprint"])
         )
-        return conn.scalar(select(Machine.id).where(Machine.fingerprint == fingerprint))
+        return conn.execute(
+            select(Machine.id).where(Machine.fingerprint == fingerprint)
+        ).scalar_one()
 
 
 def _span(records: list[dict[str, Any]]) -> tuple[dt.datetime | None, dt.datetime | None]:
@@ -168,6 +170,7 @@ def _copy_types() -> list[str]:
 
 def _insert_measurements(conn: Connection, rows: Iterable[tuple]) -> None:
     driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection has its driver's
     names = ", ".join(_MEASUREMENT)
     if conn.dialect.name == "postgresql":
         with (
@@ -208,7 +211,7 @@ def _stored_part(conn: Connection, uuid: str, part: int) -> bool:
     return found is not None
 
 
-def _claim_run(conn: Connection, profile: Profile) -> Run:
+def _claim_run(conn: Connection, profile: Profile) -> Row[Any]:
     """The run's row, inserted if absent, locked for the rest of the transaction."""
     manifest = profile.manifest
     conn.execute(

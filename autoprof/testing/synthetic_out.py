@@ -54,7 +54,7 @@ def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: in
     for run in runs:
         for rep in range(1, repeats + 1):
             for name, pmu, unit, per_cpu, value_unit in EVENTS:
-                cpu_ids = list(range(cpus)) if per_cpu else [None]
+                cpu_ids: list[int | None] = list(range(cpus)) if per_cpu else [None]
                 n = intervals * len(cpu_ids)
                 index = np.repeat(np.arange(intervals), len(cpu_ids))
                 time = (index + 1) * 0.100 + rng.integers(0, 999_999, n) * 1e-9
@@ -71,7 +71,7 @@ def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: in
                 if name == "page-faults":  # the task did not run in the last interval
                     value[-1], percent[-1] = np.nan, np.nan
                     status[-1] = RowStatus.NOT_COUNTED
-                cpu_col = pd.array(np.tile(cpu_ids, intervals), dtype="Int64")
+                cpu_col = pd.array(np.tile(np.asarray(cpu_ids, object), intervals), dtype="Int64")
                 pieces.append(
                     pd.DataFrame(
                         {

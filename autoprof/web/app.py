@@ -174,6 +174,7 @@ def _warm_up(state: State) -> None:
 def create_app(settings: Settings) -> Starlette:
     from autoprof.web import routes
 
+    queue: LocalQueue | RqQueue
     if settings.redis_url:
         from autoprof.web.rqjobs import RqQueue
 

@@ -339,7 +339,7 @@ def openapi(request: Request) -> Response:
         if not route.path.startswith("/api/") or not route.include_in_schema:
             continue
         doc = " ".join((route.endpoint.__doc__ or "").split())
-        for method in sorted(route.methods - {"HEAD"}):
+        for method in sorted((route.methods or set()) - {"HEAD"}):
             paths.setdefault(route.path, {})[method.lower()] = {
                 "summary": doc.split(". ")[0],
                 "description": doc,
