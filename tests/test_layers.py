@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
         "autoprof",
         "errors",
         "status",
+        "renderer",
         "records",
         "clock",
         "urls",

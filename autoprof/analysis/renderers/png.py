@@ -18,8 +18,8 @@ from autoprof.analysis import data
 from autoprof.analysis.compare import Comparison
 from autoprof.analysis.correlation import Correlation
 from autoprof.analysis.event_detail import EventDetail
-from autoprof.analysis.renderers.base import Renderer
 from autoprof.errors import AutoprofError
+from autoprof.renderer import Renderer
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -40,7 +40,7 @@ CHANGES_MARGIN = 1.5
 CHANGES_LABEL_CHARS = 40
 
 
-class PngRenderer(Renderer):
+class PngRenderer(Renderer["Result"]):
     """The result's figure; in a folder, under each of its default names (`Result.FIGURES`)."""
 
     extensions = (".png", ".svg")
