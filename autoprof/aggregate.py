@@ -119,7 +119,7 @@ def _aggregate(
     broken: list[BrokenFile] = []
     manifest = _read_manifest(out, broken)
     topology = _topology(manifest)
-    tally = sanity.Tally()
+    seen = sanity.Tally()
     state = _RunState()
     lines = 0
     keep = np.asarray(EXACT if exact_only else WRITTEN, np.int8)
@@ -134,12 +134,12 @@ def _aggregate(
             state.reasons.setdefault(label, item.reason)
             refused.append(label)
         run = rows.run_rows(counts, record, refused, topology, state.modifiers)
-        tally.add(run)
+        seen.add(run)
         written = np.isin(run.status, keep)
-        tally.rows += int(written.sum())
+        seen.rows += int(written.sum())
         sink(rows.table(run, written))
     report = sanity.build(
-        tally,
+        seen,
         manifest,
         runs_summary(manifest, state.finished, state.failed, state.retried),
         state.reasons,
