@@ -28,10 +28,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from autoprof import aggregate, outdir, results
+from autoprof import results
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_arrow
-from autoprof.status import RunStatus
+from autoprof.results import aggregate
+from autoprof.run import outdir
+from autoprof.util.status import RunStatus
 
 SOURCE = Path(__file__).resolve().parents[1] / "tests" / "data" / "perf61" / "interval_percpu.csv"
 HEADER = "# started on Sun Nov 22 04:24:29 2026\n\n"

@@ -17,7 +17,7 @@ import pandas as pd
 from autoprof import results
 from autoprof.analysis import correlation, data
 from autoprof.analysis.renderers import png
-from autoprof.status import RowStatus
+from autoprof.util.status import RowStatus
 
 EVENTS = 500
 INTERVALS = 10_000

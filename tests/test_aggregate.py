@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import aggregate, outdir, results
+from autoprof import results
 from autoprof.catalog.facts import MachineFacts
-from autoprof.options import ProfileOptions
-from autoprof.sanity_report import RunId
-from autoprof.status import RowStatus, RunStatus
+from autoprof.results import aggregate
+from autoprof.results.sanity_report import RunId
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.util.status import RowStatus, RunStatus
 
 PROGRAM = r"""
 #include <stdlib.h>

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import aggregate, outdir, results
+from autoprof import results
 from autoprof.catalog import host
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_csv
-from autoprof.status import RowStatus, RunStatus
+from autoprof.results import aggregate
+from autoprof.run import outdir
 from autoprof.testing.cli import invoke
+from autoprof.util.status import RowStatus, RunStatus
 
 DATA = Path(__file__).parent / "data" / "perf61"
 

@@ -23,12 +23,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from autoprof import outdir
 from autoprof.analysis import data, event_detail
 from autoprof.analysis.correlation import MIN_OVERLAP
 from autoprof.cli import cli
 from autoprof.examples import build_writes, expected_writes, slot_addresses
-from autoprof.status import RowStatus
+from autoprof.run import outdir
+from autoprof.util.status import RowStatus
 from tests.test_analysis import png_size
 
 REPO = Path(__file__).resolve().parents[1]

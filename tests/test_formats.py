@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from autoprof import journal, outdir, results, sanity_report
+from autoprof import results
 from autoprof.catalog import host
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError, NewerFormat
-from autoprof.status import RunStatus
+from autoprof.results import sanity_report
+from autoprof.run import journal, outdir
+from autoprof.util.status import RunStatus
 
 DATA = Path(__file__).parent / "data" / "profile-ed64973"
 RUN1 = Path(outdir.RUNS) / "run0001-rep1"

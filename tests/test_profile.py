@@ -16,13 +16,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.catalog.host import breakpoint_event
 from autoprof.catalog.model import Event
 from autoprof.examples import expected_writes, slot_addresses
-from autoprof.options import ProfileOptions
-from autoprof.runner import Runner, Task, stop_leftovers
-from autoprof.status import RunStatus
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.run.runner import Runner, Task, stop_leftovers
+from autoprof.util.status import RunStatus
 
 pytestmark = pytest.mark.skipif(
     shutil.which("perf") is None or shutil.which("cc") is None, reason="needs perf and cc"

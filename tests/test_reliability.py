@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.catalog import host
 from autoprof.perf.unsupported import Unsupported
-from autoprof.status import RunStatus
+from autoprof.run import outdir
 from autoprof.testing.cli import invoke
+from autoprof.util.status import RunStatus
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autoprof.perf import stat_csv
-from autoprof.status import CountState
+from autoprof.util.status import CountState
 
 DATA = Path(__file__).parent / "data" / "perf61"
 

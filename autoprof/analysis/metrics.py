@@ -24,7 +24,7 @@ from autoprof.metrics import events as metric_events
 from autoprof.metrics.catalog import Metric
 from autoprof.metrics.formula import FormulaError
 from autoprof.metrics.tree import Node, tree_lines
-from autoprof.status import RowStatus
+from autoprof.util.status import RowStatus
 
 SAME_RUN = "same-run"
 CROSS_RUN = "cross-run"

@@ -16,8 +16,8 @@ import pandas as pd
 
 from autoprof.analysis import data
 from autoprof.analysis.tables import Table
-from autoprof.sanity_report import Report, uncounted_kind
-from autoprof.status import RowStatus
+from autoprof.results.sanity_report import Report, uncounted_kind
+from autoprof.util.status import RowStatus
 
 SANITY_KINDS = ("multiplexed", "not_counted", "idle_intervals", "not_supported")
 

@@ -15,14 +15,15 @@ import json
 import uuid
 from pathlib import Path
 
-from autoprof import __version__, outdir, results
+from autoprof import __version__, results
 from autoprof.benchmark.measure import TIMES, BenchResult
 from autoprof.catalog.facts import MachineFacts
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
-from autoprof.outdir import Manifest
-from autoprof.status import RowStatus
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.run.outdir import Manifest
+from autoprof.util.clock import now_iso
+from autoprof.util.status import RowStatus
 
 BENCH_FILE = "bench.json"
 

@@ -12,7 +12,7 @@ import click
 from autoprof.commands import common
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import CALL_GRAPHS, RecordOptions
-from autoprof.status import RunStatus
+from autoprof.util.status import RunStatus
 
 if TYPE_CHECKING:
     from autoprof.flame.fold import Folded

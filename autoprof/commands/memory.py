@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from autoprof.commands import common
-from autoprof.status import RunStatus
+from autoprof.util.status import RunStatus
 
 
 @click.command("memory", context_settings={"ignore_unknown_options": True})

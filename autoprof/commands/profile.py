@@ -13,8 +13,8 @@ import click
 from autoprof.commands import common
 from autoprof.commands.common import catalog_options, measure_options, profile_flags, take_options
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
-from autoprof.status import RunStatus
+from autoprof.run.options import ProfileOptions
+from autoprof.util.status import RunStatus
 
 
 def check_attach(command: list[str], options: ProfileOptions) -> None:
@@ -64,7 +64,7 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     group), keep the finished runs (run the same command again to resume) and exit with
     128 + the signal's number (130 for Ctrl-C).
     """
-    from autoprof import profile as library
+    from autoprof.run import profile as library
 
     command = list(command)
     options = take_options(opts)
@@ -92,8 +92,8 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
 
 def _run(library, out, command, catalog, plan, options, warnings, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
-    from autoprof import attach
     from autoprof.perf.process import Interrupted
+    from autoprof.run import attach
 
     if options.attached:
         warnings = [*warnings, attach.WARNING]

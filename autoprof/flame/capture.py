@@ -16,9 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from autoprof import __version__, preflight
+from autoprof import __version__
 from autoprof.errors import AutoprofError
-from autoprof.outdir import write_json
 from autoprof.perf.record import (
     PERF_DATA,
     RecordOptions,
@@ -27,8 +26,10 @@ from autoprof.perf.record import (
     run_record,
     wrote_data,
 )
-from autoprof.records import file_format, known_fields
-from autoprof.status import RunStatus
+from autoprof.run import preflight
+from autoprof.run.outdir import write_json
+from autoprof.util.records import file_format, known_fields
+from autoprof.util.status import RunStatus
 
 RECORD_INFO = "record.json"
 STDERR = "stderr.txt"

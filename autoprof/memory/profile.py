@@ -21,7 +21,7 @@ from typing import Any
 
 from autoprof.errors import AutoprofError
 from autoprof.memory.massif import Massif, flatten, parse, site_bytes, top_sites
-from autoprof.status import RunStatus
+from autoprof.util.status import RunStatus
 
 MASSIF_OUT = "massif.out"
 VALGRIND_LOG = "valgrind.txt"
@@ -126,7 +126,7 @@ def run(options: MemoryOptions, out: Path, command: list[str]) -> MemoryProfile:
     if massif.truncated:
         profile.notes.append("massif's file ends inside a snapshot; that snapshot was dropped")
     from autoprof.memory.plot import draw
-    from autoprof.outdir import write_json
+    from autoprof.run.outdir import write_json
 
     write_json(out / MEMORY_JSON, asdict(profile))
     draw(profile, out)

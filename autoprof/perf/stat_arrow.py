@@ -18,7 +18,7 @@ import numpy as np
 
 from autoprof.perf import stat_csv, stat_fields
 from autoprof.perf.labels import split_instance
-from autoprof.status import CountState
+from autoprof.util.status import CountState
 
 _STATE_CODES = {state: state.code for state in CountState}
 _CPU = re.compile(r"^CPU(\d+)$")

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.perf.labels import split_instance
-from autoprof.status import CountState
+from autoprof.util.status import CountState
 
 NOT_COUNTED = "<not counted>"
 NOT_SUPPORTED = "<not supported>"

@@ -24,9 +24,9 @@ from rq.registry import StartedJobRegistry
 from rq.results import Result
 from rq.serializers import JSONSerializer
 
-from autoprof.clock import aware_utc
 from autoprof.errors import AutoprofError
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec
+from autoprof.util.clock import aware_utc
 
 INDEX = "autoprof:jobs"
 MIN_PREFIX = 4

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autoprof.errors import AutoprofError
-from autoprof.options import EventSelection, ProfileOptions, spec_fields
+from autoprof.run.options import EventSelection, ProfileOptions, spec_fields
 
 # the only function a worker runs; jobs naming anything else are refused
 JOB_FUNCTION = "autoprof.queue.worker.run_job"

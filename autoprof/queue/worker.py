@@ -32,13 +32,13 @@ from rq.exceptions import DeserializationError
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from autoprof import aggregate
-from autoprof import profile as library
 from autoprof.catalog import host
 from autoprof.errors import AutoprofError
 from autoprof.queue import connection
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
-from autoprof.runner import stop_leftovers
+from autoprof.results import aggregate
+from autoprof.run import profile as library
+from autoprof.run.runner import stop_leftovers
 from autoprof.store import engine, upload
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran

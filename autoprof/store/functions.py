@@ -12,9 +12,9 @@ from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
 from autoprof.flame.capture import RECORD_INFO
+from autoprof.functions.recording import read_table
+from autoprof.functions.table import Cell, Row, Table, assemble
 from autoprof.perf.record import PERF_DATA
-from autoprof.report.recording import read_table
-from autoprof.report.table import Cell, Row, Table, assemble
 from autoprof.store.models import FunctionRow, RunPart
 
 

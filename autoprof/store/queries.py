@@ -18,7 +18,6 @@ from sqlalchemy import Connection, Row, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from autoprof import results
-from autoprof.clock import naive_utc
 from autoprof.errors import AutoprofError
 from autoprof.store.functions import read_functions, summary
 from autoprof.store.models import (
@@ -32,6 +31,7 @@ from autoprof.store.models import (
     Series,
     Tag,
 )
+from autoprof.util.clock import naive_utc
 
 MIN_PREFIX = 4
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
@@ -300,7 +300,7 @@ def export_frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.D
 
 def export_functions(conn: Connection, ident: str, recording: str | None = None) -> str:
     """A recording's per-function rows, as `autoprof report --csv` writes them."""
-    from autoprof.report.render import csv_text
+    from autoprof.functions.render import csv_text
 
     run = find_run(conn, ident)
     tables = read_functions(conn, run.id)

@@ -29,13 +29,13 @@ import pandas as pd
 from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.catalog.facts import MachineFacts
-from autoprof.clock import naive_now, naive_utc
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
-from autoprof.sanity_report import Report, read_report
+from autoprof.results.sanity_report import Report, read_report
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
@@ -54,6 +54,7 @@ from autoprof.store.models import (
     machine_columns,
     machine_fingerprint,
 )
+from autoprof.util.clock import naive_now, naive_utc
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Synthetic but realistic profile output folders (out/) for the store's tests and benchmark.
 
-Built only with `autoprof.outdir` and `autoprof.results`, so they follow the contracts exactly:
+Built only with `autoprof.run.outdir` and `autoprof.results`, so they follow the contracts exactly:
 a manifest, one run.json per (run, repeat), results.csv written by `results.write_csv` and a
 report.json. Values look like `perf stat -I` output on this kind of machine: software events in
 msec with fractional values, per-CPU and whole-process rows, an uncore box, a breakpoint, a
@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.catalog.facts import MachineFacts
-from autoprof.options import ProfileOptions
-from autoprof.status import RowStatus, RunStatus
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.util.status import RowStatus, RunStatus
 
 # (name, pmu, unit, per_cpu, value_unit)
 EVENTS = [

@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoprof import outdir
 from autoprof.perf import stat_csv
-from autoprof.status import CountState
+from autoprof.run import outdir
+from autoprof.util.status import CountState
 
 
 @dataclass

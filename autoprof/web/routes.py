@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
+from autoprof.run.options import ProfileOptions
 from autoprof.store import queries
 from autoprof.web import analyses, views
 from autoprof.web.app import (

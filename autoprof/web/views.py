@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, case, func, select
 
-from autoprof.clock import naive_now
 from autoprof.errors import AutoprofError
-from autoprof.sanity_report import Report
+from autoprof.results.sanity_report import Report
 from autoprof.store import queries
 from autoprof.store.models import Measurement, Run, RunPart, Series
+from autoprof.util.clock import naive_now
 from autoprof.web.downsample import lttb
 
 PER_PAGE = 50

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from autoprof.analysis.tables import Result
-    from autoprof.renderer import Renderer
+    from autoprof.util.renderer import Renderer
 
 RENDERERS = {  # extension -> module:class, imported when chosen (png imports Matplotlib)
     ".png": "png:PngRenderer",

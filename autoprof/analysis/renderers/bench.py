@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from autoprof.renderer import RichRenderer
+from autoprof.util.renderer import RichRenderer
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from autoprof.renderer import Renderer
+from autoprof.util.renderer import Renderer
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -19,7 +19,7 @@ from autoprof.analysis.compare import Comparison
 from autoprof.analysis.correlation import Correlation
 from autoprof.analysis.event_detail import EventDetail
 from autoprof.errors import AutoprofError
-from autoprof.renderer import Renderer
+from autoprof.util.renderer import Renderer
 
 if TYPE_CHECKING:
     from pathlib import Path

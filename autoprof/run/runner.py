@@ -19,19 +19,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoprof import attach, outcome, outdir
 from autoprof.catalog.model import Event
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
-from autoprof.journal import Entry, Journal, finished
-from autoprof.options import ProfileOptions
-from autoprof.outdir import EventRef, RunRecord
 from autoprof.perf import command as perf_command
 from autoprof.perf import process
 from autoprof.perf.process import Interrupted, Stopper, stop_group
 from autoprof.perf.unsupported import Unsupported
+from autoprof.run import attach, outcome, outdir
+from autoprof.run.journal import Entry, Journal, finished
+from autoprof.run.options import ProfileOptions
+from autoprof.run.outdir import EventRef, RunRecord
 from autoprof.schedule.plan import perf_event_args  # networkx only when a plan is packed
-from autoprof.status import RunStatus
+from autoprof.util.clock import now_iso
+from autoprof.util.status import RunStatus
 
 LOCK_FILE = ".lock"
 

@@ -3,7 +3,7 @@
 Every perf.csv is read by `autoprof.perf.stat_arrow` (pyarrow when the file is regular, the
 general parser otherwise); perf's event labels are mapped back to catalog events through the
 run's `run.json` EventRefs, with any modifier perf added (`task-clock:u`) recorded. One run is
-in memory at a time: its rows are written and tallied (`autoprof.sanity`), then dropped.
+in memory at a time: its rows are written and tallied (`autoprof.results.tally`), then dropped.
 
 Nothing is trusted silently: multiplexed counts, events counted in no interval (or with no line
 at all), idle intervals, events perf refused, failed and missing runs, and files that could not
@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from autoprof import outdir, results, rows, sanity
+from autoprof import results
 from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.perf import stat_arrow, stat_csv
 from autoprof.perf.unsupported import Unsupported
-from autoprof.sanity_report import (
+from autoprof.results import rows, tally
+from autoprof.results.sanity_report import (
     BrokenFile,
     FailedRun,
     Report,
@@ -36,7 +37,8 @@ from autoprof.sanity_report import (
     RunsSummary,
     write_report,
 )
-from autoprof.status import FINAL_RUN_STATUSES, RowStatus, RunStatus
+from autoprof.run import outdir
+from autoprof.util.status import FINAL_RUN_STATUSES, RowStatus, RunStatus
 
 MAX_PROBLEMS_PER_FILE = 20  # a garbage file should not drown the report
 WRITTEN = (RowStatus.OK.code, RowStatus.MULTIPLEXED.code)  # rows with a value
@@ -119,7 +121,7 @@ def _aggregate(
     broken: list[BrokenFile] = []
     manifest = _read_manifest(out, broken)
     topology = _topology(manifest)
-    seen = sanity.Tally()
+    seen = tally.Tally()
     state = _RunState()
     lines = 0
     keep = np.asarray(EXACT if exact_only else WRITTEN, np.int8)
@@ -138,7 +140,7 @@ def _aggregate(
         written = np.isin(run.status, keep)
         seen.rows += int(written.sum())
         sink(rows.table(run, written))
-    report = sanity.build(
+    report = tally.build(
         seen,
         manifest,
         runs_summary(manifest, state.finished, state.failed, state.retried),
@@ -155,7 +157,7 @@ class _RunState:
     finished: set[tuple[int, int]] = field(default_factory=set)
     failed: list[FailedRun] = field(default_factory=list)
     retried: list[RetriedRun] = field(default_factory=list)
-    reasons: dict[sanity.Label, str] = field(default_factory=dict)
+    reasons: dict[tally.Label, str] = field(default_factory=dict)
     modifiers: rows.Modifiers = field(default_factory=dict)
 
 
@@ -261,7 +263,7 @@ def _topology(manifest: outdir.Manifest | None) -> np.ndarray:
     return table
 
 
-def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> sanity.Label:
+def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> tally.Label:
     """(catalog name, pmu) of an event perf refused, named by its label or spec in old files."""
     for ref in record.events:
         if item.name in (ref.name, ref.label, ref.spec):

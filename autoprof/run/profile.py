@@ -19,20 +19,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from autoprof import __version__, attach, outdir, preflight
+from autoprof import __version__
 from autoprof.catalog import host
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
-from autoprof.journal import finished
-from autoprof.options import ProfileOptions
-from autoprof.outdir import Manifest, RunRecord
 from autoprof.perf import labels as perf_labels
-from autoprof.runner import Runner, Task, perf_argv
+from autoprof.run import attach, outdir, preflight
+from autoprof.run.journal import finished
+from autoprof.run.options import ProfileOptions
+from autoprof.run.outdir import Manifest, RunRecord
+from autoprof.run.runner import Runner, Task, perf_argv
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
-from autoprof.status import RunStatus
+from autoprof.util.clock import now_iso
+from autoprof.util.status import RunStatus
 
 
 @dataclass

@@ -13,17 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autoprof import outdir
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
-from autoprof.outdir import Manifest, RunRecord
 from autoprof.perf import command as perf_command
-from autoprof.status import RunStatus
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.run.outdir import Manifest, RunRecord
+from autoprof.util.clock import now_iso
+from autoprof.util.status import RunStatus
 
 if TYPE_CHECKING:
-    from autoprof.options import ProfileOptions
     from autoprof.perf.command import OpenFailure
+    from autoprof.run.options import ProfileOptions
 
 WARNING = (
     "an attached profile measures each group at a different moment of the target: events of "

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autoprof import __version__, outdir
-from autoprof.sanity_report import (
+from autoprof import __version__
+from autoprof.results.sanity_report import (
     KIND_IDLE_INTERVALS,
     KIND_NOT_COUNTED,
     BrokenFile,
@@ -25,7 +25,8 @@ from autoprof.sanity_report import (
     Uncounted,
     uncounted_kind,
 )
-from autoprof.status import RowStatus
+from autoprof.run import outdir
+from autoprof.util.status import RowStatus
 
 Label = tuple[str, str | None]  # (EVENT_NAME, PMU)
 PERF_NOT_SUPPORTED = "perf printed <not supported>"  # the reason when perf gave none

@@ -17,7 +17,7 @@ Columns:
   PMU              the catalog PMU the event was scheduled on (``cpu``, ``breakpoint``, ...)
   VALUE_UNIT       perf's unit for the value (``msec`` for task-clock), usually empty
   PERCENT_RUNNING  percent of the interval the counter was running; < 100 means multiplexed
-  STATUS           a `autoprof.status.RowStatus`: ``ok``, ``multiplexed``, ``not counted``,
+  STATUS           a `autoprof.util.status.RowStatus`: ``ok``, ``multiplexed``, ``not counted``,
                    ``not supported``
 """
 

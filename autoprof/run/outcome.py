@@ -6,10 +6,10 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from autoprof import outdir
-from autoprof.outdir import RunRecord
 from autoprof.perf import command as perf_command
-from autoprof.status import RunStatus
+from autoprof.run import outdir
+from autoprof.run.outdir import RunRecord
+from autoprof.util.status import RunStatus
 
 
 def classify(record: RunRecord, code: int, stderr: str, folder: Path) -> None:

@@ -1,4 +1,4 @@
-"""One run's perf counts -> its results rows (`sanity.RunRows`), and those rows as a pyarrow
+"""One run's perf counts -> its results rows (`tally.RunRows`), and those rows as a pyarrow
 table in the `autoprof.results` columns. Pure: no file is read or written here.
 
 Everything per line is numpy over codes; Python only sees the distinct event names of a run.
@@ -10,12 +10,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from autoprof import outdir
 from autoprof.perf import labels as perf_labels
 from autoprof.perf import stat_arrow
-from autoprof.sanity import Label, RunRows
-from autoprof.sanity_report import Modifier
-from autoprof.status import CountState, RowStatus
+from autoprof.results.sanity_report import Modifier
+from autoprof.results.tally import Label, RunRows
+from autoprof.run import outdir
+from autoprof.util.status import CountState, RowStatus
 
 Modifiers = dict[tuple[str, str | None, str], Modifier]  # (event, pmu, modifier) -> first seen
 

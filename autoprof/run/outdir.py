@@ -33,9 +33,9 @@ from typing import Any, ClassVar
 
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions, measuring_fields
 from autoprof.perf.unsupported import Unsupported
-from autoprof.records import file_format, known_fields
+from autoprof.run.options import ProfileOptions, measuring_fields
+from autoprof.util.records import file_format, known_fields
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from autoprof import outdir
-from autoprof.outdir import RunRecord
-from autoprof.records import file_format, known_fields
-from autoprof.status import FINAL_RUN_STATUSES, RunStatus
+from autoprof.run import outdir
+from autoprof.run.outdir import RunRecord
+from autoprof.util.records import file_format, known_fields
+from autoprof.util.status import FINAL_RUN_STATUSES, RunStatus
 
 
 @dataclass
