@@ -44,6 +44,7 @@ test-fast: install system-deps
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

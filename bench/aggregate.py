@@ -28,9 +28,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from autoprof import aggregate, outdir, results
+from autoprof import results
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_arrow
+from autoprof.results import aggregate
+from autoprof.run import outdir
+from autoprof.util.status import RunStatus
 
 SOURCE = Path(__file__).resolve().parents[1] / "tests" / "data" / "perf61" / "interval_percpu.csv"
 HEADER = "# started on Sun Nov 22 04:24:29 2026\n\n"
@@ -60,7 +63,7 @@ def write_profile(out: Path, runs: list, topology, planned: int) -> None:
         folder = outdir.run_dir(out, run, 1)
         folder.mkdir(parents=True)
         (folder / outdir.PERF_OUTPUT).write_text(text)
-        record = outdir.RunRecord(run, 1, refs, ARGV, status=outdir.RUN_OK)
+        record = outdir.RunRecord(run, 1, refs, ARGV, status=RunStatus.OK)
         outdir.write_run_record(folder, record)
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 from autoprof import results
 from autoprof.analysis import correlation, data
 from autoprof.analysis.renderers import png
+from autoprof.util.status import RowStatus
 
 EVENTS = 500
 INTERVALS = 10_000
@@ -60,8 +61,8 @@ def synthetic(events: int = EVENTS, intervals: int = INTERVALS, runs: int = RUNS
             )
         )
     frame = pd.concat(frames, ignore_index=True)
-    frame["STATUS"] = np.where(frame["SAMPLE_VALUE"].isna(), "not counted", "ok")
-    frame.loc[frame["STATUS"] != "ok", "PERCENT_RUNNING"] = np.nan
+    frame["STATUS"] = np.where(frame["SAMPLE_VALUE"].isna(), RowStatus.NOT_COUNTED, RowStatus.OK)
+    frame.loc[frame["STATUS"] != RowStatus.OK, "PERCENT_RUNNING"] = np.nan
     return results.normalize(frame)
 
 

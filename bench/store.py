@@ -22,7 +22,8 @@ import psycopg
 from psycopg import sql
 from sqlalchemy import select
 
-from autoprof import outdir, results
+from autoprof import results
+from autoprof.run import outdir
 from autoprof.store import engine, queries, upload
 from autoprof.store.models import RunPart
 from autoprof.testing.synthetic_out import EVENTS, make_out

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import aggregate, outdir, results
+from autoprof import results
 from autoprof.catalog.facts import MachineFacts
-from autoprof.options import ProfileOptions
-from autoprof.sanity_report import RunId
+from autoprof.results import aggregate
+from autoprof.results.sanity_report import RunId
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.util.status import RowStatus, RunStatus
 
 PROGRAM = r"""
 #include <stdlib.h>
@@ -69,7 +72,7 @@ def sw(name: str, pmu: str = "software") -> outdir.EventRef:
     return outdir.EventRef(name=name, pmu=pmu, spec=name, label=name)
 
 
-def perf_run(out: Path, run: int, repeat: int, events, workload, status=outdir.RUN_OK, **kw):
+def perf_run(out: Path, run: int, repeat: int, events, workload, status=RunStatus.OK, **kw):
     """Run perf the way `profile` does and record the run folder."""
     folder = outdir.run_dir(out, run, repeat)
     folder.mkdir(parents=True)
@@ -123,7 +126,7 @@ def profile(program, tmp_path_factory) -> Path:
         1,
         [sw("page-faults")],
         [exe, 1, 1, 1],
-        status=outdir.RUN_WORKLOAD_FAILED,
+        status=RunStatus.WORKLOAD_FAILED,
         workload_exit=1,
     )
     # run 1 repeat 2: perf.csv is garbage; run 3 repeat 2: run.json is not JSON
@@ -132,7 +135,7 @@ def profile(program, tmp_path_factory) -> Path:
     perf_run(out, 3, 2, [sw("page-faults")], [exe, 1, 1])
     (outdir.run_dir(out, 3, 2) / outdir.RUN_RECORD).write_text("{not json")
     # run 4 repeat 1 was interrupted: its counts are partial and will be redone on resume
-    perf_run(out, 4, 1, [sw("task-clock")], [exe, 1, 1], status=outdir.RUN_INTERRUPTED)
+    perf_run(out, 4, 1, [sw("task-clock")], [exe, 1, 1], status=RunStatus.INTERRUPTED)
     return out
 
 
@@ -145,7 +148,7 @@ def aggregated(profile) -> aggregate.Aggregation:
 def test_breakpoint_totals_equal_the_known_counts(aggregated, program):
     _, base = program
     frame = aggregated.frame
-    ok = frame[frame["STATUS"] == results.STATUS_OK]
+    ok = frame[frame["STATUS"] == RowStatus.OK]
     totals = ok.groupby(["EVENT_NAME", "RUN", "REPEAT"])["SAMPLE_VALUE"].sum()
     for i in range(4):
         assert totals[(f"mem:{base + 64 * i:#x}:w", 1, 1)] == expected(i)
@@ -158,13 +161,13 @@ def test_breakpoint_totals_equal_the_known_counts(aggregated, program):
 def test_rows_follow_the_results_contract(aggregated):
     frame = aggregated.frame
     assert list(frame.columns) == results.COLUMNS
-    assert set(frame["STATUS"]) <= set(results.STATUSES)
+    assert set(frame["STATUS"]) <= set(list(RowStatus))
     clock = frame[(frame["EVENT_NAME"] == "task-clock") & (frame["RUN"] == 1)]
     assert clock["INDEX"].is_monotonic_increasing and clock["INDEX"].is_unique
     assert clock["TIME"].is_monotonic_increasing
     # rows without a value stay out of results.csv (autoperf's tools crash on their empty TIME)
     assert frame["SAMPLE_VALUE"].notna().all() and frame["TIME"].notna().all()
-    assert set(frame["STATUS"]) <= {results.STATUS_OK, results.STATUS_MULTIPLEXED}
+    assert set(frame["STATUS"]) <= {RowStatus.OK, RowStatus.MULTIPLEXED}
     assert clock["VALUE_UNIT"].eq("msec").all()
     assert clock["UNIT"].eq("software").all() and clock["PMU"].eq("software").all()
     assert 4 not in set(frame["RUN"])  # the interrupted run is not a result
@@ -190,9 +193,7 @@ def test_failed_missing_and_broken_runs_are_reported(aggregated):
     report = aggregated.report
     runs = report.runs
     assert (runs.expected, runs.finished, runs.ok) == (8, 5, 4)
-    assert [(f.run, f.repeat, f.status) for f in runs.failed] == [
-        (3, 1, outdir.RUN_WORKLOAD_FAILED)
-    ]
+    assert [(f.run, f.repeat, f.status) for f in runs.failed] == [(3, 1, RunStatus.WORKLOAD_FAILED)]
     assert runs.failed[0].workload_exit == 1
     assert runs.missing == [RunId(3, 2), RunId(4, 1), RunId(4, 2)]
     broken = {b.path for b in report.broken_files}
@@ -214,7 +215,7 @@ def test_cli_writes_results_and_report(profile, tmp_path):
     assert "sanity report" in proc.stdout
     written = results.read_csv(target)
     assert len(written) == json.loads((profile / outdir.REPORT).read_text())["rows"]
-    assert written["STATUS"].isin(results.STATUSES).all()
+    assert written["STATUS"].isin(list(RowStatus)).all()
 
 
 def test_cli_refuses_a_folder_that_is_not_a_profile(tmp_path, cli_run):
@@ -265,7 +266,7 @@ def test_fast_writer_gives_pandas_text_form_for_every_kind_of_float(tmp_path):
     frame["SAMPLE_VALUE"] = values
     frame["PERCENT_RUNNING"] = np.where(np.arange(n) % 5 == 0, 100.0, np.abs(values) % 100)
     frame["CPU"] = np.arange(n) % 4
-    frame["RUN"], frame["REPEAT"], frame["STATUS"] = 1, 1, results.STATUS_OK
+    frame["RUN"], frame["REPEAT"], frame["STATUS"] = 1, 1, RowStatus.OK
     frame["UNIT"] = np.where(np.arange(n) % 2 == 0, "software", None)
     frame = results.normalize(frame)
     results.write_csv(frame, tmp_path / "fast.csv")

@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import aggregate, outdir, results
+from autoprof import results
 from autoprof.catalog import host
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_csv
+from autoprof.results import aggregate
+from autoprof.run import outdir
 from autoprof.testing.cli import invoke
+from autoprof.util.status import RowStatus, RunStatus
 
 DATA = Path(__file__).parent / "data" / "perf61"
 
@@ -64,7 +67,7 @@ def test_header_only_perf_csv_reports_every_event_not_counted(tmp_path):
     header_only = (DATA / "enospc.csv").read_bytes()  # perf's real output: its header alone
     assert stat_csv.parse(header_only).frame.empty
     events = [ref("task-clock"), ref("page-faults")]
-    out = make_profile(tmp_path / "out", [(events, header_only, outdir.RUN_OK)])
+    out = make_profile(tmp_path / "out", [(events, header_only, RunStatus.OK)])
     report = aggregate.aggregate(out).report
     assert {e.event for e in report.events.not_counted} == {"task-clock", "page-faults"}
     assert report.rows == 0
@@ -85,7 +88,7 @@ def test_rootless_modifier_names_map_to_the_planned_events(tmp_path, name):
     ]
     data = (DATA / name).read_bytes()
     events = [e for e in events if e.label.encode() in data]
-    out = make_profile(tmp_path / "out", [(events, data, outdir.RUN_OK)])
+    out = make_profile(tmp_path / "out", [(events, data, RunStatus.OK)])
     result = aggregate.aggregate(out)
     frame, report = result.frame, result.report
     assert set(frame["EVENT_NAME"]) <= {e.name for e in events}
@@ -118,7 +121,7 @@ def test_rootless_live_run_maps_modifiers(tmp_path):
 
 def test_every_run_failed_exits_non_zero_with_one_line(tmp_path):
     header_only = (DATA / "enospc.csv").read_bytes()
-    runs = [([ref("task-clock")], header_only, outdir.RUN_PERF_FAILED)] * 2
+    runs = [([ref("task-clock")], header_only, RunStatus.PERF_FAILED)] * 2
     out = make_profile(tmp_path / "out", runs)
     proc = invoke("aggregate", out)
     assert proc.returncode != 0
@@ -140,7 +143,7 @@ def test_no_run_finished_exits_non_zero(tmp_path):
 
 
 def test_only_broken_files_exits_non_zero(tmp_path):
-    runs = [([ref("task-clock")], b"\x00\xffnot perf at all\n", outdir.RUN_OK)]
+    runs = [([ref("task-clock")], b"\x00\xffnot perf at all\n", RunStatus.OK)]
     out = make_profile(tmp_path / "out", runs)
     proc = invoke("aggregate", out)
     assert proc.returncode != 0
@@ -172,7 +175,7 @@ def test_cli_keeps_the_good_lines_of_a_cut_file(tmp_path):
     cut = data[: data.index(b"\n", data.index(b"0.200")) + 8]  # 4 whole lines, then a cut
     events = [ref("mem:0x406000:w", "breakpoint"), ref("task-clock"), ref("msr/tsc/", "msr")]
     events.append(ref("instructions", "cpu"))
-    out = make_profile(tmp_path / "out", [(events, cut, outdir.RUN_OK)])
+    out = make_profile(tmp_path / "out", [(events, cut, RunStatus.OK)])
     proc = invoke("aggregate", out)
     assert proc.returncode == 0, proc.stderr
     frame = results.read_csv(out / outdir.RESULTS)
@@ -233,7 +236,7 @@ def test_system_wide_profile_fills_socket_core_node_from_sysfs(tmp_path):
 
 def test_manifest_without_topology_still_aggregates(tmp_path):
     data = (DATA / "interval_percpu.csv").read_bytes()
-    out = make_profile(tmp_path / "out", [([ref("task-clock")], data, outdir.RUN_OK)])
+    out = make_profile(tmp_path / "out", [([ref("task-clock")], data, RunStatus.OK)])
     manifest = json.loads((out / outdir.MANIFEST).read_text())
     del manifest["machine"]["topology"]  # as written before topology was recorded
     (out / outdir.MANIFEST).write_text(json.dumps(manifest))
@@ -249,12 +252,12 @@ def test_exact_only_keeps_rows_counted_all_the_time(tmp_path):
     lines[at] = lines[at].replace(",100.00,", ",57.31,")
     events = [ref("task-clock"), ref("context-switches"), ref("sched:sched_switch", "tracepoint")]
     events += [ref("msr/tsc/", "msr"), ref("instructions", "cpu")]
-    out = make_profile(tmp_path / "out", [(events, "".join(lines).encode(), outdir.RUN_OK)])
+    out = make_profile(tmp_path / "out", [(events, "".join(lines).encode(), RunStatus.OK)])
     assert invoke("aggregate", out).returncode == 0
     every = results.read_csv(out / outdir.RESULTS)
     assert invoke("aggregate", out, "--exact-only").returncode == 0
     exact = results.read_csv(out / outdir.RESULTS)
     assert len(every) == len(exact) + 1
-    assert set(exact["STATUS"]) == {results.STATUS_OK}
-    assert list(every["STATUS"]).count(results.STATUS_MULTIPLEXED) == 1
+    assert set(exact["STATUS"]) == {RowStatus.OK}
+    assert list(every["STATUS"]).count(RowStatus.MULTIPLEXED) == 1
     assert "instructions" not in set(every["EVENT_NAME"])  # <not supported>: no sample

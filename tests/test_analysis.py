@@ -18,12 +18,13 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.analysis import compare, correlation, data, event_detail, stats
 from autoprof.analysis.renderers import png
 from autoprof.catalog.facts import MachineFacts
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError
+from autoprof.run import outdir
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -23,11 +23,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from autoprof import outdir, results
 from autoprof.analysis import data, event_detail
 from autoprof.analysis.correlation import MIN_OVERLAP
 from autoprof.cli import cli
 from autoprof.examples import build_writes, expected_writes, slot_addresses
+from autoprof.run import outdir
+from autoprof.util.status import RowStatus
 from tests.test_analysis import png_size
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,7 +63,7 @@ def profile(binary: Path, out: Path, slot0_factor: int) -> Profile:
     proc = subprocess.run([*command, "aggregate", str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     frame = pd.read_csv(out / outdir.RESULTS)
-    if (frame.loc[frame["PMU"] == "tracepoint", "STATUS"] == results.STATUS_NOT_SUPPORTED).all():
+    if (frame.loc[frame["PMU"] == "tracepoint", "STATUS"] == RowStatus.NOT_SUPPORTED).all():
         pytest.skip("tracepoints are not readable here (perf_event_paranoid, tracefs)")
     return Profile(out, out / outdir.RESULTS, frame, watched)
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autoprof import attach, outdir
 from autoprof.errors import AutoprofError
 from autoprof.examples import slot_addresses
 from autoprof.perf.command import attach_argv, interval_count
+from autoprof.run import attach, outdir
 from autoprof.testing.cli import invoke
 
 HZ = 100  # ticks a second; slot i is written i+1 times a tick

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from autoprof import clock
+from autoprof.util import clock
 
 
 def test_naive_utc_converts_offsets_and_keeps_naive_times():

@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from autoprof import journal, outdir, results, sanity_report
+from autoprof import results
 from autoprof.catalog import host
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError, NewerFormat
+from autoprof.results import sanity_report
+from autoprof.run import journal, outdir
+from autoprof.util.status import RunStatus
 
 DATA = Path(__file__).parent / "data" / "profile-ed64973"
 RUN1 = Path(outdir.RUNS) / "run0001-rep1"
@@ -82,7 +85,7 @@ def test_old_folder_resumes_run_2_only(old):
     assert result.exit_code == 0, result.output
     assert (old / RUN1 / outdir.RUN_RECORD).read_bytes() == run1  # not run again
     record = outdir.read_run_record(old / RUN2)
-    assert record.status == outdir.RUN_OK
+    assert record.status == RunStatus.OK
     assert str(old / RUN2) in " ".join(record.perf_argv)  # measured here, in the copy
     entries = journal.read(old)
     assert [(e.run, e.status) for e in entries] == [(1, "ok"), (2, "ok")]

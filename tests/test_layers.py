@@ -22,22 +22,14 @@ PACKAGE = REPO / "autoprof"
 # (../shared/DESIGN.md and the project brief); a unit may import only its own layer or a lower
 # one. "autoprof" is the package's own __init__ (__version__).
 LAYERS: list[set[str]] = [
-    {
-        "autoprof",
-        "errors",
-        "records",
-        "clock",
-        "urls",
-        "xdg",
-        "examples",
-    },  # errors, small shared utilities
+    {"autoprof", "errors", "util", "examples"},  # errors, small shared utilities
     {"catalog"},
     {"schedule"},
     {"metrics"},
     {"perf"},
-    {"outdir", "options", "journal", "outcome", "runner", "attach", "profile", "preflight"},
-    {"aggregate", "rows", "sanity", "sanity_report", "results"},
-    {"analysis", "benchmark", "flame", "report", "callgraph", "memory"},
+    {"run"},
+    {"results"},
+    {"analysis", "benchmark", "flame", "functions", "callgraph", "memory"},
     {"store"},
     {"queue"},
     {"web"},
@@ -87,7 +79,7 @@ def imports(path: Path) -> list[Import]:
             base = package.split(".")[: len(package.split(".")) - node.level + 1]
             module = ".".join([*base, node.module] if node.module else base)
             module = module if node.level else node.module or ""
-            for alias in node.names:  # `from autoprof import outdir` imports autoprof.outdir
+            for alias in node.names:  # `from autoprof import outdir` imports autoprof.run.outdir
                 sub = f"{module}.{alias.name}"
                 found.append(Import(source, sub if _is_module(sub) else module, node.lineno))
     return list(dict.fromkeys(i for i in found if i.target.split(".")[0] == "autoprof"))
@@ -105,6 +97,12 @@ def test_every_unit_has_a_layer():
     }
     units = {"autoprof" if u == "__init__" else u for u in units}
     assert sorted(units - LAYER.keys()) == []
+
+
+def test_only_the_cli_and_errors_stand_at_the_top():
+    """Every other module lives in the package of its layer (util/, run/, results/, ...)."""
+    top = {p.name for p in PACKAGE.glob("*.py")}
+    assert sorted(top - {"__init__.py", "__main__.py", "cli.py", "errors.py"}) == []
 
 
 def test_imports_go_down_the_layers():
@@ -151,7 +149,7 @@ def test_the_layer_walk_sees_lazy_and_package_imports():
     probe = PACKAGE / "commands" / "worker.py"
     targets = {i.target for i in imports(probe)}
     assert "autoprof.queue.worker" in targets  # imported inside the command function
-    assert "autoprof.xdg" in targets  # `from autoprof import urls, xdg`
+    assert "autoprof.util.xdg" in targets  # `from autoprof import urls, xdg`
 
 
 def test_benchmarks_import_nothing_from_the_tests():

@@ -11,11 +11,12 @@ import sys
 import pandas as pd
 import pytest
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.catalog import intel
 from autoprof.metrics import catalog as metric_catalog
 from autoprof.metrics.events import TOPDOWN
 from autoprof.metrics.plan import groups, metric_needs, plan_metrics, smt_constants
+from autoprof.run import outdir
 from autoprof.schedule.cosched import fit
 from autoprof.schedule.plan import run_problems
 from autoprof.testing.cli import invoke

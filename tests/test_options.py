@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from autoprof import outdir
 from autoprof.cli import cli
 from autoprof.commands.common import take_options
 from autoprof.commands.profile import profile
 from autoprof.commands.schedule import schedule
 from autoprof.commands.submit import submit
 from autoprof.errors import AutoprofError
-from autoprof.options import (
+from autoprof.queue.spec import JobSpec, Refused
+from autoprof.run import outdir
+from autoprof.run.options import (
     EventSelection,
     Option,
     ProfileOptions,
@@ -26,7 +27,6 @@ from autoprof.options import (
     option_fields,
     spec_fields,
 )
-from autoprof.queue.spec import JobSpec, Refused
 
 OLD_PROFILE = Path(__file__).parent / "data" / "profile-ed64973"
 SPEC_OPTIONS = [(f.name, option) for f, option in option_fields() if option.spec]
@@ -141,7 +141,7 @@ def test_help_shows_each_range_and_default_as_click_does():
 
 
 def test_a_resume_keeps_the_options_that_say_what_the_numbers_mean():
-    from autoprof.options import measuring_fields
+    from autoprof.run.options import measuring_fields
 
     assert measuring_fields() == ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from autoprof.errors import AutoprofError
-from autoprof.preflight import (
+from autoprof.run.preflight import (
     FATAL,
     WARNING,
     System,

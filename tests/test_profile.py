@@ -16,12 +16,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.catalog.host import breakpoint_event
 from autoprof.catalog.model import Event
 from autoprof.examples import expected_writes, slot_addresses
-from autoprof.options import ProfileOptions
-from autoprof.runner import Runner, Task, stop_leftovers
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.run.runner import Runner, Task, stop_leftovers
+from autoprof.util.status import RunStatus
 
 pytestmark = pytest.mark.skipif(
     shutil.which("perf") is None or shutil.which("cc") is None, reason="needs perf and cc"
@@ -66,7 +68,7 @@ def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
     assert manifest.machine.perf_version and manifest.machine.kernel
     for folder in outdir.run_folders(out):
         record = outdir.read_run_record(folder)
-        assert record.status == outdir.RUN_OK and record.perf_argv[:2][-1] == "stat"
+        assert record.status == RunStatus.OK and record.perf_argv[:2][-1] == "stat"
         assert (folder / outdir.PERF_OUTPUT).stat().st_size > 0
         assert "wrote 12 slots" in (folder / outdir.STDOUT).read_text()
     agg = autoprof("aggregate", str(out))
@@ -125,12 +127,12 @@ def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
     records = {
         outdir.read_run_record(f).run: outdir.read_run_record(f) for f in outdir.run_folders(out)
     }
-    assert records[2].status == outdir.RUN_WORKLOAD_FAILED and records[2].workload_exit == 1
-    assert records[1].status == records[3].status == outdir.RUN_OK
+    assert records[2].status == RunStatus.WORKLOAD_FAILED and records[2].workload_exit == 1
+    assert records[1].status == records[3].status == RunStatus.OK
     assert autoprof("aggregate", str(out)).returncode == 0
     report = json.loads((out / outdir.REPORT).read_text())
     assert [(f["run"], f["status"]) for f in report["runs"]["failed"]] == [
-        (2, outdir.RUN_WORKLOAD_FAILED)
+        (2, RunStatus.WORKLOAD_FAILED)
     ]
     counted = totals(out)
     ok_runs = {e.name for r in (records[1], records[3]) for e in r.events}
@@ -151,16 +153,16 @@ def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_
     assert "run 2 rep 1: workload-failed" in proc.stderr and "attempt 2 of 2" in proc.stderr
     records = [outdir.read_run_record(f) for f in outdir.run_folders(out)]
     assert [(r.run, r.status, r.attempt) for r in records] == [
-        (1, outdir.RUN_OK, 1),
-        (2, outdir.RUN_OK, 2),
-        (3, outdir.RUN_OK, 1),
+        (1, RunStatus.OK, 1),
+        (2, RunStatus.OK, 2),
+        (3, RunStatus.OK, 1),
     ]
     kept = outdir.read_run_record(out / outdir.ATTEMPTS / "run0002-rep1-attempt1")
-    assert kept.status == outdir.RUN_WORKLOAD_FAILED and kept.attempt == 1
+    assert kept.status == RunStatus.WORKLOAD_FAILED and kept.attempt == 1
     journal = [json.loads(line) for line in (out / outdir.JOURNAL).read_text().splitlines()]
     assert [(e["run"], e["status"]) for e in journal if e["run"] == 2] == [
-        (2, outdir.RUN_WORKLOAD_FAILED),
-        (2, outdir.RUN_OK),
+        (2, RunStatus.WORKLOAD_FAILED),
+        (2, RunStatus.OK),
     ]
     assert autoprof("aggregate", str(out)).returncode == 0
     report = json.loads((out / outdir.REPORT).read_text())
@@ -230,7 +232,7 @@ def test_no_room_splits_the_run_and_bad_events_are_unsupported(writes, tmp_path)
     runner = Runner(tmp_path, [str(writes), "100"], ProfileOptions(interval_ms=None))
     parts = runner.run_task(Task(1, 1, (*events, bogus)))
     assert [len(p.events) for p in parts] == [4, 1]
-    assert all(p.status == outdir.RUN_OK for p in parts)
+    assert all(p.status == RunStatus.OK for p in parts)
     assert parts[0].unsupported[0].name == "no_such:event"
     assert "syntax" in parts[0].unsupported[0].reason
     assert (tmp_path / "runs" / "run0001-rep1-part2" / outdir.PERF_OUTPUT).exists()
@@ -244,7 +246,7 @@ def test_crash_timeout_and_refusals(writes, tmp_path):
     )
     assert crash.returncode == 2 and "Traceback" not in crash.stderr
     record = outdir.read_run_record(outdir.run_folders(out)[0])
-    assert record.status == outdir.RUN_WORKLOAD_FAILED and "SIGSEGV" in record.error
+    assert record.status == RunStatus.WORKLOAD_FAILED and "SIGSEGV" in record.error
     other = autoprof("profile", "-e", "task-clock", "-o", str(out), "--", "true")
     assert other.returncode == 2 and "another command" in other.stderr
     slow = autoprof(

@@ -26,7 +26,7 @@ from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from autoprof import aggregate, outdir, results
+from autoprof import results
 from autoprof.catalog import host
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError
@@ -34,6 +34,8 @@ from autoprof.examples import expected_writes, slot_addresses
 from autoprof.queue import connection, jobs
 from autoprof.queue.spec import JobSpec, Refused, allowed, compile_allow
 from autoprof.queue.worker import wait_until_quiet
+from autoprof.results import aggregate
+from autoprof.run import outdir
 from autoprof.testing.synthetic_out import make_out
 from autoprof.testing.workers import WorkerProcess, claim, wait_ready
 from tests.conftest import SECRET

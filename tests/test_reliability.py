@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.catalog import host
 from autoprof.perf.unsupported import Unsupported
+from autoprof.run import outdir
 from autoprof.testing.cli import invoke
+from autoprof.util.status import RunStatus
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
 
@@ -121,7 +123,7 @@ def test_timeout_stops_a_workload_that_ignores_sigint(tmp_path, reaper):
     group = perf_group(reaper, out)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "timeout" in stderr and "Traceback" not in stderr
-    assert outdir.read_run_record(outdir.run_dir(out, 1, 1)).status == outdir.RUN_TIMEOUT
+    assert outdir.read_run_record(outdir.run_dir(out, 1, 1)).status == RunStatus.TIMEOUT
     assert_nothing_left(group, proc.pid)
 
 
@@ -144,7 +146,7 @@ def test_a_signal_stops_the_profile_and_its_whole_process_group(tmp_path, reaper
         "run the same command again to resume"
     ]
     record = outdir.read_run_record(outdir.run_dir(out, 1, 1))
-    assert record.status == outdir.RUN_INTERRUPTED and record.error == f"interrupted by {name}"
+    assert record.status == RunStatus.INTERRUPTED and record.error == f"interrupted by {name}"
     assert_nothing_left(group, proc.pid)
 
 
@@ -215,7 +217,7 @@ def test_an_event_perf_refuses_is_not_supported_and_the_rest_counted(tmp_path):
     )  # longer than perf's 100 ms interval: a row for each counted event
     assert proc.returncode == 0, proc.stderr
     record = outdir.read_run_record(outdir.run_dir(out, 1, 1))
-    assert record.status == outdir.RUN_OK
+    assert record.status == RunStatus.OK
     assert [e.name for e in record.events] == ["task-clock"]
     assert record.unsupported == [
         Unsupported(

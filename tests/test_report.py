@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from autoprof.cli import cli
+from autoprof.functions.render import csv_text
+from autoprof.functions.table import base_event, build
 from autoprof.perf.script import Frame, Sample
-from autoprof.report.render import csv_text
-from autoprof.report.table import base_event, build
 from tests.recordings import hotspots_recording  # noqa: F401 (a fixture)
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import aggregate, outdir
 from autoprof.errors import AutoprofError, NewerFormat
-from autoprof.sanity_report import (
+from autoprof.results import aggregate
+from autoprof.results.sanity_report import (
     FORMAT,
     FailedRun,
     Report,
@@ -20,6 +20,7 @@ from autoprof.sanity_report import (
     read_report,
     uncounted_kind,
 )
+from autoprof.run import outdir
 
 ED64973 = Path(__file__).parent / "data" / "profile-ed64973"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autoprof.perf import stat_csv, stat_fields
+from autoprof.perf import stat_csv
+from autoprof.util.status import CountState
 
 DATA = Path(__file__).parent / "data" / "perf61"
 
@@ -28,8 +29,8 @@ def test_totals_breakpoints_software_tracepoint_msr():
     assert frame.loc["task-clock", "UNIT"] == "msec"
     assert frame.loc["task-clock", "VALUE"] == pytest.approx(22.31)
     assert frame.loc["msr/tsc/", "VALUE"] == 57948826
-    assert frame.loc["sched:sched_switch", "STATE"] == stat_fields.COUNTED
-    assert frame.loc["instructions", "STATE"] == stat_fields.STATE_NOT_SUPPORTED
+    assert frame.loc["sched:sched_switch", "STATE"] == CountState.COUNTED
+    assert frame.loc["instructions", "STATE"] == CountState.NOT_SUPPORTED
     assert np.isnan(frame.loc["instructions", "VALUE"])
     assert frame.loc["page-faults", "METRIC_UNIT"] == "K/sec"
     assert frame["TIME"].isna().all()
@@ -154,7 +155,7 @@ def test_issue_line_space_semicolon_decimal_comma():
 def test_issue_line_not_counted_raw_event():
     result = stat_csv.parse("<not counted>;;cpu/event=0xc0,umask=0x0/;0;100.00;;\n", sep=";")
     row = result.frame.iloc[0]
-    assert row["STATE"] == stat_fields.STATE_NOT_COUNTED
+    assert row["STATE"] == CountState.NOT_COUNTED
     assert row["EVENT"] == "cpu/event=0xc0,umask=0x0/"
     assert np.isnan(row["VALUE"]) and row["RUN_TIME"] == 0
 

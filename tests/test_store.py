@@ -23,9 +23,10 @@ from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 from sqlalchemy import inspect
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.cli import cli
 from autoprof.examples import expected_writes, slot_addresses
+from autoprof.run import outdir
 from autoprof.store import engine
 from autoprof.store.models import Base, machine_columns, machine_fingerprint
 from autoprof.testing.synthetic_out import machine as synthetic_machine

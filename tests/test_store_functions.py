@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import outdir
+from autoprof.run import outdir
 from autoprof.testing.synthetic_out import make_out
 from tests.recordings import hotspots_recording  # noqa: F401 (a fixture)
 from tests.test_store import autoprof, count, sqlite_url, store_url  # noqa: F401 (fixtures)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import urls, xdg
 from autoprof.errors import AutoprofError
 from autoprof.store import url
+from autoprof.util import urls, xdg
 
 
 @pytest.mark.parametrize(

@@ -74,15 +74,15 @@ class Comparison:
 def check_same_cpu(path_a: Path, path_b: Path) -> list[str]:
     """Refuse results measured on different CPUs (event names and meanings differ between
     models); return warnings when a manifest is missing and the check cannot be made."""
-    manifests = {p: data.read_manifest_beside(p) for p in (path_a, path_b)}
-    missing = [str(p) for p, m in manifests.items() if m is None]
-    if missing:
+    manifest_a, manifest_b = (data.read_manifest_beside(p) for p in (path_a, path_b))
+    if manifest_a is None or manifest_b is None:
         return [
             f"no manifest.json beside {p}: cannot check that both results come from the same CPU"
-            for p in missing
+            for p, m in ((path_a, manifest_a), (path_b, manifest_b))
+            if m is None
         ]
-    cpu_a = manifests[path_a].machine.cpu_id
-    cpu_b = manifests[path_b].machine.cpu_id
+    cpu_a = manifest_a.machine.cpu_id
+    cpu_b = manifest_b.machine.cpu_id
     if cpu_a != cpu_b:
         raise AutoprofError(
             f"refusing to compare results from different CPUs: {path_a} is from {cpu_a}, "

@@ -226,7 +226,7 @@ class _SubsetRanks:
         ordered = np.take_along_axis(columns, order, axis=1)
         new_value = np.ones(ordered.shape, dtype=bool)
         new_value[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-        self.tie_group = np.empty(columns.shape, dtype=np.int64)
+        self.tie_group: np.ndarray = np.empty(columns.shape, dtype=np.int64)
         np.put_along_axis(self.tie_group, order, np.cumsum(new_value, axis=1) - 1, axis=1)
 
     def ranks(self, columns: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.errors import AutoprofError
-from autoprof.sanity_report import Report, read_report
+from autoprof.results.sanity_report import Report, read_report
+from autoprof.run import outdir
 
 EVENT = "EVENT"  # column added by `load`: the event's label, unique per (PMU, EVENT_NAME)
 

@@ -24,6 +24,7 @@ from autoprof.metrics import events as metric_events
 from autoprof.metrics.catalog import Metric
 from autoprof.metrics.formula import FormulaError
 from autoprof.metrics.tree import Node, tree_lines
+from autoprof.util.status import RowStatus
 
 SAME_RUN = "same-run"
 CROSS_RUN = "cross-run"
@@ -40,8 +41,9 @@ class Counts:
     intervals: pd.DataFrame
     labels: dict[str, str]  # upper-cased event name -> the results' label
     by_event: dict[str, pd.DataFrame] = field(default_factory=dict)
-    durations: pd.Series | None = None  # seconds per (RUN, REPEAT)
-    lengths: pd.DataFrame | None = None  # interval length (s) per RUN, REPEAT, INDEX
+    durations: pd.Series = field(default_factory=pd.Series)  # seconds per (RUN, REPEAT)
+    lengths: pd.DataFrame = field(default_factory=pd.DataFrame)  # interval length (s) per
+    # RUN, REPEAT, INDEX
     multiplexed: frozenset[str] = frozenset()  # labels with a multiplexed count somewhere
 
     @classmethod
@@ -55,7 +57,7 @@ class Counts:
         durations = times.groupby(["RUN", "REPEAT"])["TIME"].max()
         shared = frame["PERCENT_RUNNING"] < 100 if "PERCENT_RUNNING" in frame else None
         if "STATUS" in frame:
-            status = frame["STATUS"].astype("string") == "multiplexed"
+            status = frame["STATUS"].astype("string") == RowStatus.MULTIPLEXED
             shared = status if shared is None else shared | status
         multiplexed = (
             frozenset()

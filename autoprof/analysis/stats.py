@@ -14,10 +14,10 @@ from typing import ClassVar
 
 import pandas as pd
 
-from autoprof import results
 from autoprof.analysis import data
 from autoprof.analysis.tables import Table
-from autoprof.sanity_report import Report, uncounted_kind
+from autoprof.results.sanity_report import Report, uncounted_kind
+from autoprof.util.status import RowStatus
 
 SANITY_KINDS = ("multiplexed", "not_counted", "idle_intervals", "not_supported")
 
@@ -73,17 +73,13 @@ def sanity_from_status(frame: pd.DataFrame) -> pd.DataFrame:
     rows: list[dict[str, str]] = []
     if frame["STATUS"].isna().all():  # an autoperf file: no status to judge by
         return pd.DataFrame(rows, columns=["kind", "event", "detail"])
-    status = frame["STATUS"].astype("string").fillna(results.STATUS_OK)  # categories lack "ok"
-    for event, group in frame[status == results.STATUS_MULTIPLEXED].groupby(
-        data.EVENT, observed=True
-    ):
+    status = frame["STATUS"].astype("string").fillna(RowStatus.OK)  # categories lack OK
+    for event, group in frame[status == RowStatus.MULTIPLEXED].groupby(data.EVENT, observed=True):
         low = group["PERCENT_RUNNING"].min()
         rows.append({"kind": "multiplexed", "event": event, "detail": f"min {low:.1f}% running"})
-    for event, group in frame[status == results.STATUS_NOT_SUPPORTED].groupby(
-        data.EVENT, observed=True
-    ):
+    for event, group in frame[status == RowStatus.NOT_SUPPORTED].groupby(data.EVENT, observed=True):
         rows.append({"kind": "not_supported", "event": event, "detail": f"{len(group)} rows"})
-    supported = frame[status != results.STATUS_NOT_SUPPORTED]
+    supported = frame[status != RowStatus.NOT_SUPPORTED]
     per_run = (
         supported.assign(counted=supported["SAMPLE_VALUE"].notna())
         .groupby([data.EVENT, "RUN", "REPEAT"], observed=True)["counted"]
@@ -199,7 +195,7 @@ class Stats:
         ]
 
 
-def analyse(frame: pd.DataFrame, report: dict | None, name: str = "", k: int = 10) -> Stats:
+def analyse(frame: pd.DataFrame, report: Report | None, name: str = "", k: int = 10) -> Stats:
     """The per-event table and summary of a loaded results frame (and its report.json)."""
     table = event_table(frame)
     return Stats(name, table, summarize(frame, table, report), k)

@@ -15,13 +15,15 @@ import json
 import uuid
 from pathlib import Path
 
-from autoprof import __version__, outdir, results
+from autoprof import __version__, results
 from autoprof.benchmark.measure import TIMES, BenchResult
 from autoprof.catalog.facts import MachineFacts
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
-from autoprof.outdir import Manifest
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.run.outdir import Manifest
+from autoprof.util.clock import now_iso
+from autoprof.util.status import RowStatus
 
 BENCH_FILE = "bench.json"
 
@@ -49,7 +51,7 @@ def frame(result: BenchResult):
             "PMU": "time" if metric in TIMES else pmu[metric],
             "VALUE_UNIT": result.units.get(metric, ""),
             "PERCENT_RUNNING": 100.0,
-            "STATUS": results.STATUS_OK,
+            "STATUS": RowStatus.OK,
         }
         for number, command in enumerate(result.commands, 1)
         for rep in command.repetitions

@@ -37,7 +37,8 @@ from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import labels as perf_labels
 from autoprof.perf.process import Interrupted, stop_group
-from autoprof.records import file_format, known_fields
+from autoprof.util.records import file_format, known_fields
+from autoprof.util.status import CountState
 
 FORMAT = 1  # of the to_json document (bench.json, --export-json)
 TIME_EVENTS = {"duration_time": "wall_s", "user_time": "user_s", "system_time": "sys_s"}
@@ -102,7 +103,7 @@ class BenchInterrupted(Interrupted):
 def one_run_events(catalog: Catalog, names: list[str]) -> list[Event]:
     """The events `names` stand for, refused when they do not fit one run of the counters:
     a benchmark never multiplexes. The scheduler says how many runs `profile` would need."""
-    from autoprof.profile import plan_for
+    from autoprof.run.profile import plan_for
 
     catalog, plan = plan_for(catalog, names or DEFAULT_EVENTS)
     if len(plan) > 1:
@@ -118,9 +119,9 @@ def one_run_events(catalog: Catalog, names: list[str]) -> list[Event]:
 def _count(row, event: str) -> float:
     """The value of one parsed line; raises on anything but a full, trustworthy count."""
     state, value = row["STATE"], row["VALUE"]
-    if event in TIME_EVENTS and state == "not counted" and row["RUN_TIME"] == 0:
+    if event in TIME_EVENTS and state == CountState.NOT_COUNTED and row["RUN_TIME"] == 0:
         return 0.0  # perf 6.1: a zero rusage time prints as <not counted> (see above)
-    if state != "counted":
+    if state != CountState.COUNTED:
         raise AutoprofError(f"perf says {event} is {state}: a bench cannot use it")
     if row["PERCENT_RUNNING"] < 100:
         raise AutoprofError(

@@ -17,9 +17,10 @@ import pickle
 from dataclasses import asdict
 from pathlib import Path
 
-from autoprof import __version__, xdg
+from autoprof import __version__
 from autoprof.catalog import intel
 from autoprof.catalog.model import Catalog
+from autoprof.util import xdg
 
 _SOURCES = Path(__file__).parent
 _FORMAT = 1  # bump when the entry's layout changes

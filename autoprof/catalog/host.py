@@ -15,11 +15,11 @@ import socket
 import subprocess
 from pathlib import Path
 
-from autoprof import xdg
 from autoprof.catalog import cache, intel, perfnames, yaml
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
+from autoprof.util import xdg
 
 SYSFS_PMUS = Path("/sys/bus/event_source/devices")
 SYSFS_SYSTEM = Path("/sys/devices/system")

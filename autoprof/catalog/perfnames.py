@@ -21,7 +21,7 @@ from autoprof.catalog.model import Catalog, Event, Pmu
 FALLBACK_COUNTERS = 4
 # perf's generic hardware events -> the Intel architectural encoding the kernel uses
 # (arch/x86/events/intel/core.c, intel_perfmon_event_map); None: no fixed encoding.
-GENERIC = {
+GENERIC: dict[str, dict[str, int | str] | None] = {
     "cycles": {"event": 0x3C},
     "cpu-cycles": {"event": 0x3C},
     "instructions": {"event": 0xC0},
@@ -80,10 +80,16 @@ def _match(catalog: Catalog, pmu: str, terms: dict) -> Event | None:
     found = [
         e
         for e in catalog.events
-        if e.pmu == pmu and e.style and encoding.counted(encoding.parse_terms(e.spec)[1]) == wanted
+        if e.pmu == pmu and e.style and encoding.counted(spec_terms(e.spec)) == wanted
     ]
     found.sort(key=lambda e: e.fixed is None)
     return found[0] if found else None
+
+
+def spec_terms(spec: str) -> dict[str, int | str]:
+    """The terms of an event string (none when it does not parse)."""
+    parsed = encoding.parse_terms(spec)
+    return parsed[1] if parsed else {}
 
 
 def _own(catalog: Catalog, pmu: str, name: str, spec: str) -> Catalog:
@@ -125,13 +131,13 @@ def resolve(catalog: Catalog, spec: str, sysfs: Path | None) -> Catalog | None:
         return _each(catalog, [f"{p}/{spec}/" for p in having], sysfs)
     raw = _RAW.match(spec)
     if spec in GENERIC or _CACHE.match(spec) or raw:
-        terms = raw_terms(int(raw.group(1), 16)) if raw else GENERIC.get(spec)
-        found = [_match(catalog, pmu, terms) if terms is not None else None for pmu in cores]
+        fixed = raw_terms(int(raw.group(1), 16)) if raw else GENERIC.get(spec)
+        matched = [_match(catalog, pmu, fixed) if fixed is not None else None for pmu in cores]
         return _merged(
             catalog.select([f"{e.pmu}/{e.name}"])
             if e
             else _own(catalog, pmu, spec, spec if pmu == "cpu" else f"{pmu}/{spec}/")
-            for pmu, e in zip(cores, found, strict=True)
+            for pmu, e in zip(cores, matched, strict=True)
         )
     parsed = encoding.parse_terms(spec)
     if parsed is None:
@@ -140,7 +146,7 @@ def resolve(catalog: Catalog, spec: str, sysfs: Path | None) -> Catalog | None:
     if len(terms) == 1 and next(iter(terms.values())) == 1:  # pmu/alias/
         alias = next(iter(terms))
         terms = sysfs_alias(sysfs, pmu, alias) or GENERIC.get(alias) or {}
-        terms = terms or (KERNEL_ALIASES.get(alias, {}) if pmu in cores else {})
+        terms = terms or dict(KERNEL_ALIASES.get(alias, {}) if pmu in cores else {})
         if not terms:
             return None
     if pmu in catalog.pmus and (found := _match(catalog, pmu, terms)):
@@ -158,8 +164,8 @@ def _cores_here(cores: list[str], sysfs: Path | None) -> list[str]:
 
 
 def _each(catalog: Catalog, specs: list[str], sysfs: Path | None) -> Catalog | None:
-    found = [resolve(catalog, s, sysfs) for s in specs]
-    return None if None in found else _merged(found)
+    found = [c for c in (resolve(catalog, s, sysfs) for s in specs) if c is not None]
+    return _merged(found) if len(found) == len(specs) else None
 
 
 def _merged(catalogs: Iterable[Catalog]) -> Catalog:

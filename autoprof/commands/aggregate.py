@@ -1,5 +1,5 @@
 """`autoprof aggregate OUT`: a profile folder -> results.csv and report.json, and the sanity
-report printed for a human (`autoprof.aggregate` computes; printing is done here)."""
+report printed for a human (`autoprof.results.aggregate` computes; printing is done here)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from autoprof import outdir
 from autoprof.commands.common import console
 from autoprof.errors import AutoprofError
+from autoprof.run import outdir
 
 if TYPE_CHECKING:
-    from autoprof.sanity_report import Report
+    from autoprof.results.sanity_report import Report
 
 # lists that make a profile's numbers less exact, not wrong: yellow, not red
 WARNINGS = ("events with idle intervals", "runs retried", "events with a modifier")
@@ -36,7 +36,7 @@ SHOWN = 25  # items of a list printed; the rest are in report.json
 )
 def aggregate(out: Path, output: Path | None, exact_only: bool) -> None:
     """Parse every run of the profile folder OUT into one long-format results.csv."""
-    from autoprof import aggregate as agg
+    from autoprof.results import aggregate as agg
 
     result = agg.aggregate_to(out, output, str(output or outdir.RESULTS), exact_only)
     render(result.report, console())

@@ -41,7 +41,7 @@ def callgraph_command(
     """
     from autoprof.callgraph.graph import GraphOptions, output_format, write
     from autoprof.flame.source import FoldOptions, load
-    from autoprof.report.recording import recorded_events
+    from autoprof.functions.recording import recorded_events
 
     output_format(output)
     if event is None:

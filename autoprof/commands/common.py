@@ -1,7 +1,7 @@
 """Options shared by several commands (asv's common_args), and the catalog they describe.
 
 Every command module imports this one at its top, so it imports nothing beyond click and
-`autoprof.options` (plain dataclasses): the catalog, the runner and their libraries are imported
+`autoprof.run.options` (plain dataclasses): the catalog, the runner and their libraries are imported
 by the functions that use them.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from autoprof.errors import AutoprofError
-from autoprof.options import (
+from autoprof.run.options import (
     Declared,
     EventSelection,
     Option,
@@ -63,8 +63,8 @@ def build_catalog(**options) -> Catalog:
     """The catalog the command-line options describe (`autoprof.catalog.host.build_catalog`,
     imported when a command first needs one), refusing a --reserve that the CPU's counters
     cannot honour."""
-    from autoprof import preflight
     from autoprof.catalog import host
+    from autoprof.run import preflight
 
     EventSelection.from_json(options).check()
     catalog = host.build_catalog(**options)

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import click
 
-from autoprof import outdir, xdg
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_writes, expected_writes, slot_addresses
+from autoprof.run import outdir
+from autoprof.util import xdg
 
 
 @click.command("demo")

@@ -14,6 +14,7 @@ from autoprof.errors import AutoprofError
 from autoprof.flame.options import FlameOptions
 from autoprof.flame.source import FoldOptions
 from autoprof.perf.record import CALL_GRAPHS, RecordOptions
+from autoprof.util.status import RunStatus
 
 if TYPE_CHECKING:
     from autoprof.flame.fold import Folded
@@ -69,12 +70,14 @@ def record_command(
     info = record(options, output, list(command))
     for finding in info.findings:
         click.echo(f"autoprof: {finding}", err=True)
-    if info.status == "workload-failed":
+    if info.status == RunStatus.WORKLOAD_FAILED:
         click.echo(
             f"autoprof: warning: the command exited with status {info.perf_exit}; samples kept",
             err=True,
         )
-    following = ["report", output] if len(events) > 1 else ["flamegraph", output, "-o", "flame.svg"]
+    following: list[str | Path] = (
+        ["report", output] if len(events) > 1 else ["flamegraph", output, "-o", "flame.svg"]
+    )
     click.echo(f"wrote {output / PERF_DATA}; {common.next_hint('autoprof', *following)}")
     if info.stopped_by in ("SIGTERM", "SIGHUP"):
         click.echo(f"autoprof: stopped by {info.stopped_by}; samples kept", err=True)

@@ -7,8 +7,8 @@ from dataclasses import asdict
 
 import click
 
-from autoprof.clock import when
 from autoprof.commands.common import redis_option
+from autoprof.util.clock import when
 
 
 def _connect(redis_text):

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from autoprof.commands import common
+from autoprof.util.status import RunStatus
 
 
 @click.command("memory", context_settings={"ignore_unknown_options": True})
@@ -54,7 +55,7 @@ def memory_command(
     profile = run(MemoryOptions(threshold, pages_as_heap, time_unit, top), output, list(command))
     for note in profile.notes:
         click.echo(f"autoprof: note: {note}", err=True)
-    if profile.status == "workload-failed":
+    if profile.status == RunStatus.WORKLOAD_FAILED:
         click.echo(
             f"autoprof: warning: the command exited with status {profile.exit_code}", err=True
         )

@@ -13,7 +13,8 @@ import click
 from autoprof.commands import common
 from autoprof.commands.common import catalog_options, measure_options, profile_flags, take_options
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
+from autoprof.run.options import ProfileOptions
+from autoprof.util.status import RunStatus
 
 
 def check_attach(command: list[str], options: ProfileOptions) -> None:
@@ -63,7 +64,7 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     group), keep the finished runs (run the same command again to resume) and exit with
     128 + the signal's number (130 for Ctrl-C).
     """
-    from autoprof import profile as library
+    from autoprof.run import profile as library
 
     command = list(command)
     options = take_options(opts)
@@ -74,7 +75,8 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     if metric_args[0] or metric_args[1]:
         if names:
             raise AutoprofError("give events (-e, --events) or --metrics, not both")
-        planned = common.metric_plan(opts, *metric_args, anchor=options.anchor)
+        words, files, consistent = metric_args
+        planned = common.metric_plan(opts, words, files, consistent, anchor=options.anchor)
         click.echo(planned.summary(), err=True)
         catalog, plan = planned.catalog, planned.plan
     else:
@@ -90,8 +92,8 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
 
 def _run(library, out, command, catalog, plan, options, warnings, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
-    from autoprof import attach, outdir
     from autoprof.perf.process import Interrupted
+    from autoprof.run import attach
 
     if options.attached:
         warnings = [*warnings, attach.WARNING]
@@ -117,9 +119,10 @@ def _run(library, out, command, catalog, plan, options, warnings, resume) -> Non
                 )
             else:
                 report.advance()
-                if record is not None and record.status != outdir.RUN_OK:
+                if record is not None and record.status != RunStatus.OK:
                     report.say(f"run {task.run} rep {task.repeat}: {record.status}: {record.error}")
 
+        interrupted: Interrupted | None
         try:
             outcome = library.profile(
                 out, command, catalog, plan, options, on_event=on_event, resume=resume

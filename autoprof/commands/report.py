@@ -32,8 +32,8 @@ def report_command(
     Example:  autoprof record -e cpu-clock -e page-faults -o out/rec -- ./myprog
               autoprof report out/rec --top 10 --csv functions.csv
     """
-    from autoprof.report.recording import read_table
-    from autoprof.report.render import csv_text, print_table
+    from autoprof.functions.recording import read_table
+    from autoprof.functions.render import csv_text, print_table
 
     table, notes = read_table(recording, by, sort_event)
     for note in notes:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from autoprof import xdg
 from autoprof.commands.common import store_option
 from autoprof.errors import AutoprofError
+from autoprof.util import xdg
 
 
 def _default_data_dir() -> Path:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from autoprof.clock import naive_now, when
 from autoprof.commands.common import key_values, store_option
 from autoprof.errors import AutoprofError
 from autoprof.store import url as store_url
+from autoprof.util.clock import naive_now, when
 
 
 @click.command("upload")
@@ -107,7 +107,7 @@ def list_command(machine, command_text, since, tags, kind, store_text) -> None:
 @store_option
 def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
     """Show one run: command, machine, parts, tags and its sanity report summary."""
-    from autoprof.sanity_report import Report
+    from autoprof.results.sanity_report import Report
     from autoprof.store import engine, queries
 
     store = engine.open_store(store_text, create=False)

@@ -7,7 +7,7 @@ import click
 from autoprof.commands import common
 from autoprof.commands.common import measure_options, redis_option, selection_options
 from autoprof.errors import AutoprofError
-from autoprof.options import EventSelection
+from autoprof.run.options import EventSelection
 
 
 @click.command("submit")

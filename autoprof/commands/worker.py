@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from autoprof import urls, xdg
 from autoprof.commands.common import redis_option, store_option
+from autoprof.util import urls, xdg
 
 
 def _default_workdir(hostname: str) -> Path:

@@ -16,9 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from autoprof import __version__, preflight
+from autoprof import __version__
 from autoprof.errors import AutoprofError
-from autoprof.outdir import write_json
 from autoprof.perf.record import (
     PERF_DATA,
     RecordOptions,
@@ -27,7 +26,10 @@ from autoprof.perf.record import (
     run_record,
     wrote_data,
 )
-from autoprof.records import file_format, known_fields
+from autoprof.run import preflight
+from autoprof.run.outdir import write_json
+from autoprof.util.records import file_format, known_fields
+from autoprof.util.status import RunStatus
 
 RECORD_INFO = "record.json"
 STDERR = "stderr.txt"
@@ -47,7 +49,7 @@ class RecordInfo:
     end: str = ""
     elapsed_s: float = 0.0
     perf_exit: int | None = None
-    status: str = ""  # "ok", "workload-failed" (samples kept) or "perf-failed"
+    status: str = ""  # RunStatus OK, WORKLOAD_FAILED (samples kept) or PERF_FAILED
     error: str | None = None
     findings: list[str] = field(default_factory=list)
     # the signal that ended the recording: SIGINT for Ctrl-C and --duration, SIGTERM, SIGHUP
@@ -91,9 +93,11 @@ def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
     # a PID or the whole system is sampled until stopped: being stopped is its normal end
     until_stopped = not command and result.stopped_by is not None
     if wrote:
-        info.status = "ok" if result.exit_code == 0 or until_stopped else "workload-failed"
+        info.status = (
+            RunStatus.OK if result.exit_code == 0 or until_stopped else RunStatus.WORKLOAD_FAILED
+        )
     else:
-        info.status, info.error = "perf-failed", perf_error_line(result.stderr)
+        info.status, info.error = RunStatus.PERF_FAILED, perf_error_line(result.stderr)
     write_json(out / RECORD_INFO, info.to_json())
     if not wrote:
         raise AutoprofError(f"perf record failed: {info.error} (see {out / STDERR})")

@@ -110,7 +110,7 @@ class SvgRenderer(Renderer):
 
     def render(self, folded: Folded) -> str:
         diff = self.baseline is not None
-        tree = diff_tree(self.baseline, folded) if diff else build_tree(folded)
+        tree = diff_tree(self.baseline, folded) if self.baseline is not None else build_tree(folded)
         total = tree.value
         span = self.width - 2 * PAD_X
         scale = span / total if total else 0.0

@@ -63,8 +63,9 @@ def add_baseline(tree: Node, before: Folded) -> Node:
     for stack, weight in before.stacks.items():
         node = tree
         for name in stack:
-            node = node.children.get(name)
-            if node is None:
+            child = node.children.get(name)
+            if child is None:
                 break
+            node = child
             node.before += weight
     return tree

@@ -153,7 +153,7 @@ def top_sites(massif: Massif, count: int = 8) -> list[str]:
     first (massif's "below threshold" entries are no site)."""
     largest: dict[str, int] = {}
     for snapshot in massif.detailed:
-        for site in snapshot.tree.children:
+        for site in snapshot.tree.children if snapshot.tree else []:
             if BELOW_THRESHOLD in site.location:
                 continue
             largest[site.label] = max(largest.get(site.label, 0), site.bytes)

@@ -17,9 +17,11 @@ import signal
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from autoprof.errors import AutoprofError
 from autoprof.memory.massif import Massif, flatten, parse, site_bytes, top_sites
+from autoprof.util.status import RunStatus
 
 MASSIF_OUT = "massif.out"
 VALGRIND_LOG = "valgrind.txt"
@@ -56,7 +58,7 @@ def valgrind_argv(options: MemoryOptions, out: Path, command: list[str]) -> list
 class MemoryProfile:
     command: list[str]
     valgrind_argv: list[str]
-    status: str  # "ok", "workload-failed" (non-zero exit) or "crashed" (killed by a signal)
+    status: str  # RunStatus OK, WORKLOAD_FAILED (non-zero exit) or CRASHED (killed by a signal)
     exit_code: int | None
     signal: str | None
     time_unit: str
@@ -74,7 +76,12 @@ def summarize(massif: Massif, options: MemoryOptions) -> dict:
     sites = top_sites(massif, options.top)
     snapshots = []
     for snap in massif.snapshots:
-        row = {"time": snap.time, "heap": snap.heap, "extra": snap.extra, "detailed": False}
+        row: dict[str, Any] = {
+            "time": snap.time,
+            "heap": snap.heap,
+            "extra": snap.extra,
+            "detailed": False,
+        }
         if snap.tree is not None:
             by_site = site_bytes(snap)
             row["sites"] = {s: by_site.get(s, 0) for s in sites}
@@ -119,25 +126,25 @@ def run(options: MemoryOptions, out: Path, command: list[str]) -> MemoryProfile:
     if massif.truncated:
         profile.notes.append("massif's file ends inside a snapshot; that snapshot was dropped")
     from autoprof.memory.plot import draw
-    from autoprof.outdir import write_json
+    from autoprof.run.outdir import write_json
 
     write_json(out / MEMORY_JSON, asdict(profile))
     draw(profile, out)
-    if status == "crashed":
+    if status == RunStatus.CRASHED:
         raise AutoprofError(
             f"{command[0]} crashed under valgrind ({sig}); partial heap profile kept in {out}"
         )
     return profile
 
 
-def _status(code: int, messages: str) -> tuple[str, str | None]:
+def _status(code: int, messages: str) -> tuple[RunStatus, str | None]:
     found = _TERMINATING.search(messages)
     if found is not None:
-        return "crashed", f"signal {found.group(1)}, {found.group(2)}"
+        return RunStatus.CRASHED, f"signal {found.group(1)}, {found.group(2)}"
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        return "crashed", f"signal {-code}, {name}"
-    return ("ok" if code == 0 else "workload-failed"), None
+        return RunStatus.CRASHED, f"signal {-code}, {name}"
+    return (RunStatus.OK if code == 0 else RunStatus.WORKLOAD_FAILED), None
 
 
 def _last_words(messages: str) -> str:

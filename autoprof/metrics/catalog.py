@@ -10,6 +10,7 @@ writes over their legacy names; here every threshold name maps to a metric name.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -219,7 +220,7 @@ def retire_latencies(events_dir: Path, cpu: str) -> dict[str, float]:
     return means
 
 
-def load(events_dir: Path | None, cpu: str, extra: list[Path] = ()) -> MetricSet:
+def load(events_dir: Path | None, cpu: str, extra: Sequence[Path] = ()) -> MetricSet:
     """Every metric of a CPU from the perfmon directory, plus YAML metric files `extra`.
     Hybrid parts: a metric of a non-``cpu_core`` core type is named ``<pmu>/<name>``."""
     found = MetricSet(cpu)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ class FormulaError(AutoprofError):
     """A formula that does not parse, or names a value that is not given."""
 
 
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[..., Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -38,7 +39,7 @@ _COMPARE = {
     ast.Eq: np.equal,
     ast.NotEq: np.not_equal,
 }
-_BOOLEAN = {ast.And: np.logical_and, ast.Or: np.logical_or}
+_BOOLEAN: dict[type[ast.boolop], np.ufunc] = {ast.And: np.logical_and, ast.Or: np.logical_or}
 _FUNCTIONS = {"min": np.minimum, "max": np.maximum}
 _ALLOWED = (
     ast.Expression,
@@ -127,7 +128,7 @@ def evaluate(formula: Formula, values: Mapping[str, object]):
 
 
 def _eval(node: ast.AST, values: Mapping[str, object], text: str):
-    if isinstance(node, ast.Constant):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         return np.float64(node.value)
     if isinstance(node, ast.Name):
         if node.id == NA:
@@ -162,7 +163,7 @@ def _eval(node: ast.AST, values: Mapping[str, object], text: str):
         body = _eval(node.body, values, text)
         orelse = _eval(node.orelse, values, text)
         return np.where(test != 0, body, orelse)
-    if isinstance(node, ast.Call):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         args = [_eval(a, values, text) for a in node.args]
         result = args[0]
         for arg in args[1:]:

@@ -8,6 +8,7 @@ catalog of exactly those events, and the groups the co-scheduler keeps together.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from autoprof.catalog import host
@@ -162,7 +163,7 @@ def plan_metrics(
     smt: bool,
     consistent: bool = False,
     retire: dict[str, float] | None = None,
-    extra: list[str] = (),
+    extra: Sequence[str] = (),
 ) -> MetricPlan:
     """The co-scheduled plan measuring exactly what `metrics` need (plus `extra` events such
     as an anchor, resolved by name); an error when none of them can be measured."""

@@ -96,7 +96,7 @@ class Stopper:
     def __init__(self) -> None:
         self.signum: int | None = None
         self._depth = 0
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, signal._HANDLER] = {}
 
     def __enter__(self) -> Stopper:
         if threading.current_thread() is threading.main_thread():

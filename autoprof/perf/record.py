@@ -7,6 +7,7 @@ failures into one line the user can act on.
 from __future__ import annotations
 
 import contextlib
+import io
 import signal
 import subprocess
 import sys
@@ -127,7 +128,7 @@ def _start(argv: list[str], **popen) -> subprocess.Popen:
         raise AutoprofError("perf not found (Debian: sudo apt-get install linux-perf)") from err
 
 
-def _tee(stream: IO[bytes], chunks: list[bytes]) -> None:
+def _tee(stream: io.BufferedReader, chunks: list[bytes]) -> None:
     for chunk in iter(lambda: stream.read1(65536), b""):
         chunks.append(chunk)
         sys.stderr.buffer.write(chunk)
@@ -164,16 +165,18 @@ def script_output(perf_data: Path) -> Iterator[IO[str]]:
     proc = _start(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="surrogateescape"
     )
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None and stderr is not None  # both piped
     errors: list[str] = []
-    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
+    reader = threading.Thread(target=lambda: errors.append(stderr.read()), daemon=True)
     reader.start()
     try:
-        yield proc.stdout
+        yield stdout
     except BaseException:
         proc.kill()
         proc.wait()
         raise
-    proc.stdout.read()  # drain whatever the consumer left
+    stdout.read()  # drain whatever the consumer left
     code = proc.wait()
     reader.join()
     if code != 0:

@@ -248,9 +248,9 @@ def parse(
             if _FRAME.match(line) is None:  # frame lines outside a sample are skipped silently
                 _unrecognized(report, line)
             continue
-        found = cache.get(line, False)
-        if found is False:
-            found = cache[line] = _parse_frame_line(line, header[0] == "java", opts)
+        if line not in cache:
+            cache[line] = _parse_frame_line(line, header[0] == "java", opts)
+        found = cache[line]
         if found is None:
             _unrecognized(report, line)
             continue

@@ -18,14 +18,9 @@ import numpy as np
 
 from autoprof.perf import stat_csv, stat_fields
 from autoprof.perf.labels import split_instance
+from autoprof.util.status import CountState
 
-# Counts.state codes
-COUNTED, NOT_COUNTED, NOT_SUPPORTED = 0, 1, 2
-_STATE_CODES = {
-    stat_fields.COUNTED: COUNTED,
-    stat_fields.STATE_NOT_COUNTED: NOT_COUNTED,
-    stat_fields.STATE_NOT_SUPPORTED: NOT_SUPPORTED,
-}
+_STATE_CODES = {state: state.code for state in CountState}
 _CPU = re.compile(r"^CPU(\d+)$")
 _VALUE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|<not counted>|<not supported>)\s*$")
 
@@ -44,7 +39,7 @@ class Counts:
     core: np.ndarray
     node: np.ndarray
     value: np.ndarray  # float64, NaN unless counted
-    state: np.ndarray  # int8: COUNTED, NOT_COUNTED, NOT_SUPPORTED
+    state: np.ndarray  # int8 CountState codes
     percent: np.ndarray  # float64 percent running
     event_codes: np.ndarray  # int64 into events
     events: list[str]  # the event as perf printed it
@@ -157,9 +152,9 @@ def _columns(table, names: list[str], t: int, has_cpu: bool, v: int, n: int) -> 
         return None  # extra-metric lines or a nameless event: the general parser sorts them out
     not_counted = pc.equal(value_text, stat_fields.NOT_COUNTED).to_numpy(zero_copy_only=False)
     not_supported = pc.equal(value_text, stat_fields.NOT_SUPPORTED).to_numpy(zero_copy_only=False)
-    state = np.zeros(rows, np.int8)
-    state[not_counted] = NOT_COUNTED
-    state[not_supported] = NOT_SUPPORTED
+    state = np.full(rows, CountState.COUNTED.code, np.int8)
+    state[not_counted] = CountState.NOT_COUNTED.code
+    state[not_supported] = CountState.NOT_SUPPORTED.code
     numbers = pc.if_else(pc.equal(value_text, ""), "x", value_text)  # "" is no number either
     counted = pc.invert(pc.or_(not_counted, not_supported))
     try:

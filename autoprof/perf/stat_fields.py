@@ -14,14 +14,11 @@ import numpy as np
 import pandas as pd
 
 from autoprof.perf.labels import split_instance
+from autoprof.util.status import CountState
 
 NOT_COUNTED = "<not counted>"
 NOT_SUPPORTED = "<not supported>"
 
-# STATE column values: what perf said about the count
-COUNTED = "counted"
-STATE_NOT_COUNTED = "not counted"
-STATE_NOT_SUPPORTED = "not supported"
 
 # S0, S0-D0, S0-D0-C1, S0-D0-CL1 (cluster), S0-D0-L3-ID1 (cache), N0
 AGGR_RE = (
@@ -102,9 +99,9 @@ def parse_group(
         event = event + sep + rows[extra]
     event = _per_unique(event, str.strip)
     value_text = rows[v].to_numpy(dtype=object)
-    state = np.full(len(rows), COUNTED, dtype=object)
-    state[value_text == NOT_COUNTED] = STATE_NOT_COUNTED
-    state[value_text == NOT_SUPPORTED] = STATE_NOT_SUPPORTED
+    state = np.full(len(rows), CountState.COUNTED, dtype=object)
+    state[value_text == NOT_COUNTED] = CountState.NOT_COUNTED
+    state[value_text == NOT_SUPPORTED] = CountState.NOT_SUPPORTED
     value = _numbers(rows[v], comma)
     time = _numbers(rows[0], False) if t else np.full(len(rows), np.nan)
     pct_text = rows[n - 3]
@@ -129,7 +126,7 @@ def parse_group(
 
     pct_ok = _per_unique(pct_text, lambda x: re.match(_PERCENT_RE, x) is not None).astype(bool)
     checks = [
-        ((state == COUNTED) & np.isnan(value), "value {} is not a number", rows[v]),
+        ((state == CountState.COUNTED) & np.isnan(value), "value {} is not a number", rows[v]),
         (event == "", "no event name", rows[v + 2]),
         (~pct_ok, _PERCENT_MESSAGE[sep == ","], pct_text),
         (np.isnan(out["RUN_TIME"].to_numpy()), "run time {} is not a number", rows[n - 4]),

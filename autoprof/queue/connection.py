@@ -2,7 +2,7 @@
 
 The URL comes from --redis or $AUTOPROF_REDIS; redis-py parses it, so passwords and ACL users
 (``redis://USER:PASSWORD@HOST:6379/0``) and TLS (``rediss://...``) just work. Every message
-that shows a URL or a driver error goes through `autoprof.urls.mask`/`scrub`: passwords never
+that shows a URL or a driver error goes through `autoprof.util.urls.mask`/`scrub`: passwords never
 reach a terminal or a log.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import redis
 
 from autoprof.errors import AutoprofError
-from autoprof.urls import mask, scrub
+from autoprof.util.urls import mask, scrub
 
 ENV_VAR = "AUTOPROF_REDIS"
 CONNECT_TIMEOUT_S = 10

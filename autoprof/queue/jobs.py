@@ -24,9 +24,9 @@ from rq.registry import StartedJobRegistry
 from rq.results import Result
 from rq.serializers import JSONSerializer
 
-from autoprof.clock import aware_utc
 from autoprof.errors import AutoprofError
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec
+from autoprof.util.clock import aware_utc
 
 INDEX = "autoprof:jobs"
 MIN_PREFIX = 4
@@ -161,9 +161,14 @@ def info(job: Job) -> JobInfo:
     )
 
 
+def _index_ids(conn: redis.Redis) -> list[str]:
+    """The job ids in the index, oldest first (the connection returns bytes)."""
+    return [i.decode() if isinstance(i, bytes) else str(i) for i in conn.zrange(INDEX, 0, -1)]
+
+
 def _indexed(conn: redis.Redis) -> list[Job]:
     """The indexed jobs that still exist, oldest first; expired ones leave the index."""
-    ids = [i.decode() for i in conn.zrange(INDEX, 0, -1)]
+    ids = _index_ids(conn)
     found = Job.fetch_many(ids, connection=conn, serializer=JSONSerializer) if ids else []
     gone = [i for i, job in zip(ids, found, strict=True) if job is None]
     if gone:
@@ -191,7 +196,7 @@ def find_job(conn: redis.Redis, ident: str) -> Job:
     ident = ident.strip()
     if len(ident) < MIN_PREFIX:
         raise AutoprofError(f"job id {ident!r} is too short: give at least {MIN_PREFIX} characters")
-    ids = [i.decode() for i in conn.zrange(INDEX, 0, -1)]
+    ids = _index_ids(conn)
     matches = [i for i in ids if i.startswith(ident)]
     if len(matches) > 1:
         raise AutoprofError(f"job id {ident} is ambiguous: {', '.join(matches[:10])}")

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autoprof.errors import AutoprofError
-from autoprof.options import EventSelection, ProfileOptions, spec_fields
+from autoprof.run.options import EventSelection, ProfileOptions, spec_fields
 
 # the only function a worker runs; jobs naming anything else are refused
 JOB_FUNCTION = "autoprof.queue.worker.run_job"
@@ -77,9 +77,9 @@ class JobSpec:
         options = data.get("options", {})
         if not isinstance(options, dict):
             raise Refused("spec options must be an object")
-        unknown = sorted(set(options) - spec_fields())
-        if unknown:
-            raise Refused(f"unknown spec options field {unknown[0]!r}")
+        unknown_options = sorted(set(options) - spec_fields())
+        if unknown_options:
+            raise Refused(f"unknown spec options field {unknown_options[0]!r}")
         spec = cls(
             command=list(command),
             events=list(events),

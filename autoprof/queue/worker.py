@@ -32,13 +32,13 @@ from rq.exceptions import DeserializationError
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from autoprof import aggregate
-from autoprof import profile as library
 from autoprof.catalog import host
 from autoprof.errors import AutoprofError
 from autoprof.queue import connection
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
-from autoprof.runner import stop_leftovers
+from autoprof.results import aggregate
+from autoprof.run import profile as library
+from autoprof.run.runner import stop_leftovers
 from autoprof.store import engine, upload
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran
@@ -106,7 +106,7 @@ def agree_on_plan(job: Job, spec: JobSpec, plan: dict[str, Any]) -> None:
     key, digest = PLAN_KEY.format(spec.profile_id), _plan_digest(plan)
     job.connection.set(key, digest, nx=True, ex=PLAN_KEY_TTL_S)
     first = job.connection.get(key)
-    if first is not None and first.decode() != digest:
+    if first is not None and (first.decode() if isinstance(first, bytes) else first) != digest:
         raise AutoprofError(
             f"part {spec.part} of {spec.parts}: this machine's event plan differs from the one "
             "another part ran; split a profile only over identical machines"
@@ -162,17 +162,18 @@ def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
     finally:
         store.engine.dispose()
     _note(job, phase="done")
+    failed_runs = [f"{r}.{k}" for r, k in outcome.failed]
     result = {
         "run": done.uuid,
         "part": done.part,
         "parts": done.parts,
         "rows": done.rows,
         "complete": done.complete,
-        "failed_runs": [f"{r}.{k}" for r, k in outcome.failed],
+        "failed_runs": failed_runs,
         "load1": load,
     }
     if outcome.failed:  # stored, as a local profile keeps them; the job still says so
-        listed = ", ".join(result["failed_runs"][:10])
+        listed = ", ".join(failed_runs[:10])
         raise AutoprofError(
             f"{len(outcome.failed)} runs failed (run.repeat {listed}); "
             f"the results are stored as run {done.uuid}, folder kept in {out}"

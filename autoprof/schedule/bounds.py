@@ -38,12 +38,12 @@ def hall_bound(masks: Iterable[frozenset], reserved: int = 0, universe: int | No
         return 0
     slots = sorted({s for mask in counts for s in mask})
     index = {s: i for i, s in enumerate(slots)}
-    bit_counts = Counter()
+    bit_counts: Counter[int] = Counter()
     for mask, n in counts.items():
         bit_counts[_bits(mask, index)] += n
     unions = {0}
-    for mask in bit_counts:
-        unions |= {u | mask for u in unions}
+    for bits in bit_counts:
+        unions |= {u | bits for u in unions}
     best = 0
     for union in unions - {0}:
         inside = sum(n for mask, n in bit_counts.items() if mask & ~union == 0)

@@ -37,7 +37,7 @@ def _b_matching(
         return _spread(groups, slots, capacity)
     import networkx as nx  # 0.2-0.6 s to import: only when a flow must be searched
 
-    graph = nx.DiGraph()
+    graph: nx.DiGraph = nx.DiGraph()
     for k, (mask, count) in enumerate(groups.items()):
         graph.add_edge("source", ("group", k), capacity=count)
         for slot in mask:

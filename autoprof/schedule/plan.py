@@ -135,7 +135,7 @@ def _matches_all(left: dict[Any, frozenset], extra: int, slots: set) -> bool:
         return True  # every item takes any slot, and there are enough (breakpoints)
     import networkx as nx  # 0.2-0.6 s to import: only when a matching must be searched
 
-    graph = nx.Graph()
+    graph: nx.Graph = nx.Graph()
     graph.add_nodes_from(lefts, bipartite=0)
     graph.add_nodes_from((("slot", s) for s in slots), bipartite=1)
     for k, allowed in left.items():

@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from autoprof.errors import AutoprofError
 from autoprof.store import url as store_url
-from autoprof.urls import scrub
+from autoprof.util.urls import scrub
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "autoprof_schema"

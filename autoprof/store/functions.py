@@ -12,9 +12,9 @@ from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
 from autoprof.flame.capture import RECORD_INFO
+from autoprof.functions.recording import read_table
+from autoprof.functions.table import Cell, Row, Table, assemble
 from autoprof.perf.record import PERF_DATA
-from autoprof.report.recording import read_table
-from autoprof.report.table import Cell, Row, Table, assemble
 from autoprof.store.models import FunctionRow, RunPart
 
 
@@ -82,13 +82,6 @@ def read_functions(conn: Connection, run_id: int) -> dict[str, Table]:
         order = [events[i] for i in sorted(events)]
         tables[name] = assemble("symbol", list(rows.values()), totals, None, order)
     return tables
-
-
-def _function(table: Table, row: Row) -> dict:
-    shares = {
-        e: {"period": row.period(e), "percent": round(table.share(row, e), 4)} for e in table.events
-    }
-    return {"symbol": row.key, "dso": row.dso, **shares}
 
 
 def _function(table: Table, row: Row) -> dict:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, delete, func, or_, select
+from sqlalchemy import Connection, Row, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from autoprof import results
-from autoprof.clock import naive_utc
 from autoprof.errors import AutoprofError
 from autoprof.store.functions import read_functions, summary
 from autoprof.store.models import (
@@ -30,6 +31,7 @@ from autoprof.store.models import (
     Series,
     Tag,
 )
+from autoprof.util.clock import naive_utc
 
 MIN_PREFIX = 4
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
@@ -68,7 +70,7 @@ def parse_since(text: str, now: dt.datetime) -> dt.datetime:
     return naive_utc(stamp)
 
 
-def find_run(conn: Connection, ident: str) -> Run:
+def find_run(conn: Connection, ident: str) -> Row[Any]:
     """The run named by `ident` (uuid or unambiguous prefix)."""
     ident = ident.strip().lower()
     if len(ident) < MIN_PREFIX:
@@ -251,7 +253,9 @@ def export_frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.D
     (RUN, REPEAT), which is the order a single-machine `aggregate` writes runs in.
     """
     run = find_run(conn, ident)
-    stored = conn.scalar(select(func.count()).select_from(RunPart).where(RunPart.run_id == run.id))
+    stored = conn.execute(
+        select(func.count()).select_from(RunPart).where(RunPart.run_id == run.id)
+    ).scalar_one()
     if run.status != RUN_COMPLETE and not partial:
         raise AutoprofError(
             f"run {run.uuid} is incomplete ({stored} of {run.parts_expected} parts stored); "
@@ -296,7 +300,7 @@ def export_frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.D
 
 def export_functions(conn: Connection, ident: str, recording: str | None = None) -> str:
     """A recording's per-function rows, as `autoprof report --csv` writes them."""
-    from autoprof.report.render import csv_text
+    from autoprof.functions.render import csv_text
 
     run = find_run(conn, ident)
     tables = read_functions(conn, run.id)
@@ -311,7 +315,7 @@ def export_functions(conn: Connection, ident: str, recording: str | None = None)
     return csv_text(tables[name])
 
 
-def _frame(rows: list, columns: list[str]) -> pd.DataFrame:
+def _frame(rows: Sequence, columns: list[str]) -> pd.DataFrame:
     """Rows fetched from the store (the driver's plain tuples: SQLAlchemy's Row objects cost
     seconds per million rows) -> a frame with each column in its results dtype (object
     columns of Python values and None, converted once, column by column)."""

@@ -26,16 +26,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.catalog.facts import MachineFacts
-from autoprof.clock import naive_now, naive_utc
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
-from autoprof.sanity_report import Report, read_report
+from autoprof.results.sanity_report import Report, read_report
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
@@ -54,6 +54,7 @@ from autoprof.store.models import (
     machine_columns,
     machine_fingerprint,
 )
+from autoprof.util.clock import naive_now, naive_utc
 
 
 @dataclass
@@ -135,7 +136,9 @@ def _machine_id(store: Store, machine: MachineFacts) -> int:
             .values(fingerprint=fingerprint, **columns)
             .on_conflict_do_nothing(index_elements=["fingerprint"])
         )
-        return conn.scalar(select(Machine.id).where(Machine.fingerprint == fingerprint))
+        return conn.execute(
+            select(Machine.id).where(Machine.fingerprint == fingerprint)
+        ).scalar_one()
 
 
 def _span(records: list[dict[str, Any]]) -> tuple[dt.datetime | None, dt.datetime | None]:
@@ -168,6 +171,7 @@ def _copy_types() -> list[str]:
 
 def _insert_measurements(conn: Connection, rows: Iterable[tuple]) -> None:
     driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection has its driver's
     names = ", ".join(_MEASUREMENT)
     if conn.dialect.name == "postgresql":
         with (
@@ -208,7 +212,7 @@ def _stored_part(conn: Connection, uuid: str, part: int) -> bool:
     return found is not None
 
 
-def _claim_run(conn: Connection, profile: Profile) -> Run:
+def _claim_run(conn: Connection, profile: Profile) -> Row[Any]:
     """The run's row, inserted if absent, locked for the rest of the transaction."""
     manifest = profile.manifest
     conn.execute(

@@ -1,7 +1,7 @@
 """Store URLs: where the default store lives, how a user's URL is parsed, and how it is masked.
 
 Passwords never leave in clear: every URL or error text shown to the user goes through
-`autoprof.urls.mask` (for a URL) or `scrub` (for free text that may quote one).
+`autoprof.util.urls.mask` (for a URL) or `scrub` (for free text that may quote one).
 
 The CLI's --store option reads `ENV_VAR` and `default_path` at import, so SQLAlchemy is imported
 only by the functions that build URLs.
@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autoprof import xdg
 from autoprof.errors import AutoprofError
-from autoprof.urls import mask
+from autoprof.util import xdg
+from autoprof.util.urls import mask
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL

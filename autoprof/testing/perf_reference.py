@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from autoprof.catalog import encoding
+from autoprof.catalog.perfnames import spec_terms
 
 # Platforms whose perf-converted JSON ships in ../shared/perf-encodings/, by folder name.
 SHIPPED = {
@@ -28,7 +29,14 @@ SHIPPED = {
 }
 _DROP = {"0", "0x0", "0x00", "na", "null", "tbd"}
 _UNIT_FIXUPS = {"CBO": "CBOX", "SBO": "SBOX", "QPI LL": "QPI", "UPI LL": "UPI"}
-_FILTER_REMOVED = ("cbofilter", "chafilter", "pcufilter", "qpimask", "uboxfilter", "fc, chnl")
+_FILTER_REMOVED: tuple[str, ...] = (
+    "cbofilter",
+    "chafilter",
+    "pcufilter",
+    "qpimask",
+    "uboxfilter",
+    "fc, chnl",
+)
 _FILTER_REMOVED += ("chnl", "ctrctrl")
 _FILTER_DROPS_EVENT = ("ha_addrmatch", "ha_opcodematch", "irpfilter")
 _JEVENTS_UNITS = {"CBO": "uncore_cbox", "QPI LL": "uncore_qpi", "SBO": "uncore_sbox"}
@@ -66,7 +74,9 @@ def _freerun_umask(shortname: str, unit: str, name: str) -> str:
     """create_perf_json's free-running (type, index) table, as ``0x..``."""
     kind, index = None, 0
     if unit.startswith("imc_free_running"):
-        words = (("CLOCKTICKS", 1),) if shortname in ("ICX", "SNR", "SPR", "EMR") else ()
+        words: tuple[tuple[str, int], ...] = (
+            (("CLOCKTICKS", 1),) if shortname in ("ICX", "SNR", "SPR", "EMR") else ()
+        )
         words += (("TOTAL", 1), ("RDCAS", 2), ("WRCAS", 3))
         kind = next((k for w, k in words if w in name), None)
     elif unit.startswith("iio_free_running"):
@@ -107,10 +117,11 @@ def perf_json(shortname: str, raw: dict, unit: str | None) -> dict | None:
     elif box == "PCU" and umask:
         umask = None
     if raw.get("CounterType") == "FREERUN":
-        box = f"{box.lower()}_free_running"
-        mc = re.search(r"_MC(\d+)_", out["EventName"])
+        name = out["EventName"] or ""
+        box = f"{(box or '').lower()}_free_running"
+        mc = re.search(r"_MC(\d+)_", name)
         box += f"_{mc.group(1)}" if mc else ""
-        code, umask = "0xff", _freerun_umask(shortname, box, out["EventName"])
+        code, umask = "0xff", _freerun_umask(shortname, box, name)
     if str(raw.get("Counter", "")).lower() == "fixed":
         code, umask = "0xff", None
     filt = _get(raw, "Filter")
@@ -146,7 +157,7 @@ def jevents_terms(jd: dict) -> tuple[str, dict[str, int | str]]:
         if key in jd and _int(jd[key]) != 0:
             values[term] = _int(jd[key])
     if jd.get("Filter"):
-        values.update(encoding.parse_terms(f"x/{jd['Filter']}/")[1])
+        values.update(spec_terms(f"x/{jd['Filter']}/"))
     if jd.get("MSRIndex"):
         msr = int(jd["MSRIndex"].split(",")[0], 0)
         values[_MSR.get(msr, f"msr_{msr:#x}")] = _int(jd.get("MSRValue", "0"))
@@ -241,7 +252,10 @@ def compare(events, reference: list[dict]) -> dict:
     strings, ``justified`` differences by reason, the ``different`` ones (pmu, name, ours,
     theirs), and the reference events autoprof lacks (``missing``)."""
     ours = {(e.pmu, e.name): e for e in events}
-    result = {"equal": 0, "justified": {}, "different": [], "missing": []}
+    equal = 0
+    justified: dict[str, int] = {}
+    different: list[tuple] = []
+    missing: list[tuple[str, str]] = []
     for jd in reference:
         pmu, theirs = jevents_terms(jd)
         event = ours.get((pmu, jd["EventName"]))
@@ -249,19 +263,19 @@ def compare(events, reference: list[dict]) -> dict:
             # the converter's uncore_clock/uncore_arb/uncore_santa: the kernel has the socket
             # clock on cbox 0 before Ice Lake, on the clock box after
             event = next((e for e in events if e.name == "UNC_CLOCK.SOCKET"), None)
-            result["justified"]["clock_pmu"] = result["justified"].get("clock_pmu", 0) + 1
+            justified["clock_pmu"] = justified.get("clock_pmu", 0) + 1
             continue
         if event is None:
-            result["missing"].append((pmu, jd["EventName"]))
+            missing.append((pmu, jd["EventName"]))
             continue
-        mine = encoding.counted(encoding.parse_terms(event.spec)[1])
+        mine = encoding.counted(spec_terms(event.spec))
         theirs = encoding.counted(theirs)
         if mine == theirs:
-            result["equal"] += 1
+            equal += 1
             continue
         reason = justification(pmu, mine, theirs)
         if reason:
-            result["justified"][reason] = result["justified"].get(reason, 0) + 1
+            justified[reason] = justified.get(reason, 0) + 1
         else:
-            result["different"].append((pmu, jd["EventName"], mine, theirs))
-    return result
+            different.append((pmu, jd["EventName"], mine, theirs))
+    return {"equal": equal, "justified": justified, "different": different, "missing": missing}

@@ -1,6 +1,6 @@
 """Synthetic but realistic profile output folders (out/) for the store's tests and benchmark.
 
-Built only with `autoprof.outdir` and `autoprof.results`, so they follow the contracts exactly:
+Built only with `autoprof.run.outdir` and `autoprof.results`, so they follow the contracts exactly:
 a manifest, one run.json per (run, repeat), results.csv written by `results.write_csv` and a
 report.json. Values look like `perf stat -I` output on this kind of machine: software events in
 msec with fractional values, per-CPU and whole-process rows, an uncore box, a breakpoint, a
@@ -15,9 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.catalog.facts import MachineFacts
-from autoprof.options import ProfileOptions
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.util.status import RowStatus, RunStatus
 
 # (name, pmu, unit, per_cpu, value_unit)
 EVENTS = [
@@ -53,7 +55,7 @@ def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: in
     for run in runs:
         for rep in range(1, repeats + 1):
             for name, pmu, unit, per_cpu, value_unit in EVENTS:
-                cpu_ids = list(range(cpus)) if per_cpu else [None]
+                cpu_ids: list[int | None] = list(range(cpus)) if per_cpu else [None]
                 n = intervals * len(cpu_ids)
                 index = np.repeat(np.arange(intervals), len(cpu_ids))
                 time = (index + 1) * 0.100 + rng.integers(0, 999_999, n) * 1e-9
@@ -62,15 +64,15 @@ def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: in
                 else:
                     value = rng.integers(0, 10**12, n).astype("float64")
                 percent = np.full(n, 100.0)
-                status = np.full(n, results.STATUS_OK, dtype=object)
+                status = np.full(n, RowStatus.OK, dtype=object)
                 if name == "CPU_CLK_UNHALTED.THREAD":  # multiplexed in some intervals
                     mux = rng.random(n) < 0.1
                     percent[mux] = np.round(rng.uniform(40.0, 99.9, mux.sum()), 2)
-                    status[mux] = results.STATUS_MULTIPLEXED
+                    status[mux] = RowStatus.MULTIPLEXED
                 if name == "page-faults":  # the task did not run in the last interval
                     value[-1], percent[-1] = np.nan, np.nan
-                    status[-1] = results.STATUS_NOT_COUNTED
-                cpu_col = pd.array(np.tile(cpu_ids, intervals), dtype="Int64")
+                    status[-1] = RowStatus.NOT_COUNTED
+                cpu_col = pd.array(np.tile(np.asarray(cpu_ids, object), intervals), dtype="Int64")
                 pieces.append(
                     pd.DataFrame(
                         {
@@ -109,7 +111,7 @@ def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: in
                     "PMU": ["cpu"],
                     "VALUE_UNIT": pd.array([None], dtype="string"),
                     "PERCENT_RUNNING": [np.nan],
-                    "STATUS": [results.STATUS_NOT_SUPPORTED],
+                    "STATUS": [RowStatus.NOT_SUPPORTED],
                 }
             )
         )
@@ -173,7 +175,7 @@ def make_out(
                     elapsed_s=2.5,
                     perf_exit=0,
                     workload_exit=0,
-                    status=outdir.RUN_OK,
+                    status=RunStatus.OK,
                 ),
             )
     frame = frame_for(my_runs, repeats, intervals, cpus, seed)

@@ -27,8 +27,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
-from autoprof import outdir, results
+from autoprof import results
 from autoprof.errors import AutoprofError
+from autoprof.run import outdir
 from autoprof.store.engine import Store
 from autoprof.store.queries import export_frame, find_run
 from autoprof.web.analyses import FrameCache
@@ -174,6 +175,7 @@ def _warm_up(state: State) -> None:
 def create_app(settings: Settings) -> Starlette:
     from autoprof.web import routes
 
+    queue: LocalQueue | RqQueue
     if settings.redis_url:
         from autoprof.web.rqjobs import RqQueue
 

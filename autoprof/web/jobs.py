@@ -28,11 +28,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoprof import outdir
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
 from autoprof.queue.spec import allowed
-from autoprof.runner import stop_leftovers
+from autoprof.run import outdir
+from autoprof.run.runner import stop_leftovers
+from autoprof.util.clock import now_iso
 
 TOOLS = ("stat", "profile", "record")
 STOP_GRACE_S = 15

@@ -11,8 +11,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoprof import outdir
-from autoprof.perf import stat_csv, stat_fields
+from autoprof.perf import stat_csv
+from autoprof.run import outdir
+from autoprof.util.status import CountState
 
 
 @dataclass
@@ -53,7 +54,7 @@ def _new_points(path: Path, offsets: dict[Path, int]) -> list[dict]:
         parsed = stat_csv.parse(b"".join(lines), sep=",", interval=True).frame
     except stat_csv.StatCsvError:
         return []
-    parsed = parsed[parsed["STATE"] == stat_fields.COUNTED]
+    parsed = parsed[parsed["STATE"] == CountState.COUNTED]
     sums = parsed.groupby(["TIME", "EVENT"], sort=True)["VALUE"].sum()
     run = path.parent.name
     return [

@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
+from autoprof.run.options import ProfileOptions
 from autoprof.store import queries
 from autoprof.web import analyses, views
 from autoprof.web.app import (
@@ -339,7 +339,7 @@ def openapi(request: Request) -> Response:
         if not route.path.startswith("/api/") or not route.include_in_schema:
             continue
         doc = " ".join((route.endpoint.__doc__ or "").split())
-        for method in sorted(route.methods - {"HEAD"}):
+        for method in sorted((route.methods or set()) - {"HEAD"}):
             paths.setdefault(route.path, {})[method.lower()] = {
                 "summary": doc.split(". ")[0],
                 "description": doc,

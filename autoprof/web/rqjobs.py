@@ -77,7 +77,9 @@ class RqQueue:
         spec = JobSpec(request.command, request.events, options, tags=request.tags)
         (job,) = jobs.submit(self.conn, self.queue_name, jobs.split_specs(spec, 1))
         self.requests[job.id] = request
-        return self.get(job.id)
+        found = self.get(job.id)
+        assert found is not None  # just submitted
+        return found
 
     def get(self, job_id: str) -> RqJob | None:
         from autoprof.queue import jobs

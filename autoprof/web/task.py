@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from autoprof import outdir
 from autoprof.errors import AutoprofError
+from autoprof.run import outdir
 from autoprof.web.jobs import REQUEST, RESULT, JobRequest
 
 FLAME_SVG = "flame.svg"
@@ -25,10 +25,10 @@ TOP = 30
 
 
 def run_profile(request: JobRequest, out: Path) -> dict:
-    from autoprof import aggregate
     from autoprof.catalog import host
-    from autoprof.options import ProfileOptions
-    from autoprof.profile import check_machine, plan_for, profile
+    from autoprof.results import aggregate
+    from autoprof.run.options import ProfileOptions
+    from autoprof.run.profile import check_machine, plan_for, profile
     from autoprof.store import engine, upload
 
     options = ProfileOptions(interval_ms=request.interval_ms, repeat=request.repeat)

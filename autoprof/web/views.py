@@ -8,6 +8,7 @@ SQL per series, a chart's series is summed per interval and cut to a chart's wid
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -15,11 +16,11 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, case, func, select
 
-from autoprof.clock import naive_now
 from autoprof.errors import AutoprofError
-from autoprof.sanity_report import Report
+from autoprof.results.sanity_report import Report
 from autoprof.store import queries
 from autoprof.store.models import Measurement, Run, RunPart, Series
+from autoprof.util.clock import naive_now
 from autoprof.web.downsample import lttb
 
 PER_PAGE = 50
@@ -104,7 +105,7 @@ def _part_ids(conn: Connection, uuid: str) -> list[int]:
     )
 
 
-def _frame(rows: list, columns: list[str]) -> pd.DataFrame:
+def _frame(rows: Sequence, columns: list[str]) -> pd.DataFrame:
     """Fetched rows -> a frame, column by column (building it from Row objects costs seconds
     for a few hundred thousand rows)."""
     values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
@@ -221,11 +222,12 @@ def event_series(
     counted = per_interval["value"].to_numpy(np.float64, na_value=np.nan)
     counted = counted[~np.isnan(counted)]
     counts, edges = np.histogram(counted, bins=HISTOGRAM_BINS) if len(counted) else ([], [])
+    counts, edges = np.asarray(counts, np.int64), np.asarray(edges, np.float64)
     return {
         "event": event,
         "unit": chosen["unit"].dropna().iloc[0] if chosen["unit"].notna().any() else None,
         "lines": lines,
-        "histogram": {"counts": list(map(int, counts)), "edges": list(map(float, edges))},
+        "histogram": {"counts": counts.tolist(), "edges": edges.tolist()},
     }
 
 
@@ -258,10 +260,11 @@ def run_overview(conn: Connection, ident: str) -> dict[str, Any]:
 def event_usage(conn: Connection) -> dict[str, int]:
     """How many stored run parts measured each event: the new-measurement page lists the most
     used events first."""
-    return dict(
-        conn.execute(
+    return {
+        str(name): n
+        for name, n in conn.execute(
             select(Series.event_name, func.count(func.distinct(Series.part_id))).group_by(
                 Series.event_name
             )
         ).all()
-    )
+    }

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from autoprof.analysis.renderers.base import Renderer
     from autoprof.analysis.tables import Result
+    from autoprof.util.renderer import Renderer
 
 RENDERERS = {  # extension -> module:class, imported when chosen (png imports Matplotlib)
     ".png": "png:PngRenderer",
@@ -26,7 +26,7 @@ RENDERERS = {  # extension -> module:class, imported when chosen (png imports Ma
 }
 
 
-def renderer(target: str) -> Renderer:
+def renderer(target: str) -> Renderer[Result]:
     """A renderer from its `module:class` in RENDERERS, importing only that module."""
     module, _, name = target.partition(":")
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)()
@@ -46,7 +46,7 @@ def check(out: Path | None) -> Path | None:
     return out
 
 
-def for_path(out: Path) -> Renderer:
+def for_path(out: Path) -> Renderer[Result]:
     """The renderer of a file's extension."""
     check(out)
     return renderer(RENDERERS[out.suffix.lower()])

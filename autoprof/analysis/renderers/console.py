@@ -6,17 +6,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from autoprof.analysis.renderers.base import Renderer
+from autoprof.util.renderer import RichRenderer
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from rich.console import Console
     from rich.table import Table as RichTable
 
     from autoprof.analysis.tables import Result, Table
-
-FILE_WIDTH = 100_000  # a file has no terminal width: never wrap a table's lines
 
 
 def cell(value: object) -> str:
@@ -44,25 +40,9 @@ def rich_table(table: Table) -> RichTable:
     return out
 
 
-class ConsoleRenderer(Renderer):
-    """`console`: where a None path prints (the command's console, which knows the terminal)."""
+class ConsoleRenderer(RichRenderer["Result"]):
+    """A result's tables and lines (`Result.shown`) as rich text."""
 
-    extensions = (".txt",)
-
-    def __init__(self, console: Console | None = None):
-        self.console = console
-
-    def render(self, result: Result, path: Path | None) -> list[Path]:
-        from rich.console import Console
-
-        if path is None:
-            self._print(result, self.console or Console(highlight=False))
-            return []
-        with path.open("w", encoding="utf-8") as handle:
-            self._print(result, Console(file=handle, width=FILE_WIDTH, highlight=False))
-        return [path]
-
-    @staticmethod
-    def _print(result: Result, console: Console) -> None:
+    def draw(self, result: Result, console: Console) -> None:
         for item in result.shown():
             console.print(item if isinstance(item, str) else rich_table(item))

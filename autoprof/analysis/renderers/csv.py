@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from autoprof.analysis.renderers.base import Renderer
+from autoprof.util.renderer import Renderer
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -23,7 +23,7 @@ def write(table: Table, target: Path | TextIO) -> None:
     )
 
 
-class CsvRenderer(Renderer):
+class CsvRenderer(Renderer["Result"]):
     extensions = (".csv",)
 
     def render(self, result: Result, path: Path | None) -> list[Path]:

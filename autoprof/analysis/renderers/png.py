@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
 
 from autoprof.analysis import data
 from autoprof.analysis.compare import Comparison
 from autoprof.analysis.correlation import Correlation
 from autoprof.analysis.event_detail import EventDetail
-from autoprof.analysis.renderers.base import Renderer
 from autoprof.errors import AutoprofError
+from autoprof.util.renderer import Renderer
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,7 +40,7 @@ CHANGES_MARGIN = 1.5
 CHANGES_LABEL_CHARS = 40
 
 
-class PngRenderer(Renderer):
+class PngRenderer(Renderer["Result"]):
     """The result's figure; in a folder, under each of its default names (`Result.FIGURES`)."""
 
     extensions = (".png", ".svg")
@@ -159,7 +160,11 @@ def _axis_label(event: str, unit: str | None, rate: bool) -> str:
     return f"{short}\n({unit})" if unit else short
 
 
-def _log2(ratio: np.ndarray) -> np.ndarray:
+def _exp2(log: ArrayLike) -> np.ndarray:
+    return np.exp2(log)
+
+
+def _log2(ratio: ArrayLike) -> np.ndarray:
     """log2 for the ratio axis; matplotlib probes it with 0 too."""
     return np.log2(np.clip(ratio, 1e-12, None))
 
@@ -195,7 +200,7 @@ def changes(result: Comparison) -> Figure:
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlim(-edge * 1.35, edge * 1.35)
     ax.set_xlabel("log2(B / A) of the total count")
-    ratio_axis = ax.secondary_xaxis("top", functions=(np.exp2, _log2))
+    ratio_axis = ax.secondary_xaxis("top", functions=(_exp2, _log2))
     ratio_axis.set_xlabel("ratio B / A", fontsize=8)
     ratio_axis.tick_params(labelsize=8)
     name = "Welch's t-test" if test == "welch" else "Mann-Whitney U"

@@ -17,7 +17,7 @@ branch_labels = None
 depends_on = None
 
 # the machine table's columns at this revision, typed so values read back as uploads give them
-_COLUMNS = [
+_COLUMNS: list[sa.ColumnClause] = [
     sa.column("cpu_id", sa.Text()),
     sa.column("model_name", sa.Text()),
     sa.column("hostname", sa.Text()),

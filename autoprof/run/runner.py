@@ -19,18 +19,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoprof import attach, outcome, outdir
 from autoprof.catalog.model import Event
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
-from autoprof.journal import Entry, Journal, finished
-from autoprof.options import ProfileOptions
-from autoprof.outdir import EventRef, RunRecord
 from autoprof.perf import command as perf_command
 from autoprof.perf import process
 from autoprof.perf.process import Interrupted, Stopper, stop_group
 from autoprof.perf.unsupported import Unsupported
+from autoprof.run import attach, outcome, outdir
+from autoprof.run.journal import Entry, Journal, finished
+from autoprof.run.options import ProfileOptions
+from autoprof.run.outdir import EventRef, RunRecord
 from autoprof.schedule.plan import perf_event_args  # networkx only when a plan is packed
+from autoprof.util.clock import now_iso
+from autoprof.util.status import RunStatus
 
 LOCK_FILE = ".lock"
 
@@ -117,7 +118,7 @@ class Runner:
             parts = self.run_task(task)
             self._journal(parts)
             for attempt in range(2, self.options.retries + 2):
-                if all(p.status == outdir.RUN_OK for p in parts) or attach.target_gone(parts):
+                if all(p.status == RunStatus.OK for p in parts) or attach.target_gone(parts):
                     break
                 self.on_event("retry", task, parts[-1])
                 parts = self.run_task(task, attempt)
@@ -126,9 +127,7 @@ class Runner:
             self.on_event("end", task, parts[-1])
             if attach.target_gone(parts):
                 break  # nothing left to attach to: the other runs are missing (resume them)
-            if self.options.fail_fast and any(
-                p.status == outdir.RUN_WORKLOAD_FAILED for p in parts
-            ):
+            if self.options.fail_fast and any(p.status == RunStatus.WORKLOAD_FAILED for p in parts):
                 break
         return records
 
@@ -150,7 +149,7 @@ class Runner:
             record, stderr = self._invoke(task, events, part=len(records) + 1)
             failure = perf_command.open_failure(stderr)
             culprit = _event_named(events, failure.event) if failure else None
-            if record.status == outdir.RUN_PERF_FAILED and culprit is not None:
+            if record.status == RunStatus.PERF_FAILED and failure and culprit is not None:
                 rest = [e for e in events if e is not culprit]
                 if failure.capacity and rest:
                     pending.append([culprit])  # no room here: count it in a run of its own
@@ -208,11 +207,11 @@ class Runner:
             except subprocess.TimeoutExpired:
                 with self.stopper.deferred():  # a signal meanwhile must not cut the stop short
                     code = stop_group(proc)
-                record.status = outdir.RUN_TIMEOUT
+                record.status = RunStatus.TIMEOUT
                 record.error = f"stopped after --timeout {self.options.timeout:g} s"
             except Interrupted as stop:
                 record.perf_exit = stop_group(proc)
-                record.status = outdir.RUN_INTERRUPTED
+                record.status = RunStatus.INTERRUPTED
                 record.error = f"interrupted by {stop.name}"
                 record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
                 outdir.write_run_record(folder, record)

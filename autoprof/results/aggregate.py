@@ -3,7 +3,7 @@
 Every perf.csv is read by `autoprof.perf.stat_arrow` (pyarrow when the file is regular, the
 general parser otherwise); perf's event labels are mapped back to catalog events through the
 run's `run.json` EventRefs, with any modifier perf added (`task-clock:u`) recorded. One run is
-in memory at a time: its rows are written and tallied (`autoprof.sanity`), then dropped.
+in memory at a time: its rows are written and tallied (`autoprof.results.tally`), then dropped.
 
 Nothing is trusted silently: multiplexed counts, events counted in no interval (or with no line
 at all), idle intervals, events perf refused, failed and missing runs, and files that could not
@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from autoprof import outdir, results, rows, sanity
+from autoprof import results
 from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.perf import stat_arrow, stat_csv
 from autoprof.perf.unsupported import Unsupported
-from autoprof.sanity import MULTIPLEXED, OK
-from autoprof.sanity_report import (
+from autoprof.results import rows, tally
+from autoprof.results.sanity_report import (
     BrokenFile,
     FailedRun,
     Report,
@@ -37,10 +37,12 @@ from autoprof.sanity_report import (
     RunsSummary,
     write_report,
 )
+from autoprof.run import outdir
+from autoprof.util.status import FINAL_RUN_STATUSES, RowStatus, RunStatus
 
 MAX_PROBLEMS_PER_FILE = 20  # a garbage file should not drown the report
-WRITTEN = (OK, MULTIPLEXED)  # rows with a value
-EXACT = (OK,)  # --exact-only: counted 100% of the time
+WRITTEN = (RowStatus.OK.code, RowStatus.MULTIPLEXED.code)  # rows with a value
+EXACT = (RowStatus.OK.code,)  # --exact-only: counted 100% of the time
 
 
 @dataclass
@@ -119,7 +121,7 @@ def _aggregate(
     broken: list[BrokenFile] = []
     manifest = _read_manifest(out, broken)
     topology = _topology(manifest)
-    tally = sanity.Tally()
+    seen = tally.Tally()
     state = _RunState()
     lines = 0
     keep = np.asarray(EXACT if exact_only else WRITTEN, np.int8)
@@ -134,12 +136,12 @@ def _aggregate(
             state.reasons.setdefault(label, item.reason)
             refused.append(label)
         run = rows.run_rows(counts, record, refused, topology, state.modifiers)
-        tally.add(run)
+        seen.add(run)
         written = np.isin(run.status, keep)
-        tally.rows += int(written.sum())
+        seen.rows += int(written.sum())
         sink(rows.table(run, written))
-    report = sanity.build(
-        tally,
+    report = tally.build(
+        seen,
         manifest,
         runs_summary(manifest, state.finished, state.failed, state.retried),
         state.reasons,
@@ -155,7 +157,7 @@ class _RunState:
     finished: set[tuple[int, int]] = field(default_factory=set)
     failed: list[FailedRun] = field(default_factory=list)
     retried: list[RetriedRun] = field(default_factory=list)
-    reasons: dict[sanity.Label, str] = field(default_factory=dict)
+    reasons: dict[tally.Label, str] = field(default_factory=dict)
     modifiers: rows.Modifiers = field(default_factory=dict)
 
 
@@ -193,14 +195,14 @@ def _finished(
             continue  # a run that never got its record: planned runs report it as missing
         except (ValueError, TypeError, KeyError) as err:
             path = str(folder.relative_to(out) / outdir.RUN_RECORD)
-            yield folder, None, [BrokenFile(path, _one_line(err))]
+            yield folder, None, [BrokenFile(path, outdir.one_line(err))]
             continue
-        if record.status not in outdir.FINAL_STATUSES:
+        if record.status not in FINAL_RUN_STATUSES:
             continue  # interrupted: the next `profile` runs it again
         state.finished.add((record.run, record.repeat))
         if record.attempt > 1 and record.part == 1:
             state.retried.append(RetriedRun(record.run, record.repeat, record.attempt))
-        if record.status != outdir.RUN_OK:
+        if record.status != RunStatus.OK:
             state.failed.append(
                 FailedRun(
                     record.run, record.repeat, record.status, record.workload_exit, record.error
@@ -261,11 +263,7 @@ def _topology(manifest: outdir.Manifest | None) -> np.ndarray:
     return table
 
 
-def _one_line(err: Exception) -> str:
-    return f"{type(err).__name__}: {err}".splitlines()[0]
-
-
-def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> sanity.Label:
+def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> tally.Label:
     """(catalog name, pmu) of an event perf refused, named by its label or spec in old files."""
     for ref in record.events:
         if item.name in (ref.name, ref.label, ref.spec):
@@ -280,7 +278,7 @@ def _read_counts(
     perf_path = folder / outdir.PERF_OUTPUT
     name = str(rel / outdir.PERF_OUTPUT)
     if not perf_path.is_file():
-        if record.status != outdir.RUN_PERF_FAILED:
+        if record.status != RunStatus.PERF_FAILED:
             broken.append(BrokenFile(name, "missing"))
         return None, 0
     data = perf_path.read_bytes()

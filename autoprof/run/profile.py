@@ -19,19 +19,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from autoprof import __version__, attach, outdir, preflight
+from autoprof import __version__
 from autoprof.catalog import host
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
-from autoprof.journal import finished
-from autoprof.options import ProfileOptions
-from autoprof.outdir import Manifest, RunRecord
 from autoprof.perf import labels as perf_labels
-from autoprof.runner import Runner, Task, perf_argv
+from autoprof.run import attach, outdir, preflight
+from autoprof.run.journal import finished
+from autoprof.run.options import ProfileOptions
+from autoprof.run.outdir import Manifest, RunRecord
+from autoprof.run.runner import Runner, Task, perf_argv
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
+from autoprof.util.clock import now_iso
+from autoprof.util.status import RunStatus
 
 
 @dataclass
@@ -197,7 +199,5 @@ def profile(
         attach.record_runs(out, manifest, records, options)
     done = finished(out)
     missing = [(t.run, t.repeat) for t in todo if (t.run, t.repeat) not in done]
-    failed = sorted(
-        {(r.run, r.repeat) for r in records if r.status != outdir.RUN_OK} - set(missing)
-    )
+    failed = sorted({(r.run, r.repeat) for r in records if r.status != RunStatus.OK} - set(missing))
     return Outcome(manifest, records, failed, missing)

@@ -13,16 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autoprof import outdir
-from autoprof.clock import now_iso
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions
-from autoprof.outdir import Manifest, RunRecord
 from autoprof.perf import command as perf_command
+from autoprof.run import outdir
+from autoprof.run.options import ProfileOptions
+from autoprof.run.outdir import Manifest, RunRecord
+from autoprof.util.clock import now_iso
+from autoprof.util.status import RunStatus
 
 if TYPE_CHECKING:
-    from autoprof.options import ProfileOptions
     from autoprof.perf.command import OpenFailure
+    from autoprof.run.options import ProfileOptions
 
 WARNING = (
     "an attached profile measures each group at a different moment of the target: events of "
@@ -81,7 +82,7 @@ def label(perf_label: str, options: ProfileOptions) -> str:
 
 def target_gone(records: list[RunRecord]) -> bool:
     """A run of these found its target exited: the profile stops there."""
-    return any(r.status == outdir.RUN_TARGET_EXITED for r in records)
+    return any(r.status == RunStatus.TARGET_EXITED for r in records)
 
 
 def classify(
@@ -95,20 +96,20 @@ def classify(
     """ok / target-exited / perf-failed for a run attached to a running target."""
     gone = [str(p) for p in pid_list(options.pids) if not alive(p)]
     if gone:  # first: perf's "No such process" for an event is not the event's fault
-        record.status = outdir.RUN_TARGET_EXITED
+        record.status = RunStatus.TARGET_EXITED
         record.error = (
             f"process {', '.join(gone)} exited {record.elapsed_s:.3g} s into this run "
             f"of {options.duration:g} s"
         )
     elif failure and not counted:
-        record.status = outdir.RUN_PERF_FAILED
+        record.status = RunStatus.PERF_FAILED
         record.error = f"perf could not open {failure.event}: {failure.reason}"
     elif code != 0 or not counted:
         last = stderr.strip().splitlines()[-1][:200] if stderr.strip() else "no message"
-        record.status = outdir.RUN_PERF_FAILED
+        record.status = RunStatus.PERF_FAILED
         record.error = f"perf exited {code} ({last})"
     else:
-        record.status = outdir.RUN_OK
+        record.status = RunStatus.OK
 
 
 def perf_argv(folder: Path, specs: list[str], options: ProfileOptions, perf: str) -> list[str]:
@@ -116,7 +117,7 @@ def perf_argv(folder: Path, specs: list[str], options: ProfileOptions, perf: str
     return perf_command.attach_argv(
         specs,
         str(folder / outdir.PERF_OUTPUT),
-        options.duration,
+        options.duration or 0.0,
         pids=options.pids,
         cgroup=options.cgroup,
         system_wide=options.system_wide,

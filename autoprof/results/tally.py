@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autoprof import __version__, outdir
-from autoprof.sanity_report import (
+from autoprof import __version__
+from autoprof.results.sanity_report import (
     KIND_IDLE_INTERVALS,
     KIND_NOT_COUNTED,
     BrokenFile,
@@ -25,9 +25,8 @@ from autoprof.sanity_report import (
     Uncounted,
     uncounted_kind,
 )
-
-# status codes of result rows (results.STATUSES order)
-OK, MULTIPLEXED, NOT_COUNTED, NOT_SUPPORTED = range(4)
+from autoprof.run import outdir
+from autoprof.util.status import RowStatus
 
 Label = tuple[str, str | None]  # (EVENT_NAME, PMU)
 PERF_NOT_SUPPORTED = "perf printed <not supported>"  # the reason when perf gave none
@@ -53,7 +52,7 @@ class RunRows:
     value_units: list[str | None]
     value_unit: np.ndarray  # int64 code into value_units
     percent: np.ndarray  # float64
-    status: np.ndarray  # int8: OK, MULTIPLEXED, NOT_COUNTED, NOT_SUPPORTED
+    status: np.ndarray  # int8 RowStatus codes
 
     def __len__(self) -> int:
         return len(self.label)
@@ -77,16 +76,16 @@ class Tally:
 
     def add(self, rows: RunRows) -> None:
         status = rows.status
-        for code in np.unique(rows.label[status == OK]):
+        for code in np.unique(rows.label[status == RowStatus.OK.code]):
             self.measured.add(rows.labels[code])
-        mux = status == MULTIPLEXED
+        mux = status == RowStatus.MULTIPLEXED.code
         if mux.any():
             for code in np.unique(rows.label[mux]):
                 these = rows.percent[mux & (rows.label == code)]
                 seen = self.multiplexed.setdefault(rows.labels[code], [float("inf"), 0])
                 seen[0] = min(seen[0], float(these.min()))
                 seen[1] += len(these)
-        refused = status == NOT_SUPPORTED
+        refused = status == RowStatus.NOT_SUPPORTED.code
         if refused.any():
             codes, first = np.unique(rows.label[refused], return_index=True)
             for code in codes[np.argsort(first)]:
@@ -95,7 +94,7 @@ class Tally:
 
     def _intervals(self, rows: RunRows, measured: np.ndarray) -> None:
         """Per event of the run: intervals (INDEX) seen, and those with a <not counted> line."""
-        idle = measured & (rows.status == NOT_COUNTED)
+        idle = measured & (rows.status == RowStatus.NOT_COUNTED.code)
         if not idle.any():
             return
         width = int(rows.index.max()) + 1

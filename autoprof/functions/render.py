@@ -6,7 +6,7 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
-from autoprof.report.table import Row, Table
+from autoprof.functions.table import Row, Table
 
 if TYPE_CHECKING:
     from rich.console import Console

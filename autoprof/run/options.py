@@ -16,7 +16,7 @@ import functools
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from autoprof.errors import AutoprofError
 
@@ -75,10 +75,12 @@ def declare(default: Any, **declared: Any) -> Any:
 class Declared:
     """A frozen dataclass whose fields declare their Option: checked the one way everywhere."""
 
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # for the type checker
+
     def problem(self) -> str | None:
         """What is wrong with these values, in one line (None when nothing is): a value of the
         wrong type or out of its range."""
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in dataclasses.fields(self):
             found = _value_problem(type(self), f.name, getattr(self, f.name))
             if found:
                 return found
@@ -95,7 +97,7 @@ class Declared:
     def from_json(cls, data: dict[str, Any]) -> Self:
         """Values from JSON (a manifest, a job spec): unknown keys are ignored (a newer
         autoprof's), missing ones take their defaults (an older one's). Not checked."""
-        return cls(**{f.name: data[f.name] for f, _ in option_fields(cls) if f.name in data})
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ Columns:
   PMU              the catalog PMU the event was scheduled on (``cpu``, ``breakpoint``, ...)
   VALUE_UNIT       perf's unit for the value (``msec`` for task-clock), usually empty
   PERCENT_RUNNING  percent of the interval the counter was running; < 100 means multiplexed
-  STATUS           ``ok``, ``multiplexed``, ``not counted`` or ``not supported``
+  STATUS           a `autoprof.util.status.RowStatus`: ``ok``, ``multiplexed``, ``not counted``,
+                   ``not supported``
 """
 
 from __future__ import annotations
@@ -61,12 +62,6 @@ DTYPES: dict[str, str] = {
     "PERCENT_RUNNING": "float64",
     "STATUS": "string",
 }
-
-STATUS_OK = "ok"
-STATUS_MULTIPLEXED = "multiplexed"
-STATUS_NOT_COUNTED = "not counted"
-STATUS_NOT_SUPPORTED = "not supported"
-STATUSES = (STATUS_OK, STATUS_MULTIPLEXED, STATUS_NOT_COUNTED, STATUS_NOT_SUPPORTED)
 
 
 def empty_frame() -> pd.DataFrame:
@@ -199,7 +194,9 @@ class ResultsWriter:
 
     def __init__(self, target: str | Path | IO[str]) -> None:
         self._own = isinstance(target, (str, Path))
-        self._file: Any = open(target, "wb") if self._own else target  # noqa: SIM115
+        self._file: Any = (
+            open(target, "wb") if isinstance(target, (str, Path)) else target  # noqa: SIM115
+        )
         self._put(",".join(COLUMNS).encode() + b"\n")
 
     def _put(self, data: bytes) -> None:

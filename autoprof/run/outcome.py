@@ -6,9 +6,10 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from autoprof import outdir
-from autoprof.outdir import RunRecord
 from autoprof.perf import command as perf_command
+from autoprof.run import outdir
+from autoprof.run.outdir import RunRecord
+from autoprof.util.status import RunStatus
 
 
 def classify(record: RunRecord, code: int, stderr: str, folder: Path) -> None:
@@ -16,7 +17,7 @@ def classify(record: RunRecord, code: int, stderr: str, folder: Path) -> None:
     status = perf_command.workload_status(folder)
     failure = perf_command.open_failure(stderr)
     if status is None or (failure and not counted(folder)):
-        record.status = outdir.RUN_PERF_FAILED
+        record.status = RunStatus.PERF_FAILED
         record.error = (
             f"perf could not open {failure.event}: {failure.reason}"
             if failure
@@ -25,9 +26,9 @@ def classify(record: RunRecord, code: int, stderr: str, folder: Path) -> None:
         return
     record.workload_exit = status
     if status == 0:
-        record.status = outdir.RUN_OK
+        record.status = RunStatus.OK
     elif status > 128 and status - 128 in {int(s) for s in signal.Signals}:
-        record.status = outdir.RUN_WORKLOAD_FAILED
+        record.status = RunStatus.WORKLOAD_FAILED
         record.workload_exit = -(status - 128)
         record.error = f"workload killed by {signal.Signals(status - 128).name}"
         if status - 128 == signal.SIGTRAP and any(e.pmu == "breakpoint" for e in record.events):
@@ -36,7 +37,7 @@ def classify(record: RunRecord, code: int, stderr: str, folder: Path) -> None:
                 "using the debug registers? --retries N runs it again)"
             )
     else:
-        record.status = outdir.RUN_WORKLOAD_FAILED
+        record.status = RunStatus.WORKLOAD_FAILED
         record.error = f"workload exited with status {status}"
 
 

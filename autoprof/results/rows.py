@@ -1,4 +1,4 @@
-"""One run's perf counts -> its results rows (`sanity.RunRows`), and those rows as a pyarrow
+"""One run's perf counts -> its results rows (`tally.RunRows`), and those rows as a pyarrow
 table in the `autoprof.results` columns. Pure: no file is read or written here.
 
 Everything per line is numpy over codes; Python only sees the distinct event names of a run.
@@ -6,21 +6,18 @@ Everything per line is numpy over codes; Python only sees the distinct event nam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from autoprof import outdir
 from autoprof.perf import labels as perf_labels
 from autoprof.perf import stat_arrow
-from autoprof.sanity import MULTIPLEXED, NOT_COUNTED, NOT_SUPPORTED, OK, Label, RunRows
-from autoprof.sanity_report import Modifier
+from autoprof.results.sanity_report import Modifier
+from autoprof.results.tally import Label, RunRows
+from autoprof.run import outdir
+from autoprof.util.status import CountState, RowStatus
 
 Modifiers = dict[tuple[str, str | None, str], Modifier]  # (event, pmu, modifier) -> first seen
-_STATUS_OF_STATE = {
-    stat_arrow.COUNTED: OK,
-    stat_arrow.NOT_COUNTED: NOT_COUNTED,
-    stat_arrow.NOT_SUPPORTED: NOT_SUPPORTED,
-}
-STATUS_TEXT = ["ok", "multiplexed", "not counted", "not supported"]  # results.STATUSES order
 
 
 def lookup(record: outdir.RunRecord) -> dict[str, outdir.EventRef]:
@@ -59,13 +56,15 @@ def run_rows(
         rows = _mapped(counts, record, table, code, labels, modifiers)
     present = {labels[c] for c in np.flatnonzero(np.bincount(rows.label, minlength=len(labels)))}
     extra = [lab for lab in dict.fromkeys(refused) if lab not in present]
-    status = [NOT_SUPPORTED] * len(extra)
+    status = [RowStatus.NOT_SUPPORTED.code] * len(extra)
     present.update(extra)
     silent = [(r.name, r.pmu) for r in record.events]
     silent = [lab for lab in dict.fromkeys(silent) if lab not in present]
     if extra or silent:
         rows = _append(
-            rows, [code(lab) for lab in extra + silent], status + [NOT_COUNTED] * len(silent)
+            rows,
+            [code(lab) for lab in extra + silent],
+            status + [RowStatus.NOT_COUNTED.code] * len(silent),
         )
     _locate(rows, topology)
     return rows
@@ -92,11 +91,14 @@ def _mapped(
     units, unit_of_event = _codes(unit_texts)
     event = counts.event_codes
     status = np.select(
-        [counts.state == stat_arrow.NOT_COUNTED, counts.state == stat_arrow.NOT_SUPPORTED],
-        [NOT_COUNTED, NOT_SUPPORTED],
-        OK,
+        [
+            counts.state == CountState.NOT_COUNTED.code,
+            counts.state == CountState.NOT_SUPPORTED.code,
+        ],
+        [RowStatus.NOT_COUNTED.code, RowStatus.NOT_SUPPORTED.code],
+        RowStatus.OK.code,
     ).astype(np.int8)
-    status[(status == OK) & (counts.percent < 100)] = MULTIPLEXED
+    status[(status == RowStatus.OK.code) & (counts.percent < 100)] = RowStatus.MULTIPLEXED.code
     rows = RunRows(
         run=record.run,
         repeat=record.repeat,
@@ -121,7 +123,7 @@ def _mapped(
     return rows
 
 
-def _codes(texts: list[str | None]) -> tuple[list[str | None], list[int]]:
+def _codes(texts: Sequence[str | None]) -> tuple[list[str | None], list[int]]:
     uniques = list(dict.fromkeys(texts))
     where = {t: i for i, t in enumerate(uniques)}
     return uniques, [where[t] for t in texts]
@@ -271,7 +273,7 @@ def table(rows: RunRows, keep: np.ndarray):
         mask = missing if missing.any() else None
         return pa.DictionaryArray.from_arrays(pa.array(indices, mask=mask), dictionary)
 
-    def text(values: list[str | None], codes: np.ndarray):
+    def text(values: Sequence[str | None], codes: np.ndarray):
         missing = np.asarray([v is None for v in values], bool)
         codes = np.where(missing[codes], -1, codes)
         return coded(codes, pa.array(["" if v is None else v for v in values], pa.string()))
@@ -298,6 +300,6 @@ def table(rows: RunRows, keep: np.ndarray):
         "PMU": text([lab[1] for lab in rows.labels], rows.label),
         "VALUE_UNIT": text(rows.value_units, rows.value_unit),
         "PERCENT_RUNNING": pa.array(rows.percent[keep], pa.float64()),
-        "STATUS": text(STATUS_TEXT, rows.status.astype(np.int64)),
+        "STATUS": text(list(RowStatus), rows.status.astype(np.int64)),
     }
     return pa.table(columns)

@@ -33,9 +33,9 @@ from typing import Any, ClassVar
 
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
-from autoprof.options import ProfileOptions, measuring_fields
 from autoprof.perf.unsupported import Unsupported
-from autoprof.records import file_format, known_fields
+from autoprof.run.options import ProfileOptions, measuring_fields
+from autoprof.util.records import file_format, known_fields
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -47,16 +47,6 @@ STDOUT = "stdout.txt"
 STDERR = "stderr.txt"
 RESULTS = "results.csv"
 REPORT = "report.json"
-
-# RunRecord.status values
-RUN_OK = "ok"  # perf and the workload both exited 0
-RUN_WORKLOAD_FAILED = "workload-failed"  # the workload exited non-zero (its counts are kept)
-RUN_PERF_FAILED = "perf-failed"  # perf could not count (its stderr says why)
-RUN_TIMEOUT = "timeout"  # killed after --timeout
-RUN_INTERRUPTED = "interrupted"  # Ctrl-C or a signal; partial output kept, run not finished
-RUN_TARGET_EXITED = "target-exited"  # attached: the process exited mid-run; not finished
-# a run that reached one of these is done: resume skips it, aggregate counts it
-FINAL_STATUSES = frozenset({RUN_OK, RUN_WORKLOAD_FAILED, RUN_PERF_FAILED, RUN_TIMEOUT})
 
 
 @dataclass
@@ -158,7 +148,7 @@ class RunRecord:
     elapsed_s: float = 0.0
     perf_exit: int | None = None
     workload_exit: int | None = None
-    status: str = ""
+    status: str = ""  # a RunStatus once the run ended
     error: str | None = None
     # events perf refused to open in this run, with perf's own reason
     unsupported: list[Unsupported] = field(default_factory=list)

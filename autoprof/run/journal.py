@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from autoprof import outdir
-from autoprof.outdir import RunRecord
-from autoprof.records import file_format, known_fields
+from autoprof.run import outdir
+from autoprof.run.outdir import RunRecord
+from autoprof.util.records import file_format, known_fields
+from autoprof.util.status import FINAL_RUN_STATUSES, RunStatus
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Entry:
     @classmethod
     def of(cls, records: list[RunRecord]) -> Entry:
         last = records[-1]
-        status = next((r.status for r in records if r.status != outdir.RUN_OK), outdir.RUN_OK)
+        status = next((r.status for r in records if r.status != RunStatus.OK), RunStatus.OK)
         return cls(last.run, last.repeat, status, last.end, [r.folder_name for r in records])
 
     def to_json(self) -> dict[str, Any]:
@@ -78,7 +79,7 @@ def read(out: Path) -> list[Entry]:
 def finished(out: Path) -> set[tuple[int, int]]:
     """(run, repeat) pairs whose last journal entry is final."""
     last = {(e.run, e.repeat): e.status for e in read(out)}
-    return {key for key, status in last.items() if status in outdir.FINAL_STATUSES}
+    return {key for key, status in last.items() if status in FINAL_RUN_STATUSES}
 
 
 class Journal:

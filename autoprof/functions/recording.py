@@ -8,8 +8,8 @@ from pathlib import Path
 from autoprof.errors import AutoprofError
 from autoprof.flame.capture import read_info
 from autoprof.flame.source import open_input, parse_notes
+from autoprof.functions.table import Table, build
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
-from autoprof.report.table import Table, build
 
 
 def recorded_events(path: Path) -> list[str]:

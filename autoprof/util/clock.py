@@ -8,6 +8,7 @@ times depending on its version (`aware_utc`); tables print `when`.
 from __future__ import annotations
 
 import datetime as dt
+from typing import overload
 
 
 def now_iso(timespec: str = "milliseconds") -> str:
@@ -20,6 +21,10 @@ def naive_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
+@overload
+def naive_utc(stamp: dt.datetime) -> dt.datetime: ...
+@overload
+def naive_utc(stamp: str | None) -> dt.datetime | None: ...
 def naive_utc(stamp: dt.datetime | str | None) -> dt.datetime | None:
     """`stamp` (a datetime or ISO 8601 text; naive means UTC) as a naive UTC datetime; None
     when absent."""

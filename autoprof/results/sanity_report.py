@@ -1,6 +1,6 @@
 """`OUT/report.json`, the sanity report of an aggregation, as typed records.
 
-`aggregate` builds a `Report` (see `autoprof.sanity`); the uploader, the store's readers and
+`aggregate` builds a `Report` (see `autoprof.results.tally`); the uploader, the store's readers and
 the analyses read one back with `read_report` / `Report.from_json`, never by string keys. The
 file carries its `format`: a file without one is format 1 (written before formats were
 recorded) and is upgraded as it is read; a newer format is refused with one line, since its
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from autoprof import outdir
 from autoprof.errors import AutoprofError
-from autoprof.records import file_format, known_fields
+from autoprof.run import outdir
+from autoprof.util.records import file_format, known_fields
 
 FORMAT = 2  # the report.json format this code writes and reads up to
 
@@ -41,8 +41,10 @@ def uncounted_kind(uncounted: int, of: int) -> str | None:
 class _Record:
     """A flat record: JSON is its fields; reading takes the known keys and defaults the rest."""
 
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # subclasses are dataclasses
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Any:

@@ -1,0 +1,79 @@
+"""`autoprof schedule`'s table: a plan's runs per PMU, with each PMU's lower bound and what
+sets it (a `RichRenderer`, so the command only chooses where it goes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from autoprof.util.renderer import RichRenderer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from autoprof.catalog.model import Catalog, Event
+    from autoprof.schedule.plan import Plan
+
+
+@dataclass
+class Scheduled:
+    """A plan with what the table says about it."""
+
+    catalog: Catalog
+    plan: Plan
+    elapsed_s: float  # how long scheduling took
+    metrics: str | None = None  # the metric plan's summary line, for --metrics
+
+
+class ScheduleRenderer(RichRenderer[Scheduled]):
+    def draw(self, data: Scheduled, console: Console) -> None:
+        from rich.table import Table
+
+        from autoprof.schedule.bounds import pmu_bound
+
+        catalog, plan = data.catalog, data.plan
+        if data.metrics is not None:
+            console.print(f"metrics: {data.metrics}")
+        optimal = "optimal" if len(plan) == plan.lower_bound else "above the bound"
+        console.print(
+            f"[bold]{catalog.cpu}[/]: {len(catalog.events)} events in "
+            f"[bold]{len(plan)} runs[/] (lower bound {plan.lower_bound}, {optimal}); "
+            f"{len(plan.excluded)} excluded; scheduled in {data.elapsed_s * 1000:.0f} ms"
+        )
+        table = Table()
+        for col in ("pmu", "events", "counters", "bound", "why", "events per run (min-max)"):
+            table.add_column(col)
+        by_pmu: dict[str, list[Event]] = {}
+        for e in catalog.events:
+            by_pmu.setdefault(e.pmu, []).append(e)
+        load = plan.pmu_load()
+        for name, evs in sorted(by_pmu.items()):
+            pmu = plan.pmus[name]
+            bound = pmu_bound(pmu, evs)
+            why = ", ".join(
+                f"{k} {v}"
+                for k, v in (
+                    ("alone", bound.taken_alone),
+                    ("counters", bound.counters),
+                    ("registers", bound.registers),
+                    ("fixed", bound.fixed),
+                )
+                if v
+            )
+            counters = (
+                "-"
+                if pmu.unconstrained
+                else (
+                    f"{pmu.generic}+{pmu.fixed}f"
+                    + (f" ({pmu.reserved} reserved)" if pmu.reserved else "")
+                )
+            )
+            table.add_row(
+                name,
+                str(len(evs)),
+                counters,
+                str(bound.runs),
+                why or "unconstrained",
+                f"{min(load[name])}-{max(load[name])}",
+            )
+        console.print(table)
