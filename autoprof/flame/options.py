@@ -1,11 +1,11 @@
 """How `autoprof flamegraph` draws (`FlameOptions`): which input, which outputs, the graph's
-look. Each field declares its flag once (autoprof.options), as FoldOptions (how to fold) does."""
+look. Each field declares its flag once (autoprof.run.options), as FoldOptions (how to fold) does."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autoprof.options import Declared, declare
+from autoprof.run.options import Declared, declare
 
 
 @dataclass(frozen=True)

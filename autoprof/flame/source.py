@@ -20,9 +20,9 @@ from typing import IO
 from autoprof.errors import AutoprofError
 from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_kernel
 from autoprof.flame.inline import Addr2line
-from autoprof.options import Declared, declare
 from autoprof.perf.record import PERF_DATA, PERF_DATA_MAGIC, script_output
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
+from autoprof.run.options import Declared, declare
 
 GZIP_MAGIC = b"\x1f\x8b"
 _FOLDED = re.compile(r"^\S.* \d+$")
