@@ -1,5 +1,6 @@
 """How `autoprof flamegraph` draws (`FlameOptions`): which input, which outputs, the graph's
-look. Each field declares its flag once (autoprof.run.options), as FoldOptions (how to fold) does."""
+look. Each field declares its flag once (autoprof.run.options), as FoldOptions (how to fold)
+does."""
 
 from __future__ import annotations
 
