@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from autoprof.errors import AutoprofError
 from autoprof.flame.fold import Folded, Stack
@@ -78,7 +79,7 @@ class Binary:
             raise AutoprofError(f"--binary {path} has no function symbols (stripped?)")
         return binary
 
-    def _read(self, elf) -> None:  # type: ignore[no-untyped-def]  # pyelftools is untyped
+    def _read(self, elf: Any) -> None:  # pyelftools is untyped
         from elftools.elf.sections import SymbolTableSection
 
         functions: dict[int, tuple[int, int, str]] = {}  # start -> (rank, size, name)
@@ -131,8 +132,8 @@ class Binary:
         return any(base <= address < base + len(code) for base, code in self.segments)
 
     @cached_property
-    def _disassembler(self):  # type: ignore[no-untyped-def]  # capstone is untyped
-        import capstone  # type: ignore[import-untyped]  # no stubs
+    def _disassembler(self) -> Any:  # capstone is untyped
+        import capstone  # no stubs: typed as Any by the mypy config
 
         modes = {
             "x64": (capstone.CS_ARCH_X86, capstone.CS_MODE_64),
@@ -158,8 +159,8 @@ class Binary:
                     return _Insn(insn.size, self._is_call(insn), branch)
         return None
 
-    def _is_call(self, insn) -> bool:  # type: ignore[no-untyped-def]
-        import capstone  # type: ignore[import-untyped]  # no stubs
+    def _is_call(self, insn: Any) -> bool:
+        import capstone  # no stubs: typed as Any by the mypy config
 
         if insn.group(capstone.CS_GRP_CALL):
             return True
