@@ -23,7 +23,6 @@ same way and subtracts its median wall time from every wall time (`startup_s` in
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
@@ -36,7 +35,7 @@ from autoprof.catalog.model import Catalog, Event
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import labels as perf_labels
-from autoprof.perf.process import Interrupted, stop_group
+from autoprof.perf.process import Interrupted, stop_group, workload_env
 from autoprof.util.records import file_format, known_fields
 from autoprof.util.status import CountState
 
@@ -177,7 +176,7 @@ def run_once(
     """One `perf stat` of `command`; the workload's output is discarded (as hyperfine does)."""
     specs = [*TIME_EVENTS, *(e.spec for e in events)]
     argv = perf_command.stat_argv(specs, command, str(output), interval_ms=None, perf=perf)
-    env = dict(os.environ, LC_ALL="C")
+    env = workload_env()
     # perf leads a process group of its own with the workload, so that a timeout or a signal
     # (Ctrl-C, SIGTERM, SIGHUP: Interrupted under a Stopper) stops both, never leaving them run
     proc = subprocess.Popen(

@@ -43,6 +43,14 @@ def read_token(path: Path | None) -> str:
     "(as `autoprof worker --allow`); repeatable. Without it the server is read-only.",
 )
 @click.option(
+    "--allow-env",
+    "allow_env",
+    multiple=True,
+    metavar="NAME",
+    help="Let a job set environment variable NAME (repeatable). Without it a job sets none; "
+    "LD_*, PYTHON*, PATH, BASH_ENV, BROWSER, AUTOPROF_* and the like are always refused.",
+)
+@click.option(
     "--token-file",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Read the token for starting/stopping jobs and deleting runs from this file "
@@ -56,7 +64,7 @@ def read_token(path: Path | None) -> str:
     show_default="~/.cache/autoprof/serve",
     help="Folder for jobs (their out/ folders, logs and flame graphs).",
 )
-def serve(store_text, host, port, allow, token_file, data_dir) -> None:
+def serve(store_text, host, port, allow, allow_env, token_file, data_dir) -> None:
     """Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
     measurements with live plots. Binds 127.0.0.1 unless told otherwise."""
     import os
@@ -66,12 +74,20 @@ def serve(store_text, host, port, allow, token_file, data_dir) -> None:
     from autoprof.queue.spec import compile_allow
     from autoprof.store import engine
     from autoprof.web.app import Settings, create_app
+    from autoprof.web.jobs import refused_env_names
+
+    never = refused_env_names(list(allow_env))
+    if never:
+        raise AutoprofError(
+            f"--allow-env {never[0]}: no job may set it (it can run code past --allow)"
+        )
 
     settings = Settings(
         store=engine.open_store(store_text),
         data_dir=data_dir,
         token=read_token(token_file),
         allow=compile_allow(list(allow)),
+        allow_env=frozenset(allow_env),
         redis_url=os.environ.get("AUTOPROF_REDIS") or None,
     )
     data_dir.mkdir(parents=True, exist_ok=True)

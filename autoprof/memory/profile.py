@@ -21,6 +21,7 @@ from typing import Any
 
 from autoprof.errors import AutoprofError
 from autoprof.memory.massif import Massif, flatten, parse, site_bytes, top_sites
+from autoprof.perf.process import workload_env
 from autoprof.util.status import RunStatus
 
 MASSIF_OUT = "massif.out"
@@ -114,7 +115,7 @@ def run(options: MemoryOptions, out: Path, command: list[str]) -> MemoryProfile:
     (out / MASSIF_OUT).unlink(missing_ok=True)
     argv = valgrind_argv(options, out, command)
     with (out / VALGRIND_LOG).open("w") as log:
-        code = subprocess.run(argv, stderr=log, check=False).returncode
+        code = subprocess.run(argv, stderr=log, env=workload_env(), check=False).returncode
     messages = (out / VALGRIND_LOG).read_text(errors="replace")
     status, sig = _status(code, messages)
     massif_file = out / MASSIF_OUT

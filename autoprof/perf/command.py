@@ -7,6 +7,7 @@ workload's own stdout and stderr stay apart from the counts.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,12 @@ _EPERM = 1
 # addresses the breakpoint tests watch, and adds a constant few page faults).
 _STATUS_WRAPPER = ["/bin/sh", "-c", '"$@"; s=$?; echo $s > "$0"; exit $s']
 STATUS_FILE = "workload.status"  # in the run's folder
+
+
+def perf_path() -> str:
+    """perf as found on PATH when autoprof starts, resolved once to a full path: a job's
+    environment or working folder cannot then put another program in its place."""
+    return shutil.which("perf") or "perf"
 
 
 def with_status(folder: Path, command: Sequence[str]) -> list[str]:

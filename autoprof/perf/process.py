@@ -20,13 +20,23 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 STOP_GRACE_S = 2.0
+# autoprof's own settings (AUTOPROF_STORE holds the store URL with its password, AUTOPROF_REDIS
+# the queue's): a measured program has no business reading them (issue #23, item 3).
+OWN_PREFIX = "AUTOPROF_"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_S = 0.01
+
+
+def workload_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment perf and its workload start with: `base` (this process's) less
+    autoprof's own AUTOPROF_* settings, in the C locale so that perf's numbers parse."""
+    env = {k: v for k, v in (os.environ if base is None else base).items()}
+    return {k: v for k, v in env.items() if not k.upper().startswith(OWN_PREFIX)} | {"LC_ALL": "C"}
 
 
 class Interrupted(Exception):

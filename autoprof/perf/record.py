@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import IO
 
 from autoprof.errors import AutoprofError
-from autoprof.perf.process import Interrupted, Stopper, stop_group
+from autoprof.perf.command import perf_path
+from autoprof.perf.process import Interrupted, Stopper, stop_group, workload_env
 
 PERF_DATA = "perf.data"  # the samples file of a record folder (perf's own default name)
 PERF_DATA_MAGIC = (b"PERFILE2", b"PERFFILE")  # the first 8 bytes of a perf.data
@@ -56,7 +57,7 @@ def record_argv(options: RecordOptions, output: Path, command: Sequence[str]) ->
         raise AutoprofError(
             "--duration S (S > 0) applies to -p PID and -a; a command ends by itself"
         )
-    argv = ["perf", "record", "-F", str(options.frequency), "--call-graph", options.call_graph]
+    argv = [perf_path(), "record", "-F", str(options.frequency), "--call-graph", options.call_graph]
     for event in options.events:
         argv += ["-e", event]
     if options.pid is not None:
@@ -71,7 +72,7 @@ def record_argv(options: RecordOptions, output: Path, command: Sequence[str]) ->
 
 def script_argv(perf_data: Path) -> list[str]:
     """The `perf script` command line that prints the stacks of `perf_data`."""
-    return ["perf", "script", "-F", SCRIPT_FIELDS, "-i", str(perf_data)]
+    return [perf_path(), "script", "-F", SCRIPT_FIELDS, "-i", str(perf_data)]
 
 
 # perf record finishes its file after SIGINT (and builds its build-id table): give it time
@@ -123,7 +124,7 @@ def _finish(proc: subprocess.Popen) -> int:
 
 def _start(argv: list[str], **popen) -> subprocess.Popen:
     try:
-        return subprocess.Popen(argv, **popen)
+        return subprocess.Popen(argv, env=workload_env(), **popen)
     except FileNotFoundError as err:
         raise AutoprofError("perf not found (Debian: sudo apt-get install linux-perf)") from err
 

@@ -24,6 +24,7 @@ from autoprof.catalog import host
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
+from autoprof.perf import command as perf_command
 from autoprof.perf import labels as perf_labels
 from autoprof.run import attach, outdir, preflight
 from autoprof.run.journal import finished
@@ -92,7 +93,7 @@ def tasks(plan: Plan, options: ProfileOptions) -> list[Task]:
 
 def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) -> list[list[str]]:
     """The argv of every run this profile would execute, exactly as `Runner` executes them."""
-    perf = shutil.which("perf") or "perf"
+    perf = perf_command.perf_path()
     return [
         perf_argv(outdir.run_dir(out, t.run, t.repeat), list(t.events), command, options, perf)
         for t in tasks(plan, options)

@@ -11,7 +11,6 @@ that fails is recorded and the profile goes on (or stops, with fail_fast).
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import subprocess
 import time
@@ -23,7 +22,7 @@ from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import process
-from autoprof.perf.process import Interrupted, Stopper, stop_group
+from autoprof.perf.process import Interrupted, Stopper, stop_group, workload_env
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run import attach, outcome, outdir
 from autoprof.run.journal import Entry, Journal, finished
@@ -79,8 +78,8 @@ class Runner:
         self.command = command
         self.options = options
         self.on_event = on_event or (lambda *_: None)
-        self.perf = shutil.which("perf") or "perf"
-        self.env = dict(os.environ, LC_ALL="C")
+        self.perf = perf_command.perf_path()
+        self.env = workload_env()
         self.stopper = Stopper()
         self.journal = Journal(out)
 

@@ -49,6 +49,7 @@ class Settings:
     data_dir: Path  # jobs' folders (out/, logs, flame graphs)
     token: str
     allow: list[re.Pattern] = field(default_factory=list)
+    allow_env: frozenset[str] = frozenset()  # variables a job may set (--allow-env)
     redis_url: str | None = None  # jobs go to RQ (a worker for this host runs them)
 
     @property

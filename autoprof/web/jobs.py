@@ -41,6 +41,16 @@ REQUEST = "request.json"
 RESULT = "result.json"
 LOG = "task.log"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Variables no job may set, whatever --allow-env says: each one makes a program run code of the
+# job's choosing past --allow (the dynamic loader's LD_PRELOAD/LD_AUDIT, Python's
+# PYTHONSTARTUP/PYTHONWARNINGS imports, bash's BASH_ENV/ENV/SHELLOPTS/PS4, glibc's GCONV_PATH and
+# tunables, PATH choosing which program a name runs, BROWSER run by webbrowser), or reaches
+# autoprof's own settings (AUTOPROF_STORE holds the store's password).
+NEVER_ENV = re.compile(
+    r"(LD_|PYTHON|AUTOPROF_|GCONV_|GLIBC_|MALLOC_|PERL5|RUBY|NODE_).*"
+    r"|PATH|BASH_ENV|ENV|BASHOPTS|SHELLOPTS|PS4|IFS|BROWSER",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -134,6 +144,24 @@ def check_allowed(request: JobRequest, patterns: list[re.Pattern]) -> None:
         raise AutoprofError(
             f"refused: command {shlex.join(checked)!r} does not match this server's --allow"
         )
+
+
+def refused_env_names(names: list[str]) -> list[str]:
+    """The names of `names` that no job may set, however the server was started."""
+    return [name for name in names if NEVER_ENV.fullmatch(name)]
+
+
+def check_env(request: JobRequest, allowed: frozenset[str]) -> None:
+    """A job sets only the variables the operator listed with --allow-env, and never one of
+    NEVER_ENV: the command is checked against --allow, its environment must not undo that."""
+    for name in request.env:
+        if NEVER_ENV.fullmatch(name):
+            raise AutoprofError(f"refused: a job may not set {name} (it can run code past --allow)")
+        if name not in allowed:
+            raise AutoprofError(
+                f"refused: environment variable {name} is not allowed here "
+                "(the server's operator lists those a job may set with --allow-env NAME)"
+            )
 
 
 @dataclass

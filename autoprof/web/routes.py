@@ -32,7 +32,7 @@ from autoprof.web.app import (
     state_of,
     static_file,
 )
-from autoprof.web.jobs import JobRequest, check_allowed
+from autoprof.web.jobs import JobRequest, check_allowed, check_env
 from autoprof.web.live import Tail
 
 TEMPLATES = Environment(
@@ -250,6 +250,7 @@ async def api_submit(request: Request) -> Response:
     except ValueError:
         raise HTTPException(400, "expected a JSON body") from None
     check_allowed(job_request, state.settings.allow)
+    check_env(job_request, state.settings.allow_env)
     job = state.queue.submit(job_request)
     return Response(json.dumps(job.to_dict()), status_code=202, media_type="application/json")
 
