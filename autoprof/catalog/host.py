@@ -30,6 +30,12 @@ BREAKPOINT_SLOTS = {"x86_64": 4, "i686": 4, "i386": 4}
 _BREAKPOINT = re.compile(r"^mem:(0x[0-9a-fA-F]+|\d+)(?:/\d+)?(?::[rwx]+)?$")
 
 
+# The PMUs of every Linux machine, hardware counters or not (host_catalog adds their events).
+HOST_PMUS = frozenset({"software", "tracepoint", "breakpoint", "msr"})
+# The core PMUs of x86 (arch/x86/events/core.c registers "cpu"; hybrid parts one per core type).
+X86_CORE_PMUS = ("cpu", "cpu_core", "cpu_atom", "cpu_lowpower")
+
+
 def _read(path: Path | str, default: str = "") -> str:
     try:
         return Path(path).read_text().strip()
@@ -233,6 +239,30 @@ def host_catalog(
         catalog = catalog.merge(_tracepoint_catalog())
     catalog.pmus.setdefault("breakpoint", breakpoint_pmu())
     return catalog
+
+
+def has_core_pmu(sysfs: Path = SYSFS_PMUS) -> bool:
+    """Whether the kernel counts hardware events here: x86's core PMU, or a PMU serving a set
+    of CPUs (a ``cpus`` file: Arm's core PMUs, x86 hybrid core types). A VM without a virtual
+    PMU has none (dmesg: "PMU not available due to virtualization, using software events
+    only"); perf then answers <not supported> for every hardware event."""
+    if not sysfs.is_dir():
+        return False
+    return any((sysfs / name).is_dir() for name in X86_CORE_PMUS) or any(
+        (pmu / "cpus").is_file() for pmu in sysfs.iterdir()
+    )
+
+
+def no_pmu_note(sysfs: Path = SYSFS_PMUS) -> str:
+    return (
+        f"this machine's kernel offers no hardware PMU (no core PMU in {sysfs}: a VM without a "
+        "virtual PMU?): only software events, breakpoints, msr and tracepoints count here"
+    )
+
+
+def hardware_events(catalog: Catalog) -> list[Event]:
+    """The events of `catalog` that need a hardware PMU (core or uncore counters)."""
+    return [e for e in catalog.events if e.pmu not in HOST_PMUS]
 
 
 def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:

@@ -72,6 +72,15 @@ def build_catalog(**options) -> Catalog:
     return catalog
 
 
+def note_without_pmu(options: dict[str, Any]) -> None:
+    """One line up front on a machine whose kernel counts no hardware event (a VM without a
+    virtual PMU), unless the catalog is another machine's (--cpu)."""
+    from autoprof.catalog import host
+
+    if not options.get("cpu") and not host.has_core_pmu():
+        click.echo(f"autoprof: note: {host.no_pmu_note()}", err=True)
+
+
 def console(stderr: bool = False, highlight: bool = True) -> Console:
     """A rich console on stdout (or stderr): the terminal's width on a terminal; in a pipe or a
     file no wrapping at all (rich would assume 80 columns and cut lines in two)."""

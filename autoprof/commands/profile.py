@@ -81,6 +81,8 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
         catalog, plan = planned.catalog, planned.plan
     else:
         catalog, plan = library.plan_for(common.build_catalog(**opts), names, options.anchor)
+        if not names:  # every event of this machine: say up front when that is software only
+            common.note_without_pmu(opts)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, plan, options):

@@ -12,6 +12,7 @@ from autoprof.commands.common import (
     catalog_options,
     console,
     metric_plan,
+    note_without_pmu,
     planning_options,
 )
 from autoprof.errors import AutoprofError
@@ -40,6 +41,8 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
         catalog, plan, summary = planned.catalog, planned.plan, planned.summary()
     else:
         catalog = build_catalog(**options)
+        if not event_names:  # every event of this machine: say when that is software only
+            note_without_pmu(options)
         if event_names:
             catalog = resolve_events(catalog, list(event_names))
         plan = make_plan(catalog)
