@@ -1,4 +1,4 @@
-"""Shared test helpers: where the shared perfmon data lives, PostgreSQL databases made per test,
+"""Shared test helpers: the Intel perfmon data autoprof ships, PostgreSQL databases made per test,
 and skips (saying why) when either is absent.
 
 PostgreSQL tests create a randomly named database through the `postgres` maintenance database
@@ -24,20 +24,22 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from autoprof.catalog import embedded
 from autoprof.examples import build_writes, slot_addresses
 from autoprof.testing.cli import CliResult, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-INTEL_DIR = SHARED / "events" / "intel"
+_SHIPPED = embedded.directory("intel")
+assert _SHIPPED is not None, "autoprof/events/intel/perfmon.tar.xz is missing"
+INTEL_DIR: Path = _SHIPPED
 SAMPLES = SHARED / "samples"
 
 
 @pytest.fixture
 def intel_dir() -> Path:
-    """The Intel perfmon catalog directory; skips the test when this checkout has none beside it."""
-    if not (INTEL_DIR / "mapfile.csv").is_file():
-        pytest.skip(f"Intel perfmon data not found at {INTEL_DIR} (a fresh clone has no ../shared)")
+    """The Intel perfmon data autoprof ships (autoprof/events/intel, extracted once into the
+    user's cache): the tests stand on the repository alone, not on ../shared."""
     return INTEL_DIR
 
 

@@ -15,7 +15,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from autoprof.catalog import cache, intel, perfnames, yaml
+from autoprof.catalog import cache, embedded, intel, perfnames, yaml
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
@@ -150,8 +150,8 @@ def read_facts(catalog: Catalog | None = None) -> MachineFacts:
 
 
 def events_dir(explicit: str | Path | None = None) -> Path | None:
-    """Where Intel perfmon data lives: --events-dir, $AUTOPROF_EVENTS_DIR, or the user cache
-    (``$XDG_CACHE_HOME/autoprof/events/intel``); None when there is none."""
+    """Where Intel perfmon data lives: --events-dir, $AUTOPROF_EVENTS_DIR, the user's own copy
+    (``$XDG_CACHE_HOME/autoprof/events/intel``), else the data autoprof ships (`embedded`)."""
     if explicit:
         path = Path(explicit)
         if not path.is_dir():
@@ -161,7 +161,7 @@ def events_dir(explicit: str | Path | None = None) -> Path | None:
     if env:
         return events_dir(env)
     path = xdg.cache_dir() / "events" / "intel"
-    return path if (path / "mapfile.csv").is_file() else None
+    return path if (path / "mapfile.csv").is_file() else embedded.directory("intel")
 
 
 _find_events_dir = events_dir  # build_catalog's parameter has the same name
