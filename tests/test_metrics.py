@@ -138,6 +138,13 @@ def test_every_platform_parses_and_resolves(intel_dir):
     assert {"MTL", "LNL", "ARL"} <= set(unresolved)
 
 
+def test_retire_latencies_of_a_cpu_intel_does_not_know_are_none(intel_dir):
+    """An AMD machine's metric plan (with files of one's own) has no retire latencies to
+    look up, instead of failing on the Intel mapfile."""
+    assert metric_catalog.retire_latencies(intel_dir, "GNR")
+    assert metric_catalog.retire_latencies(intel_dir, "AuthenticAMD-26-2-1") == {}
+
+
 def _base(name="ICACHE_16B.IFDATA_STALL"):
     return Event(
         name=name,

@@ -209,7 +209,11 @@ def retire_latencies(events_dir: Path, cpu: str) -> dict[str, float]:
     """Mean retire latency per event (``retire latency`` files, GNR): what ``EVENT:retire_latency``
     stands for when it is not sampled."""
     means: dict[str, float] = {}
-    for row in intel.rows_for_cpu(events_dir, cpu):
+    try:
+        rows = intel.rows_for_cpu(events_dir, cpu)
+    except intel.UnknownCpu:  # a CPU Intel's data does not know has no retire latencies in it
+        return means
+    for row in rows:
         if row.kind != "retire latency":
             continue
         try:
