@@ -222,11 +222,9 @@ def runs_summary(
     expected, missing = None, []
     if manifest is not None:
         options = manifest.options
-        pairs = outdir.planned(
-            len(manifest.plan.get("runs", [])), options.repeat, options.part, options.parts
-        )
-        expected = len(pairs)
-        missing = [RunId(r, k) for r, k in pairs if (r, k) not in finished]
+        shape = (len(manifest.plan.get("runs", [])), options.repeat, options.part, options.parts)
+        expected = outdir.planned_count(*shape)
+        missing = [RunId(r, k) for r, k in outdir.planned(*shape) if (r, k) not in finished]
     failed = sorted(failed or [], key=lambda f: (f.run, f.repeat))
     bad = {(f.run, f.repeat) for f in failed}
     return RunsSummary(

@@ -1,0 +1,112 @@
+"""Issue #23, items 9-14: the runner, the CLI and the files it writes stand up to odd input
+(long refused events, unwritable paths, broken files, huge repeats, tiny benchmarks, event names
+that are formulas)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autoprof.analysis import bench as stats
+from autoprof.benchmark.measure import BenchOptions, BenchResult, CommandResult, Repetition
+from autoprof.catalog.model import Event
+from autoprof.perf import command as perf_command
+from autoprof.run import outdir
+from autoprof.run.options import MAX_REPEAT, ProfileOptions
+from autoprof.run.runner import Runner, Task
+from autoprof.testing.cli import invoke
+from autoprof.util.status import RunStatus
+
+DATA = Path(__file__).parent / "data" / "perf61"
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+LONG = "cpu/event=0x3c,umask=0x0,name=CPU_CLK_UNHALTED.THREAD_P_A_VERY_LONG_EVENT_NAME_FOR_TESTING/"
+MIDDLE = (
+    "msr/tsc,name=A_VERY_LONG_EVENT_NAME_THAT_PERF_CUTS_AT_BOTH_ENDS_OF_ITS_MESSAGE,"
+    "nosuchterm=1,period=1000/"
+)
+
+
+# --- 9: perf shortens a long event in its error; the runner still finds it ------------------
+
+
+@pytest.mark.parametrize(
+    ("recorded", "spec"),
+    [("long_refused.stderr.txt", LONG), ("long_refused_middle.stderr.txt", MIDDLE)],
+)
+def test_perf_shortened_event_names_the_event(recorded, spec):
+    failure = perf_command.open_failure((DATA / recorded).read_text())
+    assert failure is not None and failure.event != spec  # perf 6.1 cut it: `...THREAD_P_..`
+    assert perf_command.shown_as(failure.event, spec)
+    assert not perf_command.shown_as(failure.event, "task-clock")
+    assert not perf_command.shown_as(failure.event, spec[:40])  # too short to have been cut
+    assert not perf_command.shown_as("..", "anything")
+
+
+@needs_perf
+def test_long_refused_event_keeps_the_software_events_of_its_run(tmp_path):
+    """This VM has no PMU: perf refuses the `cpu/` event with a shortened name; the run is
+    counted again without it, and task-clock and page-faults are kept."""
+    events = (
+        Event("LONG.HARDWARE", "cpu", LONG),
+        Event("task-clock", "software", "task-clock"),
+        Event("page-faults", "software", "page-faults"),
+    )
+    parts = Runner(tmp_path, ["true"], ProfileOptions(interval_ms=None)).run_task(
+        Task(1, 1, events)
+    )
+    assert [p.status for p in parts] == [RunStatus.OK]
+    assert [u.name for u in parts[0].unsupported] == ["LONG.HARDWARE"]
+    counted = (outdir.run_dir(tmp_path, 1, 1) / outdir.PERF_OUTPUT).read_text()
+    assert "task-clock" in counted and "page-faults" in counted
+
+
+# --- 12: a huge --repeat is refused, and tasks are made lazily ------------------------------
+
+
+def test_huge_repeat_is_one_line():
+    result = invoke("profile", "--repeat", "1000000000", "-e", "task-clock", "--", "true")
+    assert result.returncode == 2
+    assert result.stderr.startswith("autoprof: error: ") and str(MAX_REPEAT) in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_planned_pairs_are_made_lazily():
+    pairs = outdir.planned(10**6, MAX_REPEAT, part=2, parts=3)
+    assert next(pairs) == (1, 2) and next(pairs) == (1, 5)  # 10^10 pairs: none made ahead
+    assert outdir.planned_count(10**6, MAX_REPEAT, 2, 3) == -(-(10**10 - 1) // 3)
+
+
+# --- 13: bench: no negative times, ratio intervals stay positive ----------------------------
+
+
+def test_ratio_interval_of_noisy_short_runs_stays_positive():
+    a = [0.002, 0.0001, 0.004, 0.0002, 0.003]
+    b = [0.0001, 0.006, 0.0002, 0.0001, 0.005]
+    r = stats.ratio("wall_s", a, b)
+    assert 0 < r.low < r.ratio < r.high  # r +- half reached below zero
+    assert r.low * r.high == pytest.approx(r.ratio**2)  # symmetric on the log scale
+
+
+def test_runs_shorter_than_start_up_are_too_short_to_measure():
+    reps = [Repetition(i, w, 0.0, 0.0) for i, w in enumerate([0.0, 0.0002, 0.0], 1)]
+    result = BenchResult([], {}, BenchOptions(), [CommandResult(["true"], reps)], startup_s=0.001)
+    found = stats.warnings(result)
+    assert len(found) == 1 and "2 of 3 runs" in found[0] and "too short to measure" in found[0]
+
+
+@needs_perf
+def test_bench_of_an_empty_program_reports_no_negative_time(tmp_path):
+    out = tmp_path / "bench.json"
+    result = invoke("bench", "-n", "5", "--export-json", out, "--", "true", "--", "true")
+    assert result.returncode == 0, result.stderr
+    import json
+
+    data = json.loads(out.read_text())
+    walls = [r["wall_s"] for c in data["commands"] for r in c["repetitions"]]
+    assert min(walls) >= 0, walls  # half of them are below the median `true` subtracted
+    ratio = next(r for r in data["commands"][1]["ratio_to_first"] if r["metric"] == "wall_s")
+    assert ratio["low"] != ratio["low"] or ratio["low"] > 0, ratio
+    assert np.isfinite(walls).all()
