@@ -4,6 +4,7 @@ that are formulas)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -102,11 +103,76 @@ def test_bench_of_an_empty_program_reports_no_negative_time(tmp_path):
     out = tmp_path / "bench.json"
     result = invoke("bench", "-n", "5", "--export-json", out, "--", "true", "--", "true")
     assert result.returncode == 0, result.stderr
-    import json
-
     data = json.loads(out.read_text())
     walls = [r["wall_s"] for c in data["commands"] for r in c["repetitions"]]
     assert min(walls) >= 0, walls  # half of them are below the median `true` subtracted
     ratio = next(r for r in data["commands"][1]["ratio_to_first"] if r["metric"] == "wall_s")
-    assert ratio["low"] != ratio["low"] or ratio["low"] > 0, ratio
+    assert ratio["low"] is None or ratio["low"] > 0, ratio  # None: no interval (a mean of 0)
     assert np.isfinite(walls).all()
+
+
+# --- 10: one line where a traceback was --------------------------------------------------
+
+PROFILE = Path(__file__).parent / "data" / "profile-ed64973"
+
+
+def one_line_error(result, *says: str) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()  # progress lines may come first (profile)
+    assert [x for x in lines if x.startswith("autoprof:")] == lines[-1:], result.stderr
+    assert lines[-1].startswith("autoprof: error: "), result.stderr
+    assert all(s in lines[-1] for s in says), lines[-1]
+    return lines[-1]
+
+
+@pytest.fixture
+def under_a_file(tmp_path) -> Path:
+    """A path no one may write, root included: its parent is a regular file."""
+    (tmp_path / "file").write_text("")
+    return tmp_path / "file" / "x"
+
+
+def test_unwritable_outputs_are_one_line(tmp_path, under_a_file):
+    results = str(PROFILE / "results.csv")
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    assert invoke("upload", PROFILE, "--store", store).returncode == 0
+    run_id = "20fd6379"
+    for args in [
+        ("aggregate", PROFILE, "-o", under_a_file),
+        ("analyze", "stats", results, "-o", under_a_file),
+        ("runs", "export", run_id, "-o", under_a_file, "--store", store),
+    ]:
+        one_line_error(invoke(*args), str(under_a_file.parent), "Not a directory")
+
+
+@needs_perf
+def test_unwritable_outputs_of_measuring_commands_are_one_line(under_a_file):
+    for args in [
+        ("profile", "-e", "task-clock", "-o", under_a_file, "--", "true"),
+        ("record", "-o", under_a_file, "--", "true"),
+        ("memory", "-o", under_a_file, "--", "true"),
+        ("bench", "-n", "2", "--export-json", under_a_file, "--", "true"),
+    ]:
+        one_line_error(invoke(*args), str(under_a_file), "Not a directory")
+
+
+def test_an_events_file_that_is_not_utf8_is_one_line(tmp_path):
+    events = tmp_path / "events.txt"
+    events.write_bytes(b"task-clock\n\xff\xfe\n")
+    one_line_error(invoke("profile", "--events", events, "--", "true"), "not UTF-8", "0xff")
+
+
+def test_a_deeply_nested_manifest_is_one_line(tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    (out / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    one_line_error(invoke("upload", out, "--store", f"sqlite:///{tmp_path / 's.db'}"), "nested")
+    assert invoke("aggregate", out).returncode in (0, 2)  # reported as a broken file, no traceback
+    report = (out / "report.json").read_text()
+    assert "nested too deeply" in report
+
+
+def test_click_usage_errors_are_one_line():
+    one_line_error(invoke("profile", "--no-such-flag"), "--no-such-flag", "autoprof profile --help")
+    one_line_error(invoke("no-such-command"), "no-such-command")

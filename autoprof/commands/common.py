@@ -241,6 +241,11 @@ def event_names(event_names: tuple[str, ...], events_file: str | None) -> list[s
             raise AutoprofError(
                 f"cannot read --events file {events_file}: {err.strerror}"
             ) from None
+        except UnicodeDecodeError as err:
+            raise AutoprofError(
+                f"--events file {events_file} is not UTF-8 text (byte {err.object[err.start]:#04x} "
+                f"at offset {err.start})"
+            ) from None
         names += [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
     return names
 

@@ -65,20 +65,10 @@ def aggregate(
 
     tables: list[Any] = []
     aggregation = _aggregate(Path(out), tables.append, results_name, exact_only)
-    decoded = [
-        pa.table([_decoded(c) for c in t.columns], names=t.column_names) for t in tables
-    ]  # a dictionary may repeat a text (two events of one name): pandas categories may not
+    decoded = [results.decoded(t) for t in tables]
     frame = pa.concat_tables(decoded).to_pandas() if tables else results.empty_frame()
     aggregation.frame = results.normalize(frame)
     return aggregation
-
-
-def _decoded(column):
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(column.type):
-        return column.cast(column.type.value_type)
-    return column
 
 
 def aggregate_to(

@@ -12,7 +12,6 @@ their defaults, so a report survives fields being added or dropped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import Field, asdict, dataclass, field, fields
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, ClassVar
 
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
+from autoprof.util import records
 from autoprof.util.records import file_format, known_fields
 
 FORMAT = 2  # the report.json format this code writes and reads up to
@@ -259,7 +259,7 @@ _UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upgrade_
 def read_report(path: Path) -> Report:
     """The report.json at `path`; one AutoprofError line when it cannot be read."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = records.loads(Path(path).read_text())
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         return Report.from_json(data, path)

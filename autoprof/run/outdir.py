@@ -37,7 +37,7 @@ from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run.options import ProfileOptions, measuring_fields
-from autoprof.util.records import file_format, known_fields
+from autoprof.util.records import file_format, known_fields, loads
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -220,7 +220,7 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text())
+    return loads(path.read_text())
 
 
 def write_manifest(out: Path, manifest: Manifest) -> None:
