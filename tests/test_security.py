@@ -99,6 +99,7 @@ def test_runs_shorter_than_start_up_are_too_short_to_measure():
 
 
 @needs_perf
+@pytest.mark.slow
 def test_bench_of_an_empty_program_reports_no_negative_time(tmp_path):
     out = tmp_path / "bench.json"
     result = invoke("bench", "-n", "5", "--export-json", out, "--", "true", "--", "true")
@@ -176,3 +177,95 @@ def test_a_deeply_nested_manifest_is_one_line(tmp_path):
 def test_click_usage_errors_are_one_line():
     one_line_error(invoke("profile", "--no-such-flag"), "--no-such-flag", "autoprof profile --help")
     one_line_error(invoke("no-such-command"), "no-such-command")
+
+
+# --- 14: names that are formulas: refused when not planned, quoted for spreadsheets ----------
+
+FORMULA = '=HYPERLINK("http://x.example/?a,b","click")'
+
+
+def renamed(tmp_path: Path, old: str, new: str, plan: bool) -> Path:
+    """A copy of the recorded profile whose runs (and, with `plan`, whose plan) call the event
+    `old` by the name `new`, as an edited file would; results.csv and report.json removed."""
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    (out / "results.csv").unlink()
+    (out / "report.json").unlink()
+    paths = list((out / "runs").glob("*/run.json")) + ([out / "manifest.json"] if plan else [])
+    for path in paths:
+        data = json.loads(path.read_text())
+        events = list(data.get("events", []))  # the same event objects, in a new list
+        for run in data.get("plan", {}).get("runs", []):
+            events += run["events"]
+        for event in events:
+            if event["name"] == old:
+                event["name"] = new
+        path.write_text(json.dumps(data))
+    return out
+
+
+def test_aggregate_refuses_events_not_in_the_plan(tmp_path):
+    out = renamed(tmp_path, "task-clock", FORMULA, plan=False)
+    error = one_line_error(invoke("aggregate", out), "1 events not in the plan", repr(FORMULA))
+    assert "left out of" in error
+    assert "HYPERLINK" not in (out / "results.csv").read_text()
+    assert "mem:0x10000:w" in (out / "results.csv").read_text()  # the planned events stay
+    assert json.loads((out / "report.json").read_text())["unknown_events"] == [FORMULA]
+
+
+def test_upload_refuses_results_with_events_not_in_the_plan(tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    text = (out / "results.csv").read_text().replace("\ntask-clock,", '\n"=1+2",')
+    (out / "results.csv").write_text(text)
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    one_line_error(invoke("upload", out, "--store", store), "not in the plan", "'=1+2'")
+    assert "no run" in invoke("runs", "export", "20fd6379", "--store", store).stderr
+
+
+def test_planned_quoted_names_aggregate_and_export_excel_safe(tmp_path):
+    """A planned name with `"` and `,` (pandas' duplicate categories error before) goes through
+    aggregate, upload and export; --excel-safe quotes it for spreadsheets."""
+    import csv
+
+    from autoprof import results
+
+    out = renamed(tmp_path, "task-clock", FORMULA, plan=True)
+    assert invoke("aggregate", out).returncode == 0
+    frame = results.read_csv(out / "results.csv")
+    assert FORMULA in set(frame["EVENT_NAME"])
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    assert invoke("upload", out, "--store", store).returncode == 0
+    raw, safe = tmp_path / "raw.csv", tmp_path / "safe.csv"
+    assert invoke("runs", "export", "20fd6379", "-o", raw, "--store", store).returncode == 0
+    assert (
+        invoke(
+            "runs", "export", "20fd6379", "-o", safe, "--excel-safe", "--store", store
+        ).returncode
+        == 0
+    )
+    assert raw.read_bytes() == (out / "results.csv").read_bytes()
+    names = {row["EVENT_NAME"] for row in csv.DictReader(safe.open())}
+    assert "'" + FORMULA in names and FORMULA not in names and "mem:0x10000:w" in names
+
+
+def test_spreadsheet_cells():
+    from autoprof.util import spreadsheet
+
+    assert spreadsheet.cell("=1+2") == "'=1+2"
+    assert spreadsheet.cell("@SUM(A1)") == "'@SUM(A1)"
+    assert spreadsheet.cell("+cmd") == "'+cmd" and spreadsheet.cell("-cmd") == "'-cmd"
+    assert spreadsheet.cell("-12.5") == "-12.5" and spreadsheet.cell("+3") == "+3"  # numbers
+    assert spreadsheet.cell("task-clock") == "task-clock"
+    assert spreadsheet.csv_text('a,b\n"=x,y",-1\n') == 'a,b\n"\'=x,y",-1\n'
+
+
+def test_bench_csv_export_excel_safe(tmp_path):
+    from autoprof.commands.bench import _export
+
+    reps = [Repetition(1, -0.0, 0.0, 0.0)]
+    result = BenchResult([], {}, BenchOptions(), [CommandResult(["=calc", "-x"], reps)])
+    path = tmp_path / "bench.csv"
+    _export(result, {}, None, path, excel_safe=True)
+    lines = path.read_text().splitlines()
+    assert lines[1].startswith("'=calc -x,1,wall_s,-0.0,") and len(lines) == 4

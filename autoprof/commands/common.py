@@ -278,6 +278,13 @@ redis_option = click.option(
     "[default: $AUTOPROF_REDIS]",
 )
 
+excel_safe_option = click.option(
+    "--excel-safe",
+    is_flag=True,
+    help="Prefix text cells that start with = + - @ with ' so that a spreadsheet shows them "
+    "instead of running them as formulas.",
+)
+
 # the store's library (SQLAlchemy) is imported inside the store commands; store.url is plain
 store_option = click.option(
     "--store",

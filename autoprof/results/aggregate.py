@@ -111,6 +111,7 @@ def _aggregate(
     broken: list[BrokenFile] = []
     manifest = _read_manifest(out, broken)
     topology = _topology(manifest)
+    planned = manifest.event_names() if manifest is not None else None
     seen = tally.Tally()
     state = _RunState()
     lines = 0
@@ -126,6 +127,9 @@ def _aggregate(
             state.reasons.setdefault(label, item.reason)
             refused.append(label)
         run = rows.run_rows(counts, record, refused, topology, state.modifiers)
+        if planned is not None:
+            run, unknown = rows.outside(run, planned)
+            state.unknown.update(dict.fromkeys(unknown))
         seen.add(run)
         written = np.isin(run.status, keep)
         seen.rows += int(written.sum())
@@ -139,6 +143,7 @@ def _aggregate(
         broken,
         results_name,
     )
+    report.unknown_events = list(state.unknown)
     return Aggregation(None, report, lines)
 
 
@@ -149,6 +154,7 @@ class _RunState:
     retried: list[RetriedRun] = field(default_factory=list)
     reasons: dict[tally.Label, str] = field(default_factory=dict)
     modifiers: rows.Modifiers = field(default_factory=dict)
+    unknown: dict[str, None] = field(default_factory=dict)  # events not in the plan, in order
 
 
 def _read_ahead(out: Path, state: _RunState, ahead: int = 2) -> Iterator[tuple]:

@@ -6,6 +6,7 @@ Everything per line is numpy over codes; Python only sees the distinct event nam
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -212,6 +213,23 @@ def _empty_rows(record: outdir.RunRecord, labels: list[Label]) -> RunRows:
         nan,
         np.zeros(0, np.int8),
     )
+
+
+# the per-row arrays of RunRows (the rest are code lists)
+_ROW_ARRAYS: tuple[str, ...] = ("label", "index", "time", "cpu", "socket", "core", "node")
+_ROW_ARRAYS += ("unit", "value", "value_unit", "percent", "status")
+
+
+def outside(rows: RunRows, planned: frozenset[str]) -> tuple[RunRows, list[str]]:
+    """The rows of planned events only, and the names of the others that had rows (an edited
+    run.json or perf.csv: a name such as `=HYPERLINK(...)` must not reach results.csv)."""
+    unplanned = [c for c, (name, _) in enumerate(rows.labels) if name not in planned]
+    drop = np.isin(rows.label, unplanned)
+    if not drop.any():
+        return rows, []
+    names = [rows.labels[c][0] for c in np.unique(rows.label[drop])]
+    keep = ~drop
+    return dataclasses.replace(rows, **{a: getattr(rows, a)[keep] for a in _ROW_ARRAYS}), names
 
 
 def _append(rows: RunRows, label_codes: list[int], status: list[int]) -> RunRows:

@@ -85,6 +85,21 @@ class Manifest:
         options = ProfileOptions.from_json(data.get("options", {}))
         return cls(**{**known_fields(cls, data), "machine": machine, "options": options})
 
+    def event_names(self) -> frozenset[str] | None:
+        """The names of the events the plan schedules: the only ones its results may hold
+        (anything else came from an edited file, not from perf). None for a plan without runs
+        (a benchmark folder's): nothing to check against."""
+        runs = self.plan.get("runs") if isinstance(self.plan, dict) else None
+        if not isinstance(runs, list):
+            return None
+        return frozenset(
+            str(event.get("name"))
+            for run in runs
+            if isinstance(run, dict)
+            for event in run.get("events") or []
+            if isinstance(event, dict)
+        )
+
     def check_resume(
         self,
         out: Path,
