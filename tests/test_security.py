@@ -269,3 +269,63 @@ def test_bench_csv_export_excel_safe(tmp_path):
     _export(result, {}, None, path, excel_safe=True)
     lines = path.read_text().splitlines()
     assert lines[1].startswith("'=calc -x,1,wall_s,-0.0,") and len(lines) == 4
+
+
+# --- 11: aggregate streams a run's perf.csv in chunks of whole intervals --------------------
+
+
+def _profile_of(out: Path, runs: list[tuple[list[tuple[str, str]], bytes]]) -> Path:
+    """A profile folder of real perf 6.1 -I output: one run per (events (name, pmu), perf.csv)."""
+    from autoprof.catalog.facts import MachineFacts
+    from autoprof.perf.unsupported import Unsupported
+
+    plan = {"runs": [{"events": [{"name": n, "pmu": p} for n, p in ev]} for ev, _ in runs]}
+    machine = MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2)
+    out.mkdir()
+    outdir.write_manifest(out, outdir.Manifest("id", "0.1.0", "", ["true"], machine, plan))
+    argv = ["perf", "stat", "-x", ",", "-I", "100", "--", "true"]
+    for number, (events, perf_csv) in enumerate(runs, 1):
+        folder = outdir.run_dir(out, number, 1)
+        folder.mkdir(parents=True)
+        (folder / outdir.PERF_OUTPUT).write_bytes(perf_csv)
+        refs = [outdir.EventRef(n, p, n, n) for n, p in events]
+        record = outdir.RunRecord(number, 1, refs, argv, status=RunStatus.OK)
+        record.unsupported = [Unsupported("instructions", "cpu", "refused")]
+        outdir.write_run_record(folder, record)
+    return out
+
+
+def test_chunked_aggregation_equals_the_whole_file(tmp_path, monkeypatch):
+    from autoprof.perf import stat_arrow
+    from autoprof.results import aggregate
+
+    idle = (DATA / "interval_idle.csv").read_bytes()  # idle intervals between counted ones
+    lines = [x for x in (DATA / "interval_percpu.csv").read_text().splitlines() if "," in x]
+    stamps = sorted({x.split(",")[0] for x in lines})
+    many = "".join(  # 40 copies of the recording's intervals, times advancing
+        f"{float(x.split(',')[0]) + 10 * k:15.9f},{x.split(',', 1)[1]}\n"
+        for k in range(40)
+        for x in lines
+    ).encode()
+    assert len(stamps) > 1
+    sw = [("task-clock", "software"), ("msr/tsc/", "msr"), ("instructions", "cpu")]
+    runs = [
+        ([("mem:0x406000:w", "breakpoint"), *sw, ("never-printed", "software")], idle),
+        ([*sw, ("context-switches", "software"), ("sched:sched_switch", "tracepoint")], many),
+    ]
+    whole = _profile_of(tmp_path / "whole", runs)
+    small = _profile_of(tmp_path / "small", runs)
+    pieces = list(stat_arrow.chunks(small / "runs" / "run0002-rep1" / "perf.csv", ",", True, 300))
+    assert len(pieces) > 20 and b"".join(pieces) == many
+    assert all(
+        p.split(b",")[0] != q.split(b"\n")[-2].split(b",")[0] for q, p in zip(pieces, pieces[1:])
+    )
+    aggregate.aggregate_to(whole)
+    monkeypatch.setattr(stat_arrow, "CHUNK_BYTES", 300)  # a chunk is an interval or two
+    aggregate.aggregate_to(small)
+    assert (small / "results.csv").read_bytes() == (whole / "results.csv").read_bytes()
+    report, reference = (json.loads((o / "report.json").read_text()) for o in (small, whole))
+    assert report.pop("results") != reference.pop("results") and report == reference
+    idle_events = {e["event"] for e in report["events"]["idle_intervals"]}
+    assert {"task-clock", "msr/tsc/", "mem:0x406000:w"} <= idle_events  # 2 of 4 counted
+    assert [e["event"] for e in report["events"]["not_counted"]] == ["never-printed"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,38 +38,106 @@ def run_rows(
     topology: np.ndarray,
     modifiers: Modifiers,
 ) -> RunRows:
-    """The results rows of one run: perf's lines mapped to catalog events, then a `not
-    supported` row for each refused event perf printed no line for (`refused`), and a `not
-    counted` row for each planned event that got no line at all. `modifiers` collects the
-    modifiers perf added to event names."""
-    table = lookup(record)
-    labels: list[Label] = []
-    label_code: dict[Label, int] = {}
+    """The results rows of one run whose perf lines are all in `counts` (`RunMapper` in one
+    piece): perf's lines mapped to catalog events, then the rows of events without a line."""
+    mapper = RunMapper(record, refused, topology, modifiers)
+    return concat([mapper.chunk(counts), mapper.rest()])
 
-    def code(label: Label) -> int:
-        if label not in label_code:
-            label_code[label] = len(labels)
-            labels.append(label)
-        return label_code[label]
 
-    if counts is None or len(counts) == 0:
-        rows = _empty_rows(record, labels)
-    else:
-        rows = _mapped(counts, record, table, code, labels, modifiers)
-    present = {labels[c] for c in np.flatnonzero(np.bincount(rows.label, minlength=len(labels)))}
-    extra = [lab for lab in dict.fromkeys(refused) if lab not in present]
-    status = [RowStatus.NOT_SUPPORTED.code] * len(extra)
-    present.update(extra)
-    silent = [(r.name, r.pmu) for r in record.events]
-    silent = [lab for lab in dict.fromkeys(silent) if lab not in present]
-    if extra or silent:
-        rows = _append(
-            rows,
-            [code(lab) for lab in extra + silent],
-            status + [RowStatus.NOT_COUNTED.code] * len(silent),
+class RunMapper:
+    """One run's results rows, made chunk by chunk of its perf lines (`chunk`), then `rest`:
+    a `not supported` row for each refused event perf printed no line for (`refused`), and a
+    `not counted` row for each planned event that got no line at all. `modifiers` collects the
+    modifiers perf added to event names. Chunks must hold whole intervals, in order (INDEX
+    goes on from one chunk to the next)."""
+
+    def __init__(
+        self,
+        record: outdir.RunRecord,
+        refused: list[Label],
+        topology: np.ndarray,
+        modifiers: Modifiers,
+    ):
+        self.record, self.refused, self.topology, self.modifiers = (
+            record,
+            refused,
+            topology,
+            modifiers,
         )
-    _locate(rows, topology)
-    return rows
+        self.table = lookup(record)
+        self.present: set[Label] = set()
+        self.next_index = 0
+
+    def chunk(self, counts: stat_arrow.Counts | None) -> RunRows:
+        labels: list[Label] = []
+        label_code: dict[Label, int] = {}
+
+        def code(label: Label) -> int:
+            if label not in label_code:
+                label_code[label] = len(labels)
+                labels.append(label)
+            return label_code[label]
+
+        if counts is None or len(counts) == 0:
+            return _empty_rows(self.record, labels)
+        rows = _mapped(counts, self.record, self.table, code, labels, self.modifiers)
+        rows.index = rows.index + self.next_index
+        self.next_index = int(rows.index.max()) + 1
+        seen = np.flatnonzero(np.bincount(rows.label, minlength=len(labels)))
+        self.present.update(labels[c] for c in seen)
+        _locate(rows, self.topology)
+        return rows
+
+    def rest(self) -> RunRows:
+        """The rows of the events perf printed no line for in any chunk."""
+        extra = [lab for lab in dict.fromkeys(self.refused) if lab not in self.present]
+        done = self.present | set(extra)
+        silent = [(r.name, r.pmu) for r in self.record.events]
+        silent = [lab for lab in dict.fromkeys(silent) if lab not in done]
+        labels = extra + silent
+        status = [RowStatus.NOT_SUPPORTED.code] * len(extra)
+        status += [RowStatus.NOT_COUNTED.code] * len(silent)
+        return _append(_empty_rows(self.record, labels), list(range(len(labels))), status)
+
+
+def concat(parts: list[RunRows]) -> RunRows:
+    """The rows of one run's pieces as one (labels and code lists merged)."""
+    parts = [p for p in parts if len(p)] or parts[:1]
+    if len(parts) == 1:
+        return parts[0]
+    labels: list[Label] = []
+    units: list[str | None] = []
+    value_units: list[str | None] = []
+    arrays: dict[str, list[np.ndarray]] = {a: [] for a in _ROW_ARRAYS}
+    for part in parts:
+        for name in _ROW_ARRAYS:
+            arrays[name].append(getattr(part, name))
+        for column, texts, merged in (
+            ("label", part.labels, labels),
+            ("unit", part.units, units),
+            ("value_unit", part.value_units, value_units),
+        ):
+            arrays[column][-1] = _recode(texts, merged)[arrays[column][-1]]
+    first = parts[0]
+    joined = {name: np.concatenate(arrays[name]) for name in _ROW_ARRAYS}
+    return RunRows(
+        first.run,
+        first.repeat,
+        labels,
+        units=units,
+        value_units=value_units,
+        **joined,
+    )
+
+
+def _recode(texts: Sequence[Any], merged: list[Any]) -> np.ndarray:
+    """The code in `merged` of each of `texts` (added to `merged` when new)."""
+    where = {t: i for i, t in enumerate(merged)}
+    for t in texts:
+        if t not in where:
+            where[t] = len(merged)
+            merged.append(t)
+    return np.asarray([where[t] for t in texts] or [0], np.int64)
 
 
 def _mapped(
