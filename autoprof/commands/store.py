@@ -177,7 +177,8 @@ def export_command(
     run_id, output, force, partial, report, recording, excel_safe, store_text
 ) -> None:
     """Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
-    per-function CSV of its sampled recording, as `autoprof report --csv` wrote it)."""
+    per-function CSV of its sampled recording, as `autoprof report --csv` wrote it); with
+    --excel-safe, text cells that a spreadsheet would run as formulas are quoted."""
     from autoprof import results
     from autoprof.store import engine, queries
     from autoprof.util import spreadsheet

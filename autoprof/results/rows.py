@@ -369,13 +369,15 @@ def table(rows: RunRows, keep: np.ndarray):
         return coded(values, pa.array(np.arange(max(int(values.max(initial=0)) + 1, 1))))
 
     nan = np.isnan(rows.time)
-    time_of = np.zeros(int(rows.index.max(initial=0)) + 1)
-    time_of[rows.index[~nan]] = rows.time[~nan]  # equal times have equal INDEX (run_rows)
+    # a chunk of a long run holds intervals lo..hi: its dictionaries start at lo, not 0
+    lo, hi = int(rows.index.min(initial=0)), int(rows.index.max(initial=0))
+    time_of = np.zeros(hi - lo + 1)
+    time_of[rows.index[~nan] - lo] = rows.time[~nan]  # equal times have equal INDEX (run_rows)
     one = np.zeros(len(rows), np.int64)
     columns = {
         "EVENT_NAME": text([lab[0] for lab in rows.labels], rows.label),
-        "INDEX": integer(rows.index),
-        "TIME": coded(np.where(nan, -1, rows.index), pa.array(time_of)),
+        "INDEX": coded(rows.index - lo, pa.array(np.arange(lo, hi + 1))),
+        "TIME": coded(np.where(nan, -1, rows.index - lo), pa.array(time_of)),
         "SOCKET": integer(rows.socket),
         "CORE": integer(rows.core),
         "CPU": integer(rows.cpu),
