@@ -54,10 +54,6 @@ class _Group(click.Group):
             _fail(str(err))
         except click.ClickException as err:
             _click_error(err)
-        except OSError as err:
-            if not isinstance(err, BrokenPipeError) and err.filename is not None:
-                _fail(_file_refused(err))
-            raise
         except KeyboardInterrupt:
             _interrupted()
         except click.Abort as abort:  # click's prompts turn Ctrl-C into Abort
@@ -67,6 +63,10 @@ class _Group(click.Group):
         except BrokenPipeError:
             _silence_stdout()
             sys.exit(0)
+        except OSError as err:
+            if err.filename is not None:
+                _fail(_file_refused(err))
+            raise
 
 
 def _fail(message: str, status: int = 2) -> NoReturn:
