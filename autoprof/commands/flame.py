@@ -105,7 +105,9 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
     Example:  autoprof flamegraph out/rec -o flame.svg --title "myprog"
               autoprof flamegraph --diff before.data after.data -o diff.svg
               autoprof flamegraph --trace qemu.log --binary ./myprog -o flame.svg
+              autoprof flamegraph --trace qemu.log --binary ./myprog --save out/trace
     """
+    from autoprof.flame import kept
     from autoprof.flame.diff import diff_folded_lines
     from autoprof.flame.renderer import FoldedRenderer
     from autoprof.flame.speedscope import SpeedscopeRenderer
@@ -119,6 +121,8 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
             raise AutoprofError("--trace FILE takes --binary ELF, and no INPUT nor --diff")
         if options != FoldOptions(inline=options.inline):
             raise AutoprofError("--trace takes none of the options of perf input (--pid, ...)")
+    elif flame.save is not None:
+        raise AutoprofError("--save keeps a trace's flame graph: it needs --trace")
     elif len(inputs) != (2 if flame.diff else 1):
         want = (
             "two inputs (BEFORE AFTER) with --diff" if flame.diff else "one input (or --diff A B)"
@@ -127,6 +131,8 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
     if trace is not None:
         profiles = [_load_trace(trace, binaries, options.inline)]
         inputs = (trace,)
+        if flame.save is not None:
+            kept.save(Path(flame.save), profiles[0], trace, list(binaries), options.inline)
     else:
         profiles = [_load(path, options) for path in inputs]
     after = profiles[-1]
