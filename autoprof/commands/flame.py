@@ -108,8 +108,7 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
               autoprof flamegraph --trace qemu.log --binary ./myprog --save out/trace
     """
     from autoprof.flame import kept
-    from autoprof.flame.diff import diff_folded_lines
-    from autoprof.flame.renderer import FoldedRenderer
+    from autoprof.flame.renderer import FlameRenderer, FoldedRenderer
     from autoprof.flame.speedscope import SpeedscopeRenderer
     from autoprof.flame.svg import SvgRenderer
 
@@ -139,23 +138,17 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
     before = profiles[0] if flame.diff else None
     default = "-" if flame.folded else "diff.svg" if flame.diff else "flame.svg"
     output = Path(flame.output or default)
+    renderer: FlameRenderer
     if flame.folded:
-        text = (
-            "".join(diff_folded_lines(before, after))
-            if before is not None
-            else FoldedRenderer().render(after)
-        )
+        renderer = FoldedRenderer(before)
     else:
         default_title = "Differential Flame Graph" if flame.diff else "Flame Graph"
         renderer = SvgRenderer(
             flame.title or default_title, flame.width, flame.minwidth, flame.inverted, before
         )
-        text = renderer.render(after)
-    _write(output, text)
+    renderer.render(after, output)
     if flame.speedscope is not None:
-        _write(
-            Path(flame.speedscope), SpeedscopeRenderer(flame.title or inputs[-1].name).render(after)
-        )
+        SpeedscopeRenderer(flame.title or inputs[-1].name).render(after, Path(flame.speedscope))
     quiet = str(output) == "-"  # stdout carries the data: messages go to stderr
     if before is not None:
         _print_changes(before, after, quiet)
@@ -187,16 +180,6 @@ def _load_trace(path: Path, binaries: tuple[Path, ...], inline: bool) -> Folded:
     for note in folded.notes:
         click.echo(f"autoprof: note: {path}: {note}", err=True)
     return folded
-
-
-def _write(path: Path, text: str) -> None:
-    if str(path) == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        path.write_text(text, errors="surrogateescape")
-    except OSError as err:
-        raise AutoprofError(f"cannot write {path}: {err.strerror}") from err
 
 
 def _print_changes(before: Folded, after: Folded, err: bool, top: int = 5) -> None:

@@ -59,7 +59,7 @@ def run_record(request: JobRequest, out: Path) -> dict:
     info = record(options, out, request.command)
     folded = load(out)
     title = request.command_line or f"pid {request.pid}"
-    (out / FLAME_SVG).write_text(SvgRenderer(title=title).render(folded), errors="surrogateescape")
+    SvgRenderer(title=title).render(folded, out / FLAME_SVG)
     outdir.write_json(out / TOP_FUNCTIONS, top_functions(folded.stacks, folded.total))
     return {"state": "done", "error": info.error}
 
