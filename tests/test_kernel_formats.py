@@ -87,3 +87,28 @@ def test_skx_strings_give_the_bits_of_intels_data(intel_dir):
 def test_every_platforms_strings_give_the_bits_of_intels_data(intel_dir, platform):
     report = _check(intel_dir, platform)
     assert report.checked > 100
+
+
+@pytest.mark.skipif(WHY_NOT is not None, reason=f"cannot run perf over a fake tree: {WHY_NOT}")
+def test_amd_and_arm_trees_take_perfs_own_strings():
+    """The AMD and Arm trees, for their catalogs to plug in: the strings perf's jevents writes
+    (NON-INTEL.md sec. 2) give the bits the kernel's formats place, e.g. a 12-bit AMD event
+    scattered over config:0-7,32-35 and a 12-bit PerfMonV2 DF umask over config:8-15,24-27."""
+    zen4 = {
+        "A": ("cpu/event=0x1c7,name=A/", 0x1_0000_00C7),
+        "B": (
+            "amd_l3/event=0xac,umask=1,enallcores=1,enallslices=1,sliceid=3,threadmask=3,name=B/",
+            0xAC | 1 << 8 | 1 << 47 | 1 << 46 | 3 << 48 | 3 << 56,
+        ),
+        "C": ("amd_df/event=0x1f,umask=0x7fe,name=C/", 0x1F | 0xFE << 8 | 0x7 << 24),
+        "D": ("amd_umc/event=0,name=D/", 0),
+    }
+    parsed = perf_attrs.parse(TREES / "amd-zen4", [spec for spec, _ in zen4.values()])
+    assert parsed.refused == {}
+    got = {name: {a.config for a in attrs} for name, attrs in parsed.attrs.items()}
+    assert got == {name: {config} for name, (_, config) in zen4.items()}
+    assert len(parsed.attrs["D"]) == 2  # amd_umc_0 and amd_umc_1
+    zen1 = perf_attrs.parse(TREES / "amd-zen1", ["amd_df/event=0x1f,umask=0x7fe,name=C/"])
+    assert "value too big for format" in next(iter(zen1.refused.values()))
+    arm = perf_attrs.parse(TREES / "arm64-neoverse", ["armv8_pmuv3_0/event=0x11,name=CYC/"])
+    assert [a.config for a in arm.attrs["CYC"]] == [0x11]

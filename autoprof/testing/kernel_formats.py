@@ -371,16 +371,17 @@ OTHER: dict[str, Pmus] = {
         ("amd_df", AMD_DF_V2, 1),
         ("amd_umc", AMD_UMC, 2),
     ],
-    "arm64-neoverse": [("armv8_pmuv3", ARM_PMUV3, 1)],
+    "arm64-neoverse": [("armv8_pmuv3_0", ARM_PMUV3, 1)],  # ACPI: arm_pmu_acpi.c names it
 }
 PLATFORMS = INTEL | OTHER
-_HYBRID = {"cpu_core": "0", "cpu_atom": "1", "cpu_lowpower": "1"}
+# Core PMUs that serve a set of CPUs (a `cpus` file): hybrid x86 core types, Arm's.
+_CPUS = {"cpu_core": "0", "cpu_atom": "1", "cpu_lowpower": "1", "armv8_pmuv3_0": "0-1"}
 
 
 def files(pmus: Pmus) -> dict[str, str]:
     """A fake event_source/devices tree as {relative path: text}: per PMU `type`,
     `format/<term>`, and `cpumask` for uncore boxes (perf opens those system-wide on one CPU)
-    or `cpus` for hybrid core PMUs."""
+    or `cpus` for core PMUs of a set of CPUs (hybrid x86, Arm)."""
     out: dict[str, str] = {}
     next_type = 64  # above the kernel's fixed types, so no name clashes with real ones
     for name, formats, boxes in pmus:
@@ -390,8 +391,8 @@ def files(pmus: Pmus) -> dict[str, str]:
             next_type += 1
             for term, bits in formats.items():
                 out[f"{folder}/format/{term}"] = bits + "\n"
-            if name in _HYBRID:
-                out[f"{folder}/cpus"] = _HYBRID[name] + "\n"
+            if name in _CPUS:
+                out[f"{folder}/cpus"] = _CPUS[name] + "\n"
             elif not name.startswith(("cpu", "arm")):
                 out[f"{folder}/cpumask"] = "0\n"
     return out
