@@ -38,7 +38,7 @@ def raw_events(events_dir: Path, platform: str) -> dict[tuple[str, str], dict]:
             where = intel.HYBRID_PMU.get(row.core_role, "cpu")
         else:
             where = "cpu" if row.kind == "core" else "uncore"
-        for raw in intel._load_json_events(events_dir / row.path.lstrip("/")):
+        for raw in intel.load_json_events(events_dir / row.path.lstrip("/")):
             raws.setdefault((where, str(raw.get("EventName"))), raw)
     return raws
 
