@@ -24,6 +24,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,9 +55,13 @@ def unavailable() -> str | None:
     for tool in ("perf", "unshare", "mount"):
         if shutil.which(tool) is None:
             return f"{tool} not found"
-    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, text=True, check=False)
+    with tempfile.TemporaryDirectory() as empty:
+        script = f"mount --bind {shlex.quote(empty)} {DEVICES}"
+        probe = subprocess.run(
+            ["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, check=False
+        )
     if probe.returncode:
-        return f"unshare -m fails: {probe.stderr.strip() or probe.returncode}"
+        return f"no bind mount over {DEVICES} in unshare -m: {probe.stderr.strip()[:200]}"
     return None
 
 
