@@ -15,7 +15,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from autoprof.catalog import cache, embedded, intel, perfnames, yaml
+from autoprof.catalog import cache, embedded, formats, intel, perfnames, yaml
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
@@ -233,6 +233,7 @@ def host_catalog(
     if target != here and cpu:
         return catalog
     catalog = without_absent_pmus(catalog, SYSFS_PMUS)
+    catalog = formats.without_misfits(catalog, SYSFS_PMUS)
     catalog = catalog.merge(yaml.load_builtin("software", target))
     catalog = catalog.merge(_msr_catalog())
     if with_tracepoints:

@@ -112,7 +112,7 @@ def rows_for_cpu(events_dir: Path, cpu: str) -> list[MapRow]:
     return chosen
 
 
-def _load_json_events(path: Path) -> list[dict]:
+def load_json_events(path: Path) -> list[dict]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -306,7 +306,7 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
     events_dir = Path(events_dir)
     rows = rows_for_cpu(events_dir, cpu)
     uncore = {
-        row.path: _load_json_events(events_dir / row.path.lstrip("/"))
+        row.path: load_json_events(events_dir / row.path.lstrip("/"))
         for row in rows
         if row.kind in ("uncore", "uncore experimental")
     }
@@ -317,7 +317,7 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
         path = events_dir / row.path.lstrip("/")
         if row.kind in ("core", "hybridcore"):
             pmu = HYBRID_PMU.get(row.core_role, "cpu") if row.kind == "hybridcore" else "cpu"
-            for raw in _load_json_events(path):
+            for raw in load_json_events(path):
                 builder.add(raw, pmu, path, uncore=False, experimental=False)
                 name = raw.get("EventName")
                 offcore = isinstance(name, str) and name.startswith("OFFCORE_RESPONSE")
@@ -328,7 +328,7 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
                 builder.add(raw, "", path, uncore=True, experimental=row.kind != "uncore")
         elif row.kind == "offcore" and options.offcore_matrix:
             for pmu, base in offcore_base.items():
-                builder.add_matrix(_load_json_events(path), pmu, base, path)
+                builder.add_matrix(load_json_events(path), pmu, base, path)
         # metrics, fp_arith_inst, retire latency: descriptions of events, not events
     builder.add_topdown()
     cpu_id = cpu if "-" in cpu else example_cpu_id(rows[0].pattern)
