@@ -110,3 +110,26 @@ def show_event(name: str, **options) -> None:
             click.echo(f"  errata:      {e.errata}")
         if e.description:
             click.echo(f"  {e.description}")
+
+
+@events.command("update")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="An Intel perfmon checkout, perf's arch/x86 or arch/arm64 folder, or a Linux checkout.",
+)
+@click.option(
+    "--vendor",
+    type=click.Choice(["intel", "amd", "arm64"]),
+    help="Only this vendor's data (a Linux checkout holds AMD's and Arm64's).",
+)
+def update_events(source: str, vendor: str | None) -> None:
+    """Replace the event data autoprof ships with a newer copy (kept in the user's cache)."""
+    from pathlib import Path
+
+    from autoprof.catalog import update
+
+    for name, where, models in update.update(Path(source), vendor):
+        click.echo(f"{name}: {models} models from {source}, now used from {where}")
