@@ -269,3 +269,43 @@ def test_a_malformed_update_is_one_error_line_and_keeps_the_old_data(
     assert not [name for name in left if name == "amd" or name.startswith(".")]  # no scratch
     nothing = cli_run("events", "update", "--from", tmp_path)
     assert "has no mapfile.csv and is no Linux checkout" in nothing.stderr
+
+
+def test_a_task_profile_leaves_out_system_wide_pmus_and_a_system_wide_one_counts_them():
+    from autoprof.run.profile import plan_for
+
+    zen4 = amd.load(AMD_DIR, "zen4")
+    task, plan = plan_for(zen4, [], system_wide=False)
+    assert {e.pmu for e in task.events} == {"cpu"} and len(plan) == 57
+    left = {x.pmu for x in task.excluded if x.reason == "system-wide only: profile -a counts it"}
+    assert left == {"amd_l3", "amd_df", "amd_umc"}
+    whole, _ = plan_for(zen4, [], system_wide=True)
+    assert len(whole.events) == 502
+    with pytest.raises(AutoprofError, match=r"amd_df counts system-wide only.*profile it with -a"):
+        plan_for(zen4, ["local_processor_read_data_beats_cs0"], system_wide=False)
+
+
+def test_a_cpu_no_data_knows_is_a_note_and_software_events(monkeypatch):
+    monkeypatch.setattr(host, "cpu_id", lambda: "HygonGenuine-24-0-0")
+    catalog = host.host_catalog()
+    assert catalog.note == (
+        "no event data knows this machine's CPU id HygonGenuine-24-0-0: software events only"
+    )
+    assert "task-clock" in {e.name for e in catalog.events} and "cpu" not in catalog.pmus
+    monkeypatch.setattr(host, "cpu_id", lambda: "AuthenticAMD-21-1-0")  # before Zen: no row
+    note = host.host_catalog().note
+    assert note.startswith("unknown CPU id 'AuthenticAMD-21-1-0'") and "software events" in note
+
+
+def test_this_arm_machine_reads_its_midr_and_core_pmu_from_sysfs(tmp_path):
+    regs = tmp_path / "cpu" / "cpu0" / "regs" / "identification"
+    regs.mkdir(parents=True)
+    (regs / "midr_el1").write_text("0x00000000413fd0c1\n")
+    assert host.midr(tmp_path) == "0x00000000413fd0c1"
+    assert vendor.vendor_of(host.midr(tmp_path)) == "arm64"
+    pmus = tmp_path / "devices"
+    for name in ("arm_cmn_0", "armv8_pmuv3_0", "software"):
+        (pmus / name).mkdir(parents=True)
+    (pmus / "armv8_pmuv3_0" / "cpus").write_text("0-63\n")
+    (pmus / "arm_cmn_0" / "cpumask").write_text("0\n")
+    assert host.arm_core_pmu(pmus) == "armv8_pmuv3_0"

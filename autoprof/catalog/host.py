@@ -193,10 +193,10 @@ def model_names(directory: Path, kind: str) -> dict[str, str]:
     return {n.lower(): n for n in names}
 
 
-def choose_data(explicit: Path | None, cpu: str) -> tuple[Path, str, str] | None:
+def choose_data(explicit: Path | None, cpu: str, named: bool) -> tuple[Path, str, str] | None:
     """(directory, vendor, CPU for its reader) of the data describing `cpu`, a CPU id or a
-    model name; None when no data of the CPU id's vendor is at hand. An unknown model name is
-    an error listing close ones."""
+    model name; None when no data of the CPU id's vendor is at hand. An unknown model name the
+    user `named` is an error listing close ones; this machine's, None."""
     if explicit is not None:
         kind = vendor.layout(explicit)
         return explicit, kind, model_names(explicit, kind).get(cpu.lower(), cpu)
@@ -204,6 +204,8 @@ def choose_data(explicit: Path | None, cpu: str) -> tuple[Path, str, str] | None
     if of_id is not None:
         directory = events_dir(None, of_id)
         return None if directory is None else (directory, of_id, cpu)
+    if not named:
+        return None
     known: list[str] = []
     for kind in vendor.VENDORS:
         directory = events_dir(None, kind)
@@ -274,7 +276,7 @@ def host_catalog(
     here = cpu_id()
     target = cpu or here
     catalog = Catalog(target, source="")
-    chosen = choose_data(events_directory, target)
+    chosen = choose_data(events_directory, target, named=bool(cpu))
     if chosen is None:
         if cpu:
             raise AutoprofError(
