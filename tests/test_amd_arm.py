@@ -309,3 +309,9 @@ def test_this_arm_machine_reads_its_midr_and_core_pmu_from_sysfs(tmp_path):
     (pmus / "armv8_pmuv3_0" / "cpus").write_text("0-63\n")
     (pmus / "arm_cmn_0" / "cpumask").write_text("0\n")
     assert host.arm_core_pmu(pmus) == "armv8_pmuv3_0"
+
+
+def test_an_amd_machine_has_no_intel_metrics_but_its_own_metric_files(cli_run):
+    run = cli_run("schedule", "--cpu", "zen4", "--metrics", "all")
+    [line] = run.stderr.strip().splitlines()
+    assert line.startswith("autoprof: error: no metrics for zen4: autoprof has Intel's only")
