@@ -315,3 +315,11 @@ def test_an_amd_machine_has_no_intel_metrics_but_its_own_metric_files(cli_run):
     run = cli_run("schedule", "--cpu", "zen4", "--metrics", "all")
     [line] = run.stderr.strip().splitlines()
     assert line.startswith("autoprof: error: no metrics for zen4: autoprof has Intel's only")
+
+
+def test_a_hisilicon_wildcard_pmu_is_present_as_its_numbered_boxes(tmp_path):
+    for name in ("hisi_sccl1_l3c0", "hisi_sccl3_l3c8", "armv8_pmuv3_0"):
+        (tmp_path / name).mkdir()
+    kept = host.without_absent_pmus(arm.load(ARM_DIR, "hip08"), tmp_path)
+    assert {e.pmu for e in kept.events} == {"armv8_pmuv3_0", "hisi_sccl,l3c"}
+    assert {x.pmu for x in kept.excluded} == {"hisi_sccl,ddrc", "hisi_sccl,hha"}

@@ -33,6 +33,7 @@ def _table(catalog, chosen) -> None:
             n
             for n in (
                 "alone" if e.taken_alone else "",
+                "pair" if e.pair else "",
                 "msr " + ",".join(sorted(e.registers)) if e.registers else "",
             )
             if n
@@ -50,6 +51,7 @@ def event_json(e: Event) -> dict:
         "counters": sorted(e.counters),
         "fixed": e.fixed,
         "taken_alone": e.taken_alone,
+        "pair": e.pair,
         "registers": sorted(e.registers),
         "leader": e.leader,
         "description": e.description,
@@ -97,7 +99,8 @@ def show_event(name: str, **options) -> None:
         click.echo(f"{e.name}  [{e.pmu}]")
         click.echo(f"  perf spec:   {e.spec}")
         if e.counters:
-            click.echo(f"  counters:    {','.join(map(str, sorted(e.counters)))}")
+            pair = " (and the odd neighbour: a counter pair)" if e.pair else ""
+            click.echo(f"  counters:    {','.join(map(str, sorted(e.counters)))}{pair}")
         if e.fixed is not None:
             click.echo(f"  counter:     fixed {e.fixed}")
         if e.registers:

@@ -15,20 +15,23 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
+from typing import TypeVar
 
 from autoprof.catalog.model import Event, Pmu
 
-Slot = Hashable
+Slot = TypeVar("Slot", int, str)  # a counter number or a shared register's MSR
 
 
-def match(masks: Sequence[frozenset], slots: set | None = None) -> dict[int, Slot] | None:
+def match(
+    masks: Sequence[frozenset[Slot]], slots: set[Slot] | None = None
+) -> dict[int, Slot] | None:
     """A distinct slot per item, each from its mask (and within `slots` when given): Kuhn's
     augmenting paths, as a run holds a handful of events. None when none exists."""
     owner: dict[Slot, int] = {}
     allowed = [m if slots is None else m & slots for m in masks]
 
-    def augment(i: int, seen: set) -> bool:
+    def augment(i: int, seen: set[Slot]) -> bool:
         for slot in sorted(allowed[i]):
             if slot in seen:
                 continue
@@ -70,7 +73,7 @@ def _generic_assignment(pmu: Pmu, generic: list[Event]) -> dict[int, int] | None
         found = match(masks, free)
         if found is not None:
             placed = dict(zip(pairs, chosen, strict=True))
-            placed.update({singles[k]: int(c) for k, c in found.items() if k < len(singles)})  # type: ignore[call-overload]
+            placed.update({singles[k]: c for k, c in found.items() if k < len(singles)})
             return placed
     return None
 
