@@ -203,6 +203,8 @@ def test_the_cli_plans_a_named_model_and_refuses_an_unknown_one(cli_run):
     assert "602 events in 63 runs (lower bound 63, optimal)" in run.stdout
     run = cli_run("schedule", "--cpu", "neoverse-n1", "--counters", "armv8_pmuv3_0=4")
     assert "109 events in 27 runs (lower bound 27, optimal)" in run.stdout
+    given = cli_run("schedule", "--events-dir", ARM_DIR, "--cpu", "0x00000000410fd0c0")
+    assert "109 events in 18 runs" in given.stdout  # an explicit folder says its vendor
     unknown = cli_run("schedule", "--cpu", "zen9")
     assert unknown.returncode != 0
     [line] = unknown.stderr.strip().splitlines()
