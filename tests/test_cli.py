@@ -146,6 +146,9 @@ def test_bad_input_is_one_error_line(args, says, tmp_path, cli_run):
 def test_a_malformed_catalog_is_one_error_line(tmp_path, cli_run):
     (tmp_path / "mapfile.csv").write_text("not,a\nperfmon,mapfile\n")
     line = one_error_line(cli_run("schedule", "--events-dir", tmp_path, "--cpu", "SKX"))
+    assert f"{tmp_path / 'mapfile.csv'} names no Intel, AMD or Arm64 CPU" in line
+    (tmp_path / "mapfile.csv").write_text("Family-model,Version\nGenuineIntel-6-55,v1\n")
+    line = one_error_line(cli_run("schedule", "--events-dir", tmp_path, "--cpu", "SKX"))
     assert f"malformed {tmp_path / 'mapfile.csv'}" in line
 
 

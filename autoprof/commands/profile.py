@@ -80,7 +80,12 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
         click.echo(planned.summary(), err=True)
         catalog, plan = planned.catalog, planned.plan
     else:
-        catalog, plan = library.plan_for(common.build_catalog(**opts), names, options.anchor)
+        catalog, plan = library.plan_for(
+            common.build_catalog(**opts),
+            names,
+            options.anchor,
+            system_wide=options.system_wide or bool(options.cpu_list),
+        )
         if not names:  # every event of this machine: say up front when that is software only
             common.note_without_pmu(opts)
     out = Path(output)

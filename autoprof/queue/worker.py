@@ -132,7 +132,9 @@ def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
         raise Refused(f"command {spec.command_line!r} does not match this worker's --allow")
     options = spec.profile_options()
     catalog = host.build_catalog(events_dir=settings.events_dir, **spec.selection)
-    catalog, plan = library.plan_for(catalog, spec.events, options.anchor)
+    catalog, plan = library.plan_for(
+        catalog, spec.events, options.anchor, options.system_wide or bool(options.cpu_list)
+    )
     library.check_machine(catalog, options, spec.command)
     agree_on_plan(job, spec, plan.to_json())
     _note(job, phase="waiting for a quiet machine")
