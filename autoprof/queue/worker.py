@@ -22,24 +22,24 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from redis import Redis
 from rq import Worker, get_current_job
 from rq.exceptions import DeserializationError
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from autoprof.catalog import host
 from autoprof.errors import AutoprofError
-from autoprof.queue import connection
+from autoprof.perf.process import die_with_parent
+from autoprof.pipeline import measure
+from autoprof.queue import connection, live
+from autoprof.queue.model import JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
-from autoprof.results import aggregate
-from autoprof.run import profile as library
 from autoprof.run.runner import stop_leftovers
-from autoprof.store import engine, upload
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran
 PLAN_KEY_TTL_S = 30 * 86400
@@ -113,6 +113,14 @@ def agree_on_plan(job: Job, spec: JobSpec, plan: dict[str, Any]) -> None:
         )
 
 
+def check_still_started(job: Job) -> None:
+    """Refuse to go on with a job that is no longer started (another worker's maintenance
+    failed it as abandoned, or it was stopped): its state is final, its profile never stored."""
+    status = job.get_status(refresh=True)
+    if status != JobStatus.STARTED:
+        raise AutoprofError(f"job {job.id} is {status.value if status else 'gone'}: not stored")
+
+
 def run_job(spec_data: Any) -> dict[str, Any]:
     """The job function (`spec.JOB_FUNCTION`): profile, aggregate, upload; returns the run."""
     job = get_current_job()
@@ -130,57 +138,61 @@ def run_job(spec_data: Any) -> dict[str, Any]:
 def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
     if not allowed(spec.command, settings.allow):
         raise Refused(f"command {spec.command_line!r} does not match this worker's --allow")
-    options = spec.profile_options()
-    catalog = host.build_catalog(events_dir=settings.events_dir, **spec.selection)
-    catalog, plan = library.plan_for(catalog, spec.events, options.anchor)
-    library.check_machine(catalog, options, spec.command)
-    agree_on_plan(job, spec, plan.to_json())
-    _note(job, phase="waiting for a quiet machine")
-    load, waited = wait_until_quiet(
-        lambda: os.getloadavg()[0], settings.max_load, settings.load_wait_s, settings.load_poll_s
-    )
-    _note(job, phase="profiling", load1=round(load, 2), load_waited_s=round(waited, 1))
     out = settings.workdir / job.id
-    facts = replace(host.read_facts(catalog), hostname=settings.hostname)
-    record = {"id": job.id, "queue": job.origin, "worker": job.worker_name, "load1": load}
-    outcome = library.profile(
-        out,
-        spec.command,
-        catalog,
-        plan,
-        options,
-        facts=facts,
-        profile_id=spec.profile_id,
-        job=record,
+
+    def ready(planned: measure.Planned) -> dict[str, Any]:
+        """The plan agreed on, then a quiet machine: the job record the manifest keeps."""
+        agree_on_plan(job, spec, planned.plan.to_json())
+        _note(job, phase="waiting for a quiet machine")
+        load, waited = wait_until_quiet(
+            lambda: os.getloadavg()[0],
+            settings.max_load,
+            settings.load_wait_s,
+            settings.load_poll_s,
+        )
+        _note(job, load1=round(load, 2), load_waited_s=round(waited, 1))
+        return {"id": job.id, "queue": job.origin, "worker": job.worker_name, "load1": load}
+
+    def warn(text: str) -> None:
+        job.meta.setdefault("warnings", []).append(text)
+        _note(job)
+
+    def phase(name: str) -> None:
+        if name == "aggregating":  # store only a job still ours: one failed meanwhile stays so
+            check_still_started(job)
+        _note(job, phase=name)
+
+    hooks = measure.Hooks(warn=warn, phase=phase, ready=ready)
+    with live.publishing(job.connection, job.id, out):
+        done = measure.measure(
+            spec.measure_spec(settings.events_dir),
+            out,
+            settings.store,
+            hooks,
+            hostname=settings.hostname,
+        )
+    stored = done.stored
+    assert stored is not None  # measured with a store
+    result = JobResult(
+        state="done",
+        run_id=stored.uuid,
+        part=stored.part,
+        parts=stored.parts,
+        rows=stored.rows,
+        complete=stored.complete,
+        failed_runs=done.failed_runs,
+        load1=job.meta.get("load1"),
+        warnings=done.warnings,
     )
-    _note(job, phase="aggregating")
-    aggregate.aggregate_to(out)
-    _note(job, phase="uploading")
-    store = engine.open_store(settings.store)
-    try:
-        done = upload.upload(store, out, spec.tags)
-    finally:
-        store.engine.dispose()
-    _note(job, phase="done")
-    failed_runs = [f"{r}.{k}" for r, k in outcome.failed]
-    result = {
-        "run": done.uuid,
-        "part": done.part,
-        "parts": done.parts,
-        "rows": done.rows,
-        "complete": done.complete,
-        "failed_runs": failed_runs,
-        "load1": load,
-    }
-    if outcome.failed:  # stored, as a local profile keeps them; the job still says so
-        listed = ", ".join(failed_runs[:10])
+    if done.failed_runs:  # stored, as a local profile keeps them; the job still says so
+        listed = ", ".join(done.failed_runs[:10])
         raise AutoprofError(
-            f"{len(outcome.failed)} runs failed (run.repeat {listed}); "
-            f"the results are stored as run {done.uuid}, folder kept in {out}"
+            f"{len(done.failed_runs)} runs failed (run.repeat {listed}); "
+            f"the results are stored as run {stored.uuid}, folder kept in {out}"
         )
     if not settings.keep:
         shutil.rmtree(out, ignore_errors=True)
-    return result
+    return result.to_json()
 
 
 class NotJSON(DeserializationError):
@@ -217,6 +229,20 @@ class ProfileWorker(Worker):
     def __init__(self, *args: Any, workdir: Path, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.workdir = workdir
+        self.worker_pid = os.getpid()
+
+    def setup_work_horse_signals(self) -> None:
+        """The horse (its own process group) gets SIGTERM when the worker dies, even by
+        SIGKILL: the runner then stops perf and the workload, and the horse ends."""
+        super().setup_work_horse_signals()
+        die_with_parent(self.worker_pid)
+
+    def handle_job_success(self, job: Job, *args: Any, **kwargs: Any) -> None:
+        """A job that ended already (failed as abandoned, stopped) keeps that state."""
+        if job.get_status(refresh=True) != JobStatus.STARTED:
+            self.log.error("Worker %s: job %s ended before it returned", self.name, job.id)
+            return
+        super().handle_job_success(job, *args, **kwargs)
 
     def kill_horse(self, *args: Any, **kwargs: Any) -> None:
         super().kill_horse(*args, **kwargs)
