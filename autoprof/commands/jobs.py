@@ -100,6 +100,7 @@ def watch_command(job_id, redis_text, as_json) -> None:
     with connection.errors(text):
         job = jobs.find_job(conn, job_id)
         follow = live.Follow(conn, job.id)
+        click.echo(f"job {job.id}: watching its intervals (Ctrl-C to stop)", err=True)
         shown = 0
         while True:
             follow.poll(block_ms=1000)

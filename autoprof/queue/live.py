@@ -26,7 +26,7 @@ from autoprof.results.live import Tail
 
 KEY = "autoprof:live:{}"
 MAXLEN = 10_000  # entries (batches of points), trimmed oldest first
-PERIOD_S = 0.1
+PERIOD_S = 0.05
 TTL_S = 7 * 86400  # as long as a finished job stays listed
 READ_COUNT = 1000
 
