@@ -327,9 +327,12 @@ def test_a_worker_killed_mid_profile_leaves_nothing_running_and_its_job_ends_onc
             assert time.monotonic() < deadline, "perf, the workload or the horse outlived it"
             time.sleep(0.05)
         print(f"horse, perf and workload gone {time.monotonic() - killed_at:.2f} s after the kill")
-        ended = _wait_status(conn, job.id, TERMINAL, timeout=90)
-        assert ended.status == "failed", ended
-        time.sleep(2)  # nothing left to turn it done
+        worker = WorkerProcess(tmp_path, redis_url, store, host, "sh .*")  # its successor
+        ended = _wait_status(conn, job.id, TERMINAL, timeout=30)
+        print(f"job {ended.status} {time.monotonic() - killed_at:.2f} s after the kill: "
+              f"{ended.error}")  # fmt: skip
+        assert ended.status == "failed" and "interrupted by SIGTERM" in ended.error, ended
+        time.sleep(3)  # the successor's maintenance, the dead horse: nothing turns it done
         again = jobs.info(jobs.find_job(conn, job.id))
         assert again.status == "failed" and again.result is not None
         assert again.result.state == FAILED and again.result.run_id is None
@@ -355,3 +358,36 @@ def _wait_status(conn, job_id: str, until: set[str], timeout: float):
             return found
         assert time.monotonic() < deadline, found
         time.sleep(0.2)
+
+
+@pytest.mark.slow  # a real worker and its horse killed mid-profile
+def test_the_next_worker_stops_what_a_worker_killed_with_its_horse_left(redis_url, tmp_path):
+    """Nothing of the dead pair can clean up: the next worker of the host kills the perf and
+    workload they left when it starts, and the job ends failed."""
+    if shutil.which("perf") is None:
+        pytest.skip("needs perf")
+    conn = connection.connect(redis_url)
+    host = f"pair-{os.getpid()}"
+    store = f"sqlite:///{tmp_path / 'pair.db'}"
+    marker = f"autoprof-pair-{os.getpid()}"
+    worker = WorkerProcess(tmp_path, redis_url, store, host, "sh .*")
+    try:
+        wait_ready(conn, [host])
+        spec = JobSpec(["sh", "-c", f"while :; do :; done # {marker}"], ["task-clock"])
+        (job,) = jobs.submit(conn, connection.host_queue(host), jobs.split_specs(spec, 1))
+        deadline = time.monotonic() + 60
+        while not _processes_with(marker):
+            assert time.monotonic() < deadline, "the workload never started"
+            time.sleep(0.05)
+        worker.kill()  # the horse first, then the worker: no one left to clean up
+        time.sleep(0.5)
+        assert _processes_with(marker)  # perf and the workload run on, orphaned
+        worker = WorkerProcess(tmp_path, redis_url, store, host, "sh .*")
+        deadline = time.monotonic() + 30
+        while _processes_with(marker):
+            assert time.monotonic() < deadline, "the next worker left them running"
+            time.sleep(0.1)
+        ended = _wait_status(conn, job.id, TERMINAL, timeout=30)
+        assert ended.status == "failed" and "AbandonedJobError" in (ended.error or ""), ended
+    finally:
+        worker.stop()

@@ -7,10 +7,15 @@
   most --load-wait seconds; the load seen goes into the job's meta and the profile's manifest.
 - The profile runs in WORKDIR/<job id>, is aggregated, then uploaded in one transaction: a job
   killed at any point leaves no run in the store, and a retry on this machine resumes the runs.
-- A worker that dies (kill -9) stops its heartbeats; after HEARTBEAT x 3 seconds any other
-  worker's maintenance (every --maintenance seconds) or `autoprof jobs list` fails the job, or
-  requeues it when it was submitted with --retry: RQ's own abandoned-job mechanism, with
-  timings short enough for tests (RQ's defaults take 1.5 to 10 minutes).
+- A worker that dies (kill -9) takes its work horse with it (PR_SET_PDEATHSIG: the horse gets
+  SIGTERM and stops perf and the workload first), and stops its heartbeats; after HEARTBEAT x 3
+  seconds any other worker's maintenance (every --maintenance seconds) or `autoprof jobs list`
+  fails the job, or requeues it when it was submitted with --retry: RQ's own abandoned-job
+  mechanism, with timings short enough for tests (RQ's defaults take 1.5 to 10 minutes). A new
+  worker on the same host fails its dead predecessor's jobs at once (`fail_stale`).
+- A job ends once: a job no longer started (failed as abandoned, stopped) is not stored and
+  its late return is ignored; a job run again stores its run once (`upload` skips a part
+  already stored).
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ from redis import Redis
 from rq import Worker, get_current_job
 from rq.exceptions import DeserializationError
 from rq.job import Job, JobStatus
+from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from autoprof.catalog import host
 from autoprof.errors import AutoprofError
-from autoprof.perf.process import die_with_parent
+from autoprof.perf.process import Interrupted, die_with_parent
 from autoprof.pipeline import measure
 from autoprof.queue import connection, live
 from autoprof.queue.model import JobResult
@@ -129,7 +135,12 @@ def run_job(spec_data: Any) -> dict[str, Any]:
         raise Refused("autoprof jobs run only in `autoprof worker`")
     _note(job, host=settings.hostname, phase="checking", error=None)
     try:
-        return _profile_job(job, settings, JobSpec.from_json(spec_data))
+        try:
+            return _profile_job(job, settings, JobSpec.from_json(spec_data))
+        except Interrupted as stop:  # SIGTERM: the worker died (PR_SET_PDEATHSIG) or stops it
+            raise AutoprofError(
+                f"interrupted by {stop.name} (its worker stopped or died): nothing stored"
+            ) from None
     except AutoprofError as err:
         _note(job, error=str(err))
         raise
@@ -281,6 +292,35 @@ def check_allow(patterns: list[re.Pattern]) -> list[re.Pattern]:
     return patterns
 
 
+def _worker_alive(pid: int) -> bool:
+    """Whether `pid` is a running autoprof worker other than this process."""
+    if pid == os.getpid():
+        return False  # the pid of a dead worker, reused by this one
+    try:
+        return b"autoprof" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def fail_stale(conn: Redis, queues: list[str], hostname: str) -> list[str]:
+    """Jobs a dead worker of this host left started (its name is HOSTNAME.PID and that process
+    is gone) are failed, or requeued when they have retries left, at once, by RQ's own
+    abandoned-job handling, instead of after their heartbeats expire. Returns their ids."""
+    stale = []
+    for name in queues:
+        registry = StartedJobRegistry(name, connection=conn, serializer=JSONSerializer)
+        for raw in conn.zrange(registry.key, 0, -1):
+            member = raw.decode() if isinstance(raw, bytes) else str(raw)
+            job_id = registry.parse_job_id(member)
+            job = ProfileJob.fetch_many([job_id], connection=conn, serializer=JSONSerializer)[0]
+            host, _, pid = (job.worker_name or "").rpartition(".") if job else ("", "", "")
+            if host == hostname and pid.isdigit() and not _worker_alive(int(pid)):
+                conn.zadd(registry.key, {member: 1})  # expired long ago: cleanup takes it
+                stale.append(job_id)
+        registry.cleanup()
+    return stale
+
+
 def work(
     conn: Redis,
     redis_text: str,
@@ -296,9 +336,12 @@ def work(
     check_allow(settings.allow)
     settings.workdir.mkdir(parents=True, exist_ok=True)
     stop_leftovers(settings.workdir)  # a previous worker here was killed mid-job
+    queues = queue_names(settings.hostname, extra_queues)
+    with connection.errors(redis_text):
+        fail_stale(conn, queues, settings.hostname)
     job_class = type("ProfileJob", (ProfileJob,), {"settings": settings})
     worker = ProfileWorker(
-        queue_names(settings.hostname, extra_queues),
+        queues,
         name=f"{settings.hostname}.{os.getpid()}",
         connection=conn,
         serializer=JSONSerializer,
