@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autoprof.catalog import host
 from autoprof.catalog.model import Catalog
@@ -26,7 +26,9 @@ from autoprof.run.outdir import RunRecord
 from autoprof.run.profile import Outcome
 from autoprof.run.runner import Task
 from autoprof.schedule.plan import Plan
-from autoprof.store import upload
+
+if TYPE_CHECKING:  # the store's libraries (SQLAlchemy, pandas) load only to upload
+    from autoprof.store.upload import Uploaded
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class Measured:
     out: Path
     outcome: Outcome
     warnings: list[str]
-    stored: upload.Uploaded | None = None  # None: no store given (the CLI's profile)
+    stored: Uploaded | None = None  # None: no store given (the CLI's profile)
 
     @property
     def failed_runs(self) -> list[str]:
@@ -141,10 +143,10 @@ def measure(
     return measured
 
 
-def store_profile(out: Path, store: str, tags: dict[str, str], hooks: Hooks) -> upload.Uploaded:
+def store_profile(out: Path, store: str, tags: dict[str, str], hooks: Hooks) -> Uploaded:
     """Aggregate `out` and upload it to the store at URL `store` (its engine closed after)."""
     from autoprof.results import aggregate
-    from autoprof.store import engine
+    from autoprof.store import engine, upload
 
     hooks.phase("aggregating")
     aggregate.aggregate_to(out)

@@ -10,7 +10,10 @@ back with `JobResult.from_json`, whichever backend ran it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autoprof.pipeline.measure import Measured
 
 QUEUED, RUNNING, DONE, FAILED, STOPPED = "queued", "running", "done", "failed", "stopped"
 FINISHED = frozenset({DONE, FAILED, STOPPED})
@@ -30,6 +33,25 @@ class JobResult:
     failed_runs: list[str] = field(default_factory=list)  # "run.repeat" of failed runs
     load1: float | None = None  # the 1-minute load average before the profile (workers)
     warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, measured: Measured, **extra: Any) -> JobResult:
+        """A measurement that ran and was stored; its failed runs, if any, are the error."""
+        stored, failed = measured.stored, measured.failed_runs
+        if stored is None:
+            raise ValueError("a job's measurement is stored")
+        return cls(
+            DONE,
+            error=f"{len(failed)} run(s) failed" if failed else None,
+            run_id=stored.uuid,
+            part=stored.part,
+            parts=stored.parts,
+            rows=stored.rows,
+            complete=stored.complete,
+            failed_runs=failed,
+            warnings=measured.warnings,
+            **extra,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

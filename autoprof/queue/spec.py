@@ -11,11 +11,13 @@ import re
 import shlex
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autoprof.errors import AutoprofError
-from autoprof.pipeline.measure import MeasureSpec
 from autoprof.run.options import EventSelection, ProfileOptions, spec_fields
+
+if TYPE_CHECKING:  # the pipeline (catalogs, perf, the runner) loads only where jobs run
+    from autoprof.pipeline.measure import MeasureSpec
 
 # the only function a worker runs; jobs naming anything else are refused
 JOB_FUNCTION = "autoprof.queue.worker.run_job"
@@ -54,6 +56,8 @@ class JobSpec:
     def measure_spec(self, events_dir: str | None = None) -> MeasureSpec:
         """The measurement this job asks for, on the worker's own machine (`events_dir`: the
         worker's --events-dir)."""
+        from autoprof.pipeline.measure import MeasureSpec
+
         return MeasureSpec(
             command=self.command,
             events=self.events,

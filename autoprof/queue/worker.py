@@ -182,24 +182,12 @@ def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
             hooks,
             hostname=settings.hostname,
         )
-    stored = done.stored
-    assert stored is not None  # measured with a store
-    result = JobResult(
-        state="done",
-        run_id=stored.uuid,
-        part=stored.part,
-        parts=stored.parts,
-        rows=stored.rows,
-        complete=stored.complete,
-        failed_runs=done.failed_runs,
-        load1=job.meta.get("load1"),
-        warnings=done.warnings,
-    )
+    result = JobResult.of(done, load1=job.meta.get("load1"))
     if done.failed_runs:  # stored, as a local profile keeps them; the job still says so
         listed = ", ".join(done.failed_runs[:10])
         raise AutoprofError(
             f"{len(done.failed_runs)} runs failed (run.repeat {listed}); "
-            f"the results are stored as run {stored.uuid}, folder kept in {out}"
+            f"the results are stored as run {result.run_id}, folder kept in {out}"
         )
     if not settings.keep:
         shutil.rmtree(out, ignore_errors=True)

@@ -42,18 +42,7 @@ def run_profile(request: JobRequest, out: Path) -> JobResult:
         tags=request.tags,
     )
     hooks = measure.Hooks(warn=lambda text: print(f"autoprof: warning: {text}", flush=True))
-    done = measure.measure(spec, out, url.resolve(None), hooks)
-    assert done.stored is not None  # measured with a store
-    failed = done.failed_runs
-    return JobResult(
-        DONE,
-        error=f"{len(failed)} run(s) failed" if failed else None,
-        run_id=done.stored.uuid,
-        rows=done.stored.rows,
-        complete=done.stored.complete,
-        failed_runs=failed,
-        warnings=done.warnings,
-    )
+    return JobResult.of(measure.measure(spec, out, url.resolve(None), hooks))
 
 
 def run_record(request: JobRequest, out: Path) -> JobResult:
