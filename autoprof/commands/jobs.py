@@ -84,6 +84,8 @@ def show_command(job_id, redis_text, as_json) -> None:
     if j.result and j.result.run_id:
         done = "complete" if j.result.complete else "waiting for other parts"
         click.echo(f"stored     run {j.result.run_id}: {j.result.rows} rows ({done})")
+    for warning in j.warnings:
+        click.echo(f"warning    {warning}")
     if j.error:
         click.echo(f"error      {j.error}")
 

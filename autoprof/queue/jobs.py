@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import redis
 from rq import Queue, Retry
@@ -59,6 +59,7 @@ class JobInfo:
     load: float | None = None  # 1-minute load average seen before the profile started
     error: str | None = None
     result: JobResult | None = None  # once it ended: what its worker returned, or why it failed
+    warnings: list[str] = field(default_factory=list)  # the worker's checks (NMI watchdog, ...)
     retries_left: int | None = None
 
     @property
@@ -169,6 +170,7 @@ def info(job: Job) -> JobInfo:
         load=job.meta.get("load1"),
         error=error,
         result=_job_result(status, latest, error),
+        warnings=list(job.meta.get("warnings") or []),
         retries_left=job.retries_left,
     )
 
