@@ -1,4 +1,4 @@
-"""The live view of a running job: the `perf stat -I` intervals perf has written so far.
+"""The live view of a running profile: the `perf stat -I` intervals perf has written so far.
 
 The runner has perf write its CSV to `runs/<run>/perf.csv` as it counts (one block of lines per
 interval), so the live view reads what each file gained since the last look, up to its last
