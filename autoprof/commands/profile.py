@@ -96,8 +96,8 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
         planned = measure.plan(
             spec, note=lambda text: click.echo(f"autoprof: note: {text}", err=True)
         )
-        if not names and not host.hardware_events(planned.catalog):
-            common.note_without_pmu(opts)  # software only, and why (else the check says it)
+        if not names and (dry_run or not host.hardware_events(planned.catalog)):
+            common.note_without_pmu(opts)  # software only, and why (a real run's check says it)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, planned.plan, options):
