@@ -113,8 +113,8 @@ def main() -> None:
             for worker in workers:
                 worker.stop()
             client.flushdb()
-        check_exact(store, one[0].result["run"], work, args.writes, args.repeat)
-        check_exact(store, two[0].result["run"], work, args.writes, args.repeat)
+        check_exact(store, one[0].result.run_id, work, args.writes, args.repeat)
+        check_exact(store, two[0].result.run_id, work, args.writes, args.repeat)
         alone, together = parallel_efficiency(binary, args.writes)
         tasks = 3 * args.repeat
         print(f"workload: writes {args.writes}, 12 watchpoints = 3 runs x repeat {args.repeat}")

@@ -148,8 +148,8 @@ def test_events_of_pmus_this_machine_lacks_are_left_out_with_the_reason(intel_di
     """An ARL-S has no cpu_lowpower (ARL-H's low-power E-cores): perf would refuse those
     events in every run. A PMU is found by its name or its numbered boxes, as perf finds it."""
     arl = intel.load(intel_dir, "ARL")
-    for name in ("cpu_core", "cpu_atom", "uncore_clock", "uncore_hac_arb_0", "uncore_hac_cbo_0",
-                 "uncore_hac_cbo_1", "uncore_imc_free_running_0", "software", "msr"):  # fmt: skip
+    for name in ("cpu_core", "cpu_atom", "uncore_cncu", "uncore_hac_arb_0", "uncore_hac_cbox_0",
+                 "uncore_hac_cbox_1", "uncore_imc_free_running_0", "software", "msr"):  # fmt: skip
         (tmp_path / name).mkdir()
     kept = host.without_absent_pmus(arl, tmp_path)
     gone = {"cpu_lowpower", "uncore_imc", "uncore_imc_free_running_1"}

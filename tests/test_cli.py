@@ -9,6 +9,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,9 @@ def test_bad_input_is_one_error_line(args, says, tmp_path, cli_run):
 def test_a_malformed_catalog_is_one_error_line(tmp_path, cli_run):
     (tmp_path / "mapfile.csv").write_text("not,a\nperfmon,mapfile\n")
     line = one_error_line(cli_run("schedule", "--events-dir", tmp_path, "--cpu", "SKX"))
+    assert f"{tmp_path / 'mapfile.csv'} names no Intel, AMD or Arm64 CPU" in line
+    (tmp_path / "mapfile.csv").write_text("Family-model,Version\nGenuineIntel-6-55,v1\n")
+    line = one_error_line(cli_run("schedule", "--events-dir", tmp_path, "--cpu", "SKX"))
     assert f"malformed {tmp_path / 'mapfile.csv'}" in line
 
 
@@ -223,6 +227,16 @@ def test_closed_pipe_ends_quietly(stored_run):
     assert proc.returncode == 0
 
 
+def _wait_for_read(pid: int, timeout_s: float = 30.0) -> None:
+    """Until process `pid` (its main thread) sleeps reading a pipe: the test's stdin."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if "pipe" in Path(f"/proc/{pid}/wchan").read_text():  # pipe_read, anon_pipe_read
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never waited for input")
+
+
 @pytest.mark.slow  # a real process, a real SIGINT
 def test_ctrl_c_exits_130_without_a_traceback(stored_run, cli_run):
     """Ctrl-C at `runs delete`'s confirmation prompt, sent as SIGINT to the real process."""
@@ -232,8 +246,14 @@ def test_ctrl_c_exits_130_without_a_traceback(stored_run, cli_run):
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     ) as proc:
         assert proc.stdout.read(len("delete run")) == b"delete run"  # the prompt is up
+        # as a user would, press Ctrl-C while the prompt waits: a SIGINT that lands between
+        # the prompt and the read is lost inside CPython's input(), which flushes stderr first
+        # and clears any error that raises (Python/bltinmodule.c, builtin_input_impl)
+        _wait_for_read(proc.pid)
         os.kill(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
+        # stdin stays open: closing it would race the signal with an EOF, a "no" to click
+        proc.wait(timeout=30)
+        stderr = proc.stderr.read()
     assert proc.returncode == 130
     assert stderr.decode().strip() == "autoprof: interrupted"
     assert run_id in cli_run("runs", "list", "--store", store).stdout  # nothing was deleted

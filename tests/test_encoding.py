@@ -1,7 +1,8 @@
 """autoprof's event strings against perf's own encoding of the same perfmon data.
 
-`../shared/perf-encodings/<platform>/` holds the JSON Linux ships (create_perf_json.py's
-output); `autoprof/testing/perf_reference.py` rebuilds perf's strings from it by jevents.py's rules.
+`tests/data/perf-encodings/<platform>.json.xz` holds the JSON Linux ships (create_perf_json.py's
+output, only the compared fields: `perf_reference.compact` of ../shared/perf-encodings);
+`autoprof/testing/perf_reference.py` rebuilds perf's strings from it by jevents.py's rules.
 Every event must give the same terms (labels `name=`/`period=` aside), or differ for one of the
 reasons `perf_reference.justification` lists, where the kernel's format wins over the converter.
 """
@@ -20,9 +21,9 @@ from autoprof.catalog import encoding, intel
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.testing import perf_reference
-from tests.conftest import SHARED
+from tests.conftest import REPO
 
-ENCODINGS = SHARED / "perf-encodings"
+ENCODINGS = REPO / "tests" / "data" / "perf-encodings"
 PLATFORMS = perf_reference.SHIPPED
 EVERYTHING = intel.IntelOptions(experimental=True, deprecated=True)
 # Names create_perf_json adds from its uncore CSV (aliases of perfmon events, not in perfmon).
@@ -33,14 +34,14 @@ PERF_ONLY |= {"LLC_MISSES.MEM_WRITE"}
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))
 def test_strings_match_perfs_own_encoding(intel_dir, platform):
     folder = ENCODINGS / PLATFORMS[platform]
-    if not folder.is_dir():
-        pytest.skip(f"perf's converted JSON not found at {folder} (a fresh clone has no ../shared)")
     catalog = intel.load(intel_dir, platform, EVERYTHING)
     result = perf_reference.compare(catalog.events, perf_reference.shipped(folder))
     assert result["different"] == []
-    assert {name for _, name in result["missing"]} <= PERF_ONLY
-    assert result["equal"] > 0.97 * len(catalog.events)
+    no_kernel_pmu = {x.name for x in catalog.excluded if x.reason.startswith("no kernel PMU")}
+    assert {name for _, name in result["missing"]} <= PERF_ONLY | no_kernel_pmu
+    assert result["equal"] > 0.95 * len(catalog.events)  # SPR: ~100 umask_wide raw configs
     allowed = {"umask_ext", "occ_sel", "iio_masks", "extsel", "clock_pmu"}
+    allowed |= {"filter1", "umask_wide", "generic_ref"}
     assert set(result["justified"]) <= allowed
 
 
@@ -48,8 +49,6 @@ def test_reference_converter_reproduces_the_shipped_json(intel_dir):
     """The create_perf_json rules the other platforms are checked with give, on SKX, the very
     terms Linux ships (but for the PCU umask, which the shipped, older converter kept)."""
     folder = ENCODINGS / "skylakex"
-    if not folder.is_dir():
-        pytest.skip(f"perf's converted JSON not found at {folder}")
     shipped = {
         j["EventName"]: perf_reference.jevents_terms(j) for j in perf_reference.shipped(folder)
     }
@@ -72,7 +71,7 @@ def test_issue_examples(intel_dir):
     assert spec["INST_RETIRED.ANY"] == "cpu/event=0xc0,name=INST_RETIRED.ANY/"
     assert spec["CPU_CLK_UNHALTED.THREAD"].startswith("cpu/event=0x3c,name=")
     assert spec["UNC_CHA_TOR_INSERTS.IA_HIT_DRD"] != spec["UNC_CHA_TOR_INSERTS.IA_HIT_CRD"]
-    assert "config1=0x40233" in spec["UNC_CHA_TOR_INSERTS.IA_HIT_CRD"]
+    assert "config1=0x4023300000000" in spec["UNC_CHA_TOR_INSERTS.IA_HIT_CRD"]  # Filter1 << 32
     assert spec["UNC_U_CLOCKTICKS"] == "uncore_ubox/event=0xff,name=UNC_U_CLOCKTICKS/"
     assert spec["UNC_M_CLOCKTICKS_F"].startswith("uncore_imc/event=0xff,name=")
     icx = {e.name: e for e in intel.load(intel_dir, "ICX", EVERYTHING).events}

@@ -3,6 +3,7 @@ and unwound into exact stacks, checked against valgrind's callgrind on the bundl
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections import Counter
@@ -12,11 +13,14 @@ import pytest
 
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_calls
-from autoprof.flame.fold import Folded
+from autoprof.flame.fold import Folded, read_folded
 from autoprof.flame.trace import ADDRESSES, QEMU, TRACERV, TraceReport, sniff, steps
 from autoprof.flame.unwind import UNKNOWN, load_trace
+from autoprof.run import outdir
 from autoprof.testing.cli import invoke
+from autoprof.testing.synthetic_out import make_out
 from tests.callgrind import exclusive_ir
+from tests.test_store import autoprof, sqlite_url  # noqa: F401 (a fixture)
 
 DATA = Path(__file__).parent / "data" / "trace"
 # QEMU 7.2 (Debian 12) `qemu-x86_64 -singlestep -d exec,nochain` of calls.c: main calls once()
@@ -235,10 +239,45 @@ def test_flamegraph_trace_writes_folded_and_svg(calls: Path, tmp_path: Path):
     assert "once" in svg.read_text()
 
 
+@pytest.mark.slow
+@needs_qemu
+def test_a_kept_trace_flame_graph_is_uploaded_with_its_profile(
+    calls: Path,
+    tmp_path: Path,
+    sqlite_url: str,  # noqa: F811
+):
+    """--save keeps the stacks in a profile's folder: `upload` stores the functions' exact
+    instruction counts, `runs show` gives them back, `flamegraph DIR` draws them again."""
+    log = qemu_trace(calls, tmp_path / "qemu.log")
+    out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=3)
+    proc = invoke("flamegraph", "--trace", log, "--binary", calls, "--save", out / "trace",
+                  "-o", tmp_path / "flame.svg")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    direct = self_counts(load_trace(log, [calls]))
+    redrawn = invoke("flamegraph", out / "trace", "--folded")
+    assert redrawn.returncode == 0, redrawn.stderr
+    assert self_counts(read_folded(redrawn.stdout.splitlines())) == direct
+
+    up = autoprof("upload", out, store=sqlite_url)
+    assert up.exit_code == 0, up.output
+    run_id = outdir.read_manifest(out).id
+    shown = json.loads(autoprof("runs", "show", run_id, "--json", store=sqlite_url).stdout)
+    stored = shown["functions"]["trace"]
+    assert stored["events"] == ["instructions"]
+    assert stored["totals"]["instructions"] == sum(direct.values())
+    top = {f["symbol"]: f["instructions"]["period"] for f in stored["functions"]}
+    assert top["leaf"] == direct["leaf"] and top["leaf"] == max(direct.values())
+    exported = autoprof("runs", "export", run_id, "--report", "-o", "-", store=sqlite_url)
+    rows = {line.split(",")[0]: line for line in exported.stdout.splitlines()}
+    assert rows["once"].split(",")[2] == str(direct["once"])  # symbol,dso,instructions,...
+    assert autoprof("report", out / "trace", "--csv", "-").stdout == exported.stdout
+
+
 @pytest.mark.parametrize(
     "args",
     [
         ["--trace", str(QEMU_LOG)],  # no --binary
+        [str(QEMU_LOG), "--save", "kept"],  # --save keeps a trace's graph only
         ["--binary", str(QEMU_LOG)],  # no --trace
         ["--trace", str(QEMU_LOG), "--binary", str(QEMU_LOG)],  # not an ELF
         ["--trace", str(DATA / "missing.log"), "--binary", "/bin/true"],

@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
     {"results"},
     {"analysis", "benchmark", "flame", "functions", "callgraph", "memory"},
     {"store"},
+    {"pipeline"},  # one measurement: plan, check, profile, aggregate, upload
     {"queue"},
     {"web"},
     {"commands", "cli", "__main__"},

@@ -275,14 +275,14 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
     assert seen["load1"] == pytest.approx(done[only_a[0]].load, abs=0.01)
 
     for job_id in only_a:  # routed jobs count exactly
-        run_id = done[job_id].result["run"]
+        run_id = done[job_id].result.run_id
         frame = export(pg_url, run_id, tmp_path / f"{job_id}.csv")
         want = dict(zip(slot_addresses(writes), expected_writes(100), strict=True))
         got = {k[0]: v for k, v in counts(frame).items()}
         assert got == {f"mem:{addr}:w": n for addr, n in want.items()}
 
-    run_id = done[parts[0]].result["run"]
-    assert done[parts[1]].result["run"] == run_id
+    run_id = done[parts[0]].result.run_id
+    assert done[parts[1]].result.run_id == run_id
     assert "complete 2/2" in cli_run("runs", "list", "--store", pg_url).output
     exported_path = tmp_path / "split.csv"
     split = export(pg_url, run_id, exported_path)
@@ -337,7 +337,7 @@ def test_killed_worker_fails_its_job_and_stores_nothing(writes, redis_url, pg_ur
     assert failed.status == "failed" and "AbandonedJobError" in failed.error
     print(f"abandoned job failed {time.monotonic() - killed_at:.1f} s after the kill")
     listing = cli_run("runs", "list", "--store", pg_url).output
-    assert done[survivor].result["run"] in listing
+    assert done[survivor].result.run_id in listing
     assert failed.profile_id not in listing  # no partial run
 
 

@@ -20,12 +20,12 @@ from starlette.testclient import TestClient
 
 from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
+from autoprof.results.live import Tail
 from autoprof.store import engine, queries, upload
 from autoprof.testing.synthetic_out import EVENTS, PLANNED, make_out
 from autoprof.web import views
 from autoprof.web.app import TOKEN_HEADER, Settings, create_app
 from autoprof.web.downsample import lttb
-from autoprof.web.live import Tail
 
 TOKEN = "t" * 24
 XSS = "<script>window.pwned=1</script>"

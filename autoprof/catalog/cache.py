@@ -1,5 +1,6 @@
-"""Parsed vendor catalogs, cached: Intel's perfmon JSON for one CPU takes tens of milliseconds
-to parse on every `schedule`, `profile` or worker job; a pickle of the result loads in a few.
+"""Parsed vendor catalogs (Intel, AMD, Arm64), cached: Intel's perfmon JSON for one CPU takes
+tens of milliseconds to parse on every `schedule`, `profile` or worker job; a pickle of the
+result loads in a few.
 
 An entry is keyed by everything the parse depends on: the CPU and options asked for, the size and
 modification time of every file under the events directory, and the source files of
@@ -18,13 +19,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from autoprof import __version__
-from autoprof.catalog import intel
-from autoprof.catalog.model import Catalog
+from autoprof.catalog import amd, arm, intel, vendor
+from autoprof.catalog.model import Catalog, ReadOptions
 from autoprof.util import xdg
 
 _SOURCES = Path(__file__).parent
 _FORMAT = 1  # bump when the entry's layout changes
 KEEP = 16  # entries kept (about 0.5 MB each for a large CPU); older ones are deleted
+LOADERS = {vendor.INTEL: intel.load, vendor.AMD: amd.load, vendor.ARM64: arm.load}
 
 
 def cache_dir() -> Path:
@@ -42,7 +44,7 @@ def _stats(root: Path) -> list[tuple[str, int, int]]:
     return sorted(found)
 
 
-def key(events_dir: Path, cpu: str, options: intel.IntelOptions) -> str:
+def key(events_dir: Path, cpu: str, options: ReadOptions) -> str:
     """The entry's name: a digest of everything the parsed catalog depends on."""
     parts = [
         _FORMAT,
@@ -57,17 +59,21 @@ def key(events_dir: Path, cpu: str, options: intel.IntelOptions) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def load(events_dir: str | Path, cpu: str, options: intel.IntelOptions | None = None) -> Catalog:
-    """`intel.load(events_dir, cpu, options)`, from the cache when an entry matches."""
-    events_dir, options = Path(events_dir), options or intel.IntelOptions()
+def load(
+    events_dir: str | Path, cpu: str, options: ReadOptions | None = None, kind: str | None = None
+) -> Catalog:
+    """The `kind` vendor's reader (default: the directory's layout) on `events_dir`, from the
+    cache when an entry matches."""
+    events_dir, options = Path(events_dir), options or ReadOptions()
+    parse = LOADERS[kind or vendor.layout(events_dir)]
     try:
         path = cache_dir() / f"{key(events_dir, cpu, options)}.pickle"
     except OSError:  # a directory that cannot be walked: the parse says what is wrong with it
-        return intel.load(events_dir, cpu, options)
+        return parse(events_dir, cpu, options)
     cached = _read(path)
     if cached is not None:
         return cached
-    catalog = intel.load(events_dir, cpu, options)
+    catalog = parse(events_dir, cpu, options)
     _store(path, catalog)
     return catalog
 

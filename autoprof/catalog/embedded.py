@@ -31,8 +31,8 @@ def archive(vendor: str) -> Path:
 
 
 def directory(vendor: str, cache: Path | None = None) -> Path | None:
-    """The extracted data of `vendor` ("intel"), extracting it on first use; None when this
-    autoprof ships none for that vendor."""
+    """The extracted data of `vendor` ("intel", "amd", "arm64"), extracting it on first use;
+    None when this autoprof ships none for that vendor."""
     source = archive(vendor)
     if not source.is_file():
         return None

@@ -13,7 +13,10 @@ Styles (the kind of PMU):
   register term (offcore_rsp / ldlat / frontend) whose value is `msr_value`;
 - ``uncore``: server uncore boxes: the counter mask is ``thresh``;
 - ``uncore_client``: client uncore (cbox, arb, clock, imc): the counter mask is ``cmask``;
-- ``raw``: the whole config given as ``config=`` (a box whose format cannot name a bit).
+- ``raw``: the whole config given as ``config=`` (a box whose format cannot name a bit);
+- ``jevents``: perf's own pmu-events data (AMD Zen, Arm64): the terms exactly as perf's
+  jevents.py writes them (`jevents_terms`: ``event=`` or ``config=``/``eventid=`` first, then
+  its fixed field order), held whole in `terms`.
 Free-running and fixed uncore counters are ``uncore`` events with event=0xff (their PMU and
 umask are chosen by the catalog reader).
 
@@ -39,7 +42,25 @@ CORE = "core"
 UNCORE = "uncore"
 UNCORE_CLIENT = "uncore_client"
 RAW = "raw"
-STYLES = (CORE, UNCORE, UNCORE_CLIENT, RAW)
+JEVENTS = "jevents"
+STYLES = (CORE, UNCORE, UNCORE_CLIENT, RAW, JEVENTS)
+# jevents.py `JsonEvent` (event_fields): the order of the terms after the event's code.
+JEVENTS_ORDER = (
+    "any",
+    "ch_mask",
+    "cmask",
+    "edge",
+    "fc_mask",
+    "inv",
+    "period",
+    "umask",
+    "type",
+    "rdwrmask",
+    "enallcores",
+    "enallslices",
+    "sliceid",
+    "threadmask",
+)
 # The core PMUs of hybrid parts, one per core type (arch/x86/events/intel/core.c).
 HYBRID_CORE_PMUS = frozenset({"cpu_core", "cpu_atom", "cpu_lowpower"})
 
@@ -57,7 +78,7 @@ def number(value: int) -> str:
 
 def terms(event: Event) -> list[tuple[str, int]]:
     """The (term, value) pairs of an encoded event, in perf's order, without the name."""
-    if event.style == RAW:
+    if event.style in (RAW, JEVENTS):
         return list(event.terms)
     out = [("event", event.code)]
     if event.umask:
@@ -71,6 +92,15 @@ def terms(event: Event) -> list[tuple[str, int]]:
     if event.style == CORE and event.registers:
         out.append((MSR_TERM[min(event.registers)], event.msr_value))
     return out
+
+
+def jevents_terms(code_term: str, code: int, fields: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """perf's string for a pmu-events JSON event: the code term (``event``, or ``config`` /
+    ``eventid``) then every non-zero field in jevents' order (an unknown field is an error)."""
+    unknown = sorted(set(fields) - set(JEVENTS_ORDER))
+    if unknown:
+        raise ValueError(f"no perf term {unknown[0]!r} in jevents' fields")
+    return ((code_term, code), *((t, fields[t]) for t in JEVENTS_ORDER if fields.get(t)))
 
 
 _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")

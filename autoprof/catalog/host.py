@@ -7,6 +7,7 @@ I/O; `host_catalog` assembles a Catalog from what they found.
 
 from __future__ import annotations
 
+import difflib
 import os
 import platform
 import re
@@ -15,9 +16,9 @@ import socket
 import subprocess
 from pathlib import Path
 
-from autoprof.catalog import cache, embedded, intel, perfnames, yaml
+from autoprof.catalog import amd, arm, cache, embedded, formats, intel, perfnames, vendor, yaml
 from autoprof.catalog.facts import MachineFacts
-from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
+from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.errors import AutoprofError
 from autoprof.util import xdg
 
@@ -43,9 +44,22 @@ def _read(path: Path | str, default: str = "") -> str:
         return default
 
 
+def midr(system: Path = SYSFS_SYSTEM, cpu: int = 0) -> str:
+    """An Arm64 CPU's MIDR_EL1 as perf reads it (``0x00000000413fd0c1``); "" elsewhere."""
+    return _read(system / "cpu" / f"cpu{cpu}" / "regs" / "identification" / "midr_el1")
+
+
+def arm_core_pmu(sysfs: Path = SYSFS_PMUS) -> str:
+    """The name of this Arm machine's core PMU (the first with a ``cpus`` file: the kernel
+    names it after the core, or ``armv8_pmuv3_N`` on ACPI servers); "" when there is none."""
+    if not sysfs.is_dir():
+        return ""
+    return next((p.name for p in sorted(sysfs.iterdir()) if (p / "cpus").is_file()), "")
+
+
 def cpu_id(cpuinfo: str | None = None) -> str:
     """perf's CPU id string, e.g. ``GenuineIntel-6-55-4`` (family decimal, model and stepping
-    hex), from /proc/cpuinfo."""
+    hex), from /proc/cpuinfo; on Arm64 the MIDR of CPU 0."""
     text = cpuinfo if cpuinfo is not None else _read("/proc/cpuinfo")
     fields: dict[str, str] = {}
     for line in text.splitlines():
@@ -59,7 +73,7 @@ def cpu_id(cpuinfo: str | None = None) -> str:
             f"{int(fields['model']):X}-{int(fields['stepping']):X}"
         )
     except (KeyError, ValueError):
-        return platform.machine() or "unknown"
+        return (midr() if cpuinfo is None else "") or platform.machine() or "unknown"
 
 
 def model_name(cpuinfo: str | None = None) -> str:
@@ -149,9 +163,10 @@ def read_facts(catalog: Catalog | None = None) -> MachineFacts:
     )
 
 
-def events_dir(explicit: str | Path | None = None) -> Path | None:
-    """Where Intel perfmon data lives: --events-dir, $AUTOPROF_EVENTS_DIR, the user's own copy
-    (``$XDG_CACHE_HOME/autoprof/events/intel``), else the data autoprof ships (`embedded`)."""
+def events_dir(explicit: str | Path | None = None, kind: str = vendor.INTEL) -> Path | None:
+    """Where a vendor's event data lives: --events-dir, $AUTOPROF_EVENTS_DIR, the user's own copy
+    (``$XDG_CACHE_HOME/autoprof/events/<vendor>``, written by `events update`), else the data
+    autoprof ships (`embedded`); None when there is none for that vendor."""
     if explicit:
         path = Path(explicit)
         if not path.is_dir():
@@ -160,8 +175,47 @@ def events_dir(explicit: str | Path | None = None) -> Path | None:
     env = os.environ.get(ENV_EVENTS_DIR)
     if env:
         return events_dir(env)
-    path = xdg.cache_dir() / "events" / "intel"
-    return path if (path / "mapfile.csv").is_file() else embedded.directory("intel")
+    path = user_events_dir(kind)
+    return path if (path / vendor.MAPFILE).is_file() else embedded.directory(kind)
+
+
+def user_events_dir(kind: str) -> Path:
+    return xdg.cache_dir() / "events" / kind
+
+
+def model_names(directory: Path, kind: str) -> dict[str, str]:
+    """The model names a vendor's data knows (``SKX``, ``zen4``, ``neoverse-n1``) -> the name
+    its reader takes."""
+    if kind == vendor.INTEL:
+        names = list(intel.platform_cpu_ids(directory))
+    else:
+        names = list((amd if kind == vendor.AMD else arm).models(directory))
+    return {n.lower(): n for n in names}
+
+
+def choose_data(explicit: Path | None, cpu: str, named: bool) -> tuple[Path, str, str] | None:
+    """(directory, vendor, CPU for its reader) of the data describing `cpu`, a CPU id or a
+    model name; None when no data of the CPU id's vendor is at hand. An unknown model name the
+    user `named` is an error listing close ones; this machine's, None."""
+    if explicit is not None:
+        kind = vendor.layout(explicit)
+        return explicit, kind, model_names(explicit, kind).get(cpu.lower(), cpu)
+    of_id = vendor.vendor_of(cpu)
+    if of_id is not None:
+        directory = events_dir(None, of_id)
+        return None if directory is None else (directory, of_id, cpu)
+    if not named:
+        return None
+    known: list[str] = []
+    for kind in vendor.VENDORS:
+        directory = events_dir(None, kind)
+        names = model_names(directory, kind) if directory else {}
+        if directory and cpu.lower() in names:
+            return directory, kind, names[cpu.lower()]
+        known += names.values()
+    close = difflib.get_close_matches(cpu, known, n=5, cutoff=0.5)
+    hint = f"; close names: {', '.join(close)}" if close else ""
+    raise AutoprofError(f"unknown --cpu {cpu!r}: neither a CPU id nor a model name{hint}")
 
 
 _find_events_dir = events_dir  # build_catalog's parameter has the same name
@@ -209,30 +263,42 @@ def _tracepoint_catalog() -> Catalog:
 def host_catalog(
     events_directory: Path | None = None,
     cpu: str | None = None,
-    options: intel.IntelOptions | None = None,
+    options: ReadOptions | None = None,
     with_tracepoints: bool = False,
 ) -> Catalog:
-    """Every event of a machine: the vendor catalog for its CPU (when a directory has one),
-    plus, for this very machine, perf's software events, msr/* and (opt-in) tracepoints.
+    """Every event of a machine: the vendor catalog for its CPU (Intel, AMD or Arm64 data, as
+    its CPU id says, or the layout of an explicit directory), plus, for this very machine,
+    perf's software events, msr/* and (opt-in) tracepoints. A CPU of this machine that no data
+    knows leaves a `note` (software events only); an unknown `cpu` asked for is an error.
 
     With `cpu` naming another machine, only the vendor catalog applies.
     """
     here = cpu_id()
     target = cpu or here
     catalog = Catalog(target, source="")
-    if events_directory is not None:
+    chosen = choose_data(events_directory, target, named=bool(cpu))
+    if chosen is None:
+        if cpu:
+            raise AutoprofError(
+                f"no event data for --cpu {cpu}: pass --events-dir or set {ENV_EVENTS_DIR}"
+            )
+        catalog.note = f"no event data knows this machine's CPU id {here}: software events only"
+    else:
+        directory, kind, name = chosen
+        if kind == vendor.INTEL and options is not None and options.counters:
+            raise AutoprofError(
+                "--counters applies to AMD and Arm data (Intel's lists each event's counters)"
+            )
         try:
-            catalog = cache.load(events_directory, target, options)
-        except intel.UnknownCpu:
+            catalog = cache.load(directory, name, options, kind)
+        except vendor.UnknownCpu as err:
             if cpu:  # the user asked for this CPU: say it is unknown
                 raise
-    elif cpu:
-        raise AutoprofError(
-            f"no event data for --cpu {cpu}: pass --events-dir or set {ENV_EVENTS_DIR}"
-        )
+            catalog.note = f"{err}: software events only"
     if target != here and cpu:
         return catalog
     catalog = without_absent_pmus(catalog, SYSFS_PMUS)
+    catalog = formats.without_misfits(catalog, SYSFS_PMUS)
     catalog = catalog.merge(yaml.load_builtin("software", target))
     catalog = catalog.merge(_msr_catalog())
     if with_tracepoints:
@@ -276,6 +342,9 @@ def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:
     boxes = {re.sub(r"_\d+$", "", name) for name in here}
 
     def present(pmu: str) -> bool:
+        if "," in pmu:  # perf's wildcard: hisi_sccl,l3c is every hisi_sccl<N>_l3c<M>
+            wildcard = re.compile(r"\d*_".join(map(re.escape, pmu.split(","))) + r"\d*")
+            return any(wildcard.fullmatch(name) for name in here)
         return pmu in here or pmu in boxes
 
     absent = {e.pmu for e in catalog.events if not present(e.pmu)}
@@ -285,7 +354,8 @@ def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:
     reason = f"this machine has no such PMU (not in {sysfs})"
     dropped = [Exclusion(e.name, e.pmu, reason) for e in catalog.events if e.pmu in absent]
     pmus = {n: p for n, p in catalog.pmus.items() if n not in absent}
-    return Catalog(catalog.cpu, pmus, kept, catalog.excluded + dropped, catalog.source)
+    excluded = catalog.excluded + dropped
+    return Catalog(catalog.cpu, pmus, kept, excluded, catalog.source, catalog.note)
 
 
 def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
@@ -329,18 +399,33 @@ def build_catalog(
     deprecated: bool = False,
     offcore_matrix: bool = False,
     tracepoints: bool = False,
+    counters: tuple[str, ...] = (),
 ) -> Catalog:
     """The catalog the command-line options describe (shared by the CLI and the queue worker)."""
     smt_on = smt_active() if smt is None and cpu is None else smt != "off"
-    options = intel.IntelOptions(
+    options = ReadOptions(
         smt=smt_on,
         reserve=reserve,
         experimental=experimental,
         deprecated=deprecated,
         offcore_matrix=offcore_matrix,
+        counters=counter_numbers(counters),
+        core_pmu=arm_core_pmu() if not cpu and platform.machine() == "aarch64" else "",
     )
-    directory = _find_events_dir(events_dir)
+    given = events_dir or os.environ.get(ENV_EVENTS_DIR)
+    directory = _find_events_dir(given) if given else None  # else: the CPU's vendor's data
     return host_catalog(directory, cpu, options, tracepoints)
+
+
+def counter_numbers(given: tuple[str, ...] | list[str]) -> tuple[tuple[str, int], ...]:
+    """``--counters amd_df=4`` (repeatable) -> (("amd_df", 4),); malformed is a one-line error."""
+    found = {}
+    for text in given:
+        pmu, sep, number = text.partition("=")
+        if not sep or not pmu.strip() or not number.strip().isdigit() or int(number) > 64:
+            raise AutoprofError(f"--counters {text!r}: expected PMU=N (N from 0 to 64)")
+        found[pmu.strip()] = int(number)
+    return tuple(sorted(found.items()))
 
 
 def cpu_list(text: str) -> list[int]:

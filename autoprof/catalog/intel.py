@@ -8,27 +8,25 @@ those rows name the core (or hybrid core) files, the uncore files and the old of
 
 from __future__ import annotations
 
-import csv
 import difflib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoprof.catalog import perfmon
+from autoprof.catalog import perfmon, vendor
 from autoprof.catalog.encoding import CORE, MSR_TERM
-from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
+from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
+from autoprof.catalog.vendor import UnknownCpu
 from autoprof.errors import AutoprofError
+
+__all__ = ["IntelOptions", "UnknownCpu", "load", "rows_for_cpu"]
 
 # mapfile "Core Role Name" -> the kernel's hybrid core PMU.
 HYBRID_PMU = {"Core": "cpu_core", "Atom": "cpu_atom", "LowPower_Atom": "cpu_lowpower"}
 DEPRECATED = "deprecated (--deprecated keeps it)"
 EXPERIMENTAL = "experimental (--experimental keeps it)"
 _NO_ERRATA = {"", "0", "null", "na", "none"}
-
-
-class UnknownCpu(AutoprofError):
-    """No mapfile row matches the CPU id (this machine may simply not be in the data)."""
 
 
 @dataclass(frozen=True)
@@ -44,24 +42,16 @@ class MapRow:
         return self.path.strip("/").split("/")[0]
 
 
-@dataclass(frozen=True)
-class IntelOptions:
-    """How to read the data: SMT state, counters reserved by others, opt-in event sets."""
-
-    smt: bool = True
-    reserve: int = 0
-    experimental: bool = False
-    deprecated: bool = False
-    offcore_matrix: bool = False
+# The reader's options are every reader's (`ReadOptions`); Intel's tests and callers name them so.
+IntelOptions = ReadOptions
 
 
 def read_mapfile(events_dir: Path) -> list[MapRow]:
-    path = Path(events_dir) / "mapfile.csv"
-    if not path.is_file():
-        raise AutoprofError(f"no mapfile.csv in {events_dir}: not an Intel perfmon directory")
+    rows = vendor.read_rows(events_dir)
+    path = Path(events_dir) / vendor.MAPFILE
     try:
-        with path.open(newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        header, body = rows[0], rows[1:]
+        records = [dict(zip(header, row, strict=False)) for row in body]
         return [
             MapRow(
                 r["Family-model"],
@@ -70,17 +60,10 @@ def read_mapfile(events_dir: Path) -> list[MapRow]:
                 r["EventType"],
                 (r.get("Core Role Name") or "").strip(),
             )
-            for r in rows
+            for r in records
         ]
-    except (KeyError, csv.Error, UnicodeDecodeError) as err:
+    except (KeyError, IndexError) as err:
         raise AutoprofError(f"malformed {path}: {err}") from None
-
-
-def _pattern_matches(pattern: str, cpu_id: str) -> bool:
-    """perf's rule: the pattern matches the whole id, or the id without its stepping."""
-    regex = re.compile(pattern, re.IGNORECASE)
-    without_stepping = cpu_id.rsplit("-", 1)[0] if cpu_id.count("-") >= 3 else cpu_id
-    return bool(regex.fullmatch(cpu_id) or regex.fullmatch(without_stepping))
 
 
 def example_cpu_id(pattern: str) -> str:
@@ -103,7 +86,7 @@ def rows_for_cpu(events_dir: Path, cpu: str) -> list[MapRow]:
     platforms = {r.platform for r in rows}
     if cpu in platforms:
         cpu = platform_cpu_ids(events_dir)[cpu]
-    chosen = [r for r in rows if _pattern_matches(r.pattern, cpu)]
+    chosen = [r for r in rows if vendor.pattern_matches(r.pattern, cpu)]
     if not chosen:
         known = sorted(platforms) + sorted({example_cpu_id(r.pattern) for r in rows})
         close = difflib.get_close_matches(cpu, known, n=4, cutoff=0.5)
@@ -112,7 +95,7 @@ def rows_for_cpu(events_dir: Path, cpu: str) -> list[MapRow]:
     return chosen
 
 
-def _load_json_events(path: Path) -> list[dict]:
+def load_json_events(path: Path) -> list[dict]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -306,7 +289,7 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
     events_dir = Path(events_dir)
     rows = rows_for_cpu(events_dir, cpu)
     uncore = {
-        row.path: _load_json_events(events_dir / row.path.lstrip("/"))
+        row.path: load_json_events(events_dir / row.path.lstrip("/"))
         for row in rows
         if row.kind in ("uncore", "uncore experimental")
     }
@@ -317,7 +300,7 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
         path = events_dir / row.path.lstrip("/")
         if row.kind in ("core", "hybridcore"):
             pmu = HYBRID_PMU.get(row.core_role, "cpu") if row.kind == "hybridcore" else "cpu"
-            for raw in _load_json_events(path):
+            for raw in load_json_events(path):
                 builder.add(raw, pmu, path, uncore=False, experimental=False)
                 name = raw.get("EventName")
                 offcore = isinstance(name, str) and name.startswith("OFFCORE_RESPONSE")
@@ -328,7 +311,7 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
                 builder.add(raw, "", path, uncore=True, experimental=row.kind != "uncore")
         elif row.kind == "offcore" and options.offcore_matrix:
             for pmu, base in offcore_base.items():
-                builder.add_matrix(_load_json_events(path), pmu, base, path)
+                builder.add_matrix(load_json_events(path), pmu, base, path)
         # metrics, fp_arith_inst, retire latency: descriptions of events, not events
     builder.add_topdown()
     cpu_id = cpu if "-" in cpu else example_cpu_id(rows[0].pattern)

@@ -33,7 +33,8 @@ class Event:
     derived from them, also after ``dataclasses.replace(event, cmask=1, ...)``. An event
     without a style (software events, tracepoints, breakpoints) is given by its `spec`.
     `leader` names the event that must lead any group holding this one (topdown metrics need
-    TOPDOWN.SLOTS first).
+    TOPDOWN.SLOTS first). A `pair` event sits on an even counter of `counters` and takes its
+    odd neighbour too (AMD's PMCx003 FLOPs events, see `autoprof.schedule.rules`).
     """
 
     name: str
@@ -58,6 +59,7 @@ class Event:
     terms: tuple[tuple[str, int], ...] = ()
     leader: str | None = None
     suffix: str = ""  # perf's modifiers after the last slash: u (user only), k (kernel only)
+    pair: bool = False  # needs an even counter and its odd neighbour (AMD's merge events)
 
     def __post_init__(self) -> None:
         if self.style:
@@ -88,6 +90,8 @@ class Pmu:
     `generic`: programmable counters available to autoprof (after `reserved`); `reserved`:
     counters taken by someone else in every run (the NMI watchdog) from the `generic +
     reserved` the hardware has; `slots`: an unconstrained PMU has none (None).
+    `system_wide`: the kernel refuses task-bound events on it (AMD's L3/DF/UMC, Arm's uncore):
+    only a system-wide profile (``-a``) counts them.
     """
 
     name: str
@@ -96,6 +100,7 @@ class Pmu:
     reserved: int = 0
     unconstrained: bool = False
     description: str = ""
+    system_wide: bool = False
 
     @property
     def counters(self) -> int:
@@ -112,6 +117,20 @@ class Exclusion:
     reason: str
 
 
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read vendor data: SMT state, counters reserved by others, opt-in event sets, and
+    counter numbers that replace a per-model table's (``--counters PMU=N``)."""
+
+    smt: bool = True
+    reserve: int = 0
+    experimental: bool = False
+    deprecated: bool = False
+    offcore_matrix: bool = False
+    counters: tuple[tuple[str, int], ...] = ()
+    core_pmu: str = ""  # Arm: the core PMU's name on the machine planned for ("" = default)
+
+
 @dataclass
 class Catalog:
     """Every event a machine offers, the PMUs they run on, and what was left out."""
@@ -121,6 +140,7 @@ class Catalog:
     events: list[Event] = field(default_factory=list)
     excluded: list[Exclusion] = field(default_factory=list)
     source: str = ""
+    note: str = ""  # one line for the user (e.g. no vendor data knows this machine's CPU)
 
     def merge(self, other: Catalog) -> Catalog:
         """This catalog plus another's PMUs and events (e.g. Intel core + host software)."""
@@ -130,7 +150,8 @@ class Catalog:
         seen = {e.key for e in self.events}
         events = self.events + [e for e in other.events if e.key not in seen]
         source = " + ".join(s for s in (self.source, other.source) if s)
-        return Catalog(self.cpu, pmus, events, self.excluded + other.excluded, source)
+        note = self.note or other.note
+        return Catalog(self.cpu, pmus, events, self.excluded + other.excluded, source, note)
 
     def find(self, name: str) -> list[Event]:
         """Events called `name` (case-insensitive); ``pmu/name`` picks one PMU's event."""

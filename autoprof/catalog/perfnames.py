@@ -131,7 +131,9 @@ def resolve(catalog: Catalog, spec: str, sysfs: Path | None) -> Catalog | None:
         return _each(catalog, [f"{p}/{spec}/" for p in having], sysfs)
     raw = _RAW.match(spec)
     if spec in GENERIC or _CACHE.match(spec) or raw:
-        fixed = raw_terms(int(raw.group(1), 16)) if raw else GENERIC.get(spec)
+        # GENERIC holds Intel's encodings (AMD's cycles is 0x76): other catalogs get the name
+        intel = any(e.style == encoding.CORE for e in catalog.events if e.pmu in cores)
+        fixed = raw_terms(int(raw.group(1), 16)) if raw else GENERIC.get(spec) if intel else None
         matched = [_match(catalog, pmu, fixed) if fixed is not None else None for pmu in cores]
         return _merged(
             catalog.select([f"{e.pmu}/{e.name}"])

@@ -69,6 +69,8 @@ def build_catalog(**options) -> Catalog:
     EventSelection.from_json(options).check()
     catalog = host.build_catalog(**options)
     preflight.check_reserve(catalog.pmus.values(), options.get("reserve", 0))
+    if catalog.note:
+        click.echo(f"autoprof: note: {catalog.note}", err=True)
     return catalog
 
 
@@ -125,12 +127,21 @@ def catalog_options(func: Callable) -> Callable:
             click.option(
                 "--events-dir",
                 type=click.Path(file_okay=False),
-                help=f"Intel perfmon directory (mapfile.csv); default ${ENV_EVENTS_DIR} "
-                "or ~/.cache/autoprof/events/intel.",
+                help=f"Event data directory (mapfile.csv: Intel perfmon, perf's AMD or arm64 "
+                f"data); default ${ENV_EVENTS_DIR}, ~/.cache/autoprof/events/VENDOR or the "
+                "data autoprof ships.",
             ),
             click.option(
                 "--cpu",
-                help="CPU id (GenuineIntel-6-55-4) or platform (SKX); default: this machine.",
+                help="CPU id (GenuineIntel-6-55-4, AuthenticAMD-25-11-1, an Arm MIDR) or model "
+                "(SKX, zen4, neoverse-n1); default: this machine.",
+            ),
+            click.option(
+                "--counters",
+                multiple=True,
+                metavar="PMU=N",
+                help="Generic counters of a PMU where the model table's number is wrong for "
+                "this machine (AMD, Arm; repeatable), e.g. amd_df=4.",
             ),
             click.option(
                 "--smt",

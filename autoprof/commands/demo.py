@@ -23,9 +23,13 @@ def demo(output: str, writes: int) -> None:
     events (3 runs: 4 debug registers), aggregate, and check every count against the writes
     the example made."""
     from autoprof import results
+    from autoprof.perf.selfcheck import breakpoint_miscount  # perf's CSV reader: pandas
 
     out = Path(output)
     binary = build_writes(xdg.cache_dir() / "demo")
+    why = breakpoint_miscount(binary)
+    if why:  # the demo checks exact counts: say so now rather than after minutes of runs
+        raise AutoprofError(f"{why}; the demo's exact counts cannot hold here")
     events = [f"mem:{a}:w" for a in slot_addresses(binary)]
     events += ["task-clock", "page-faults", "context-switches", "cpu-migrations"]
     if (out / outdir.MANIFEST).exists() and outdir.read_manifest(out).command[:1] == [str(binary)]:

@@ -33,6 +33,7 @@ def _table(catalog, chosen) -> None:
             n
             for n in (
                 "alone" if e.taken_alone else "",
+                "pair" if e.pair else "",
                 "msr " + ",".join(sorted(e.registers)) if e.registers else "",
             )
             if n
@@ -50,6 +51,7 @@ def event_json(e: Event) -> dict:
         "counters": sorted(e.counters),
         "fixed": e.fixed,
         "taken_alone": e.taken_alone,
+        "pair": e.pair,
         "registers": sorted(e.registers),
         "leader": e.leader,
         "description": e.description,
@@ -97,7 +99,8 @@ def show_event(name: str, **options) -> None:
         click.echo(f"{e.name}  [{e.pmu}]")
         click.echo(f"  perf spec:   {e.spec}")
         if e.counters:
-            click.echo(f"  counters:    {','.join(map(str, sorted(e.counters)))}")
+            pair = " (and the odd neighbour: a counter pair)" if e.pair else ""
+            click.echo(f"  counters:    {','.join(map(str, sorted(e.counters)))}{pair}")
         if e.fixed is not None:
             click.echo(f"  counter:     fixed {e.fixed}")
         if e.registers:
@@ -110,3 +113,26 @@ def show_event(name: str, **options) -> None:
             click.echo(f"  errata:      {e.errata}")
         if e.description:
             click.echo(f"  {e.description}")
+
+
+@events.command("update")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="An Intel perfmon checkout, perf's arch/x86 or arch/arm64 folder, or a Linux checkout.",
+)
+@click.option(
+    "--vendor",
+    type=click.Choice(["intel", "amd", "arm64"]),
+    help="Only this vendor's data (a Linux checkout holds AMD's and Arm64's).",
+)
+def update_events(source: str, vendor: str | None) -> None:
+    """Replace the event data autoprof ships with a newer copy (kept in the user's cache)."""
+    from pathlib import Path
+
+    from autoprof.catalog import update
+
+    for name, where, models in update.update(Path(source), vendor):
+        click.echo(f"{name}: {models} models from {source}, now used from {where}")

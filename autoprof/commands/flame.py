@@ -105,9 +105,10 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
     Example:  autoprof flamegraph out/rec -o flame.svg --title "myprog"
               autoprof flamegraph --diff before.data after.data -o diff.svg
               autoprof flamegraph --trace qemu.log --binary ./myprog -o flame.svg
+              autoprof flamegraph --trace qemu.log --binary ./myprog --save out/trace
     """
-    from autoprof.flame.diff import diff_folded_lines
-    from autoprof.flame.renderer import FoldedRenderer
+    from autoprof.flame import kept
+    from autoprof.flame.renderer import FlameRenderer, FoldedRenderer
     from autoprof.flame.speedscope import SpeedscopeRenderer
     from autoprof.flame.svg import SvgRenderer
 
@@ -119,6 +120,8 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
             raise AutoprofError("--trace FILE takes --binary ELF, and no INPUT nor --diff")
         if options != FoldOptions(inline=options.inline):
             raise AutoprofError("--trace takes none of the options of perf input (--pid, ...)")
+    elif flame.save is not None:
+        raise AutoprofError("--save keeps a trace's flame graph: it needs --trace")
     elif len(inputs) != (2 if flame.diff else 1):
         want = (
             "two inputs (BEFORE AFTER) with --diff" if flame.diff else "one input (or --diff A B)"
@@ -127,29 +130,25 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
     if trace is not None:
         profiles = [_load_trace(trace, binaries, options.inline)]
         inputs = (trace,)
+        if flame.save is not None:
+            kept.save(Path(flame.save), profiles[0], trace, list(binaries), options.inline)
     else:
         profiles = [_load(path, options) for path in inputs]
     after = profiles[-1]
     before = profiles[0] if flame.diff else None
     default = "-" if flame.folded else "diff.svg" if flame.diff else "flame.svg"
     output = Path(flame.output or default)
+    renderer: FlameRenderer
     if flame.folded:
-        text = (
-            "".join(diff_folded_lines(before, after))
-            if before is not None
-            else FoldedRenderer().render(after)
-        )
+        renderer = FoldedRenderer(before)
     else:
         default_title = "Differential Flame Graph" if flame.diff else "Flame Graph"
         renderer = SvgRenderer(
             flame.title or default_title, flame.width, flame.minwidth, flame.inverted, before
         )
-        text = renderer.render(after)
-    _write(output, text)
+    renderer.render(after, output)
     if flame.speedscope is not None:
-        _write(
-            Path(flame.speedscope), SpeedscopeRenderer(flame.title or inputs[-1].name).render(after)
-        )
+        SpeedscopeRenderer(flame.title or inputs[-1].name).render(after, Path(flame.speedscope))
     quiet = str(output) == "-"  # stdout carries the data: messages go to stderr
     if before is not None:
         _print_changes(before, after, quiet)
@@ -181,16 +180,6 @@ def _load_trace(path: Path, binaries: tuple[Path, ...], inline: bool) -> Folded:
     for note in folded.notes:
         click.echo(f"autoprof: note: {path}: {note}", err=True)
     return folded
-
-
-def _write(path: Path, text: str) -> None:
-    if str(path) == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        path.write_text(text, errors="surrogateescape")
-    except OSError as err:
-        raise AutoprofError(f"cannot write {path}: {err.strerror}") from err
 
 
 def _print_changes(before: Folded, after: Folded, err: bool, top: int = 5) -> None:

@@ -1,4 +1,4 @@
-"""`autoprof jobs list|show|cancel`: queued, running and finished profile jobs."""
+"""`autoprof jobs list|show|watch|cancel`: queued, running and finished profile jobs."""
 
 from __future__ import annotations
 
@@ -81,11 +81,45 @@ def show_command(job_id, redis_text, as_json) -> None:
         click.echo(f"load       {j.load:.2f} (1-minute average before the profile)")
     if j.retries_left is not None:
         click.echo(f"retries    {j.retries_left} left")
-    if j.result:
-        done = "complete" if j.result.get("complete") else "waiting for other parts"
-        click.echo(f"stored     run {j.result.get('run')}: {j.result.get('rows')} rows ({done})")
+    if j.result and j.result.run_id:
+        done = "complete" if j.result.complete else "waiting for other parts"
+        click.echo(f"stored     run {j.result.run_id}: {j.result.rows} rows ({done})")
+    for warning in j.warnings:
+        click.echo(f"warning    {warning}")
     if j.error:
         click.echo(f"error      {j.error}")
+
+
+@jobs_group.command("watch")
+@click.argument("job_id", metavar="ID")
+@redis_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per interval.")
+def watch_command(job_id, redis_text, as_json) -> None:
+    """Print a job's intervals as its worker measures them (perf stat -I), until it ends."""
+    from autoprof.queue import connection, jobs, live
+
+    text, conn = _connect(redis_text)
+    with connection.errors(text):
+        job = jobs.find_job(conn, job_id)
+        follow = live.Follow(conn, job.id)
+        click.echo(f"job {job.id}: watching its intervals (Ctrl-C to stop)", err=True)
+        shown = 0
+        while True:
+            follow.poll(block_ms=1000)
+            for point in follow.points[shown:]:
+                click.echo(json.dumps(point) if as_json else _interval(point))
+            shown = len(follow.points)
+            if follow.ended or (jobs.info(jobs.find_job(conn, job.id)).status in jobs.ENDED):
+                follow.poll()  # what came between the last read and the end
+                for point in follow.points[shown:]:
+                    click.echo(json.dumps(point) if as_json else _interval(point))
+                break
+        j = jobs.info(jobs.find_job(conn, job.id))
+    click.echo(f"job {j.id}: {j.status}" + (f": {j.error}" if j.error else ""), err=True)
+
+
+def _interval(point: dict) -> str:
+    return f"{point['t']:12.3f}  {point['run']:<8}  {point['v']:>18,.0f}  {point['event']}"
 
 
 @jobs_group.command("cancel")

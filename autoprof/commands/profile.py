@@ -64,7 +64,10 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     group), keep the finished runs (run the same command again to resume) and exit with
     128 + the signal's number (130 for Ctrl-C).
     """
+    from autoprof.catalog import host
+    from autoprof.pipeline import measure
     from autoprof.run import profile as library
+    from autoprof.run.options import EventSelection
 
     command = list(command)
     options = take_options(opts)
@@ -72,42 +75,52 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     metric_args = [opts.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
     check_attach(command, options)
     names = common.event_names(event_names, events_file)
+    spec = measure.MeasureSpec(
+        command,
+        names,
+        options,
+        EventSelection.from_json(opts),
+        events_dir=opts["events_dir"],
+        cpu=opts["cpu"],
+        smt=opts["smt"],
+        counters=opts["counters"],
+    )
     if metric_args[0] or metric_args[1]:
         if names:
             raise AutoprofError("give events (-e, --events) or --metrics, not both")
         words, files, consistent = metric_args
-        planned = common.metric_plan(opts, words, files, consistent, anchor=options.anchor)
-        click.echo(planned.summary(), err=True)
-        catalog, plan = planned.catalog, planned.plan
+        metric = common.metric_plan(opts, words, files, consistent, anchor=options.anchor)
+        click.echo(metric.summary(), err=True)
+        planned = measure.Planned(metric.catalog, metric.plan)
     else:
-        catalog, plan = library.plan_for(common.build_catalog(**opts), names, options.anchor)
-        if not names:  # every event of this machine: say up front when that is software only
-            common.note_without_pmu(opts)
+        planned = measure.plan(
+            spec, note=lambda text: click.echo(f"autoprof: note: {text}", err=True)
+        )
+        if not names and (dry_run or not host.hardware_events(planned.catalog)):
+            common.note_without_pmu(opts)  # software only, and why (a real run's check says it)
     out = Path(output)
     if dry_run:
-        for argv in library.dry_run(out, command, plan, options):
+        for argv in library.dry_run(out, command, planned.plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return
-    warnings = library.check_machine(catalog, options, command, cpu=opts["cpu"])
-    _run(library, out, command, catalog, plan, options, warnings, resume)
+    _run(measure, spec, planned, out, resume)
 
 
-def _run(library, out, command, catalog, plan, options, warnings, resume) -> None:
+def _run(measure, spec, planned, out, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
     from autoprof.perf.process import Interrupted
     from autoprof.run import attach
 
-    if options.attached:
-        warnings = [*warnings, attach.WARNING]
-    what = attach.describe(options) if options.attached else shlex.join(command)
+    options, plan = spec.options, planned.plan
+    what = attach.describe(options) if options.attached else shlex.join(spec.command)
 
     with _reporter(len(plan) * options.repeat) as report:
-        for warning in warnings:
-            report.say(f"warning: {warning}", "yellow")
-        report.say(
-            f"profiling {what}: {len(catalog.events)} events in "
-            f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
-        )
+
+        def ready(planned) -> None:
+            report.say(
+                f"profiling {what}: {len(planned.catalog.events)} events in "
+                f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
+            )
 
         def on_event(kind, task, record):
             if kind == "start":
@@ -124,11 +137,12 @@ def _run(library, out, command, catalog, plan, options, warnings, resume) -> Non
                 if record is not None and record.status != RunStatus.OK:
                     report.say(f"run {task.run} rep {task.repeat}: {record.status}: {record.error}")
 
+        hooks = measure.Hooks(
+            warn=lambda text: report.say(f"warning: {text}", "yellow"), ready=ready, run=on_event
+        )
         interrupted: Interrupted | None
         try:
-            outcome = library.profile(
-                out, command, catalog, plan, options, on_event=on_event, resume=resume
-            )
+            done = measure.measure(spec, out, None, hooks, planned=planned, resume=resume)
         except Interrupted as stop:
             interrupted = stop
         else:
@@ -140,6 +154,7 @@ def _run(library, out, command, catalog, plan, options, warnings, resume) -> Non
             err=True,
         )
         sys.exit(interrupted.exit_code)
+    outcome = done.outcome
     failed = outcome.failed
     hint = common.next_hint("autoprof", "aggregate", out)
     click.echo(f"profile {outcome.manifest.id} in {out}/; {hint}", err=True)

@@ -32,6 +32,13 @@ class FlameOptions(Declared):
         help="Exact graph of an instruction trace (QEMU -d exec, FireSim TracerV, Intel PT "
         "`perf script --itrace=i1t -F ip,sym`), not of samples: needs --binary.",
     )
+    save: str | None = declare(
+        None,
+        flags=("--save",),
+        metavar="DIR",
+        help="With --trace: keep the folded stacks in DIR; inside a profile's folder, `upload` "
+        "stores its functions with the profile.",
+    )
     title: str | None = declare(None, flags=("--title",), help="Title of the graph.")
     width: int = declare(1200, flags=("--width",), low=100, help="Width in pixels.")
     minwidth: str = declare(

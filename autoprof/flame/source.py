@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from autoprof.errors import AutoprofError
+from autoprof.flame import kept
 from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_kernel
 from autoprof.flame.inline import Addr2line
 from autoprof.perf.record import PERF_DATA, PERF_DATA_MAGIC, script_output
@@ -175,6 +176,10 @@ def open_input(path: Path) -> Iterator[Input]:
 def load(path: Path, options: FoldOptions | None = None) -> Folded:
     """The folded stacks of `path` (see the module docstring for what it may be)."""
     options = options or FoldOptions()
+    if path.is_dir() and kept.is_kept(path):  # a trace flame graph kept with --save
+        folded = load(path / kept.STACKS, options)
+        folded.event = kept.read_info(path).event
+        return folded
     if options.srcline and _kind(resolve(path)) == "perf.data":
         raise AutoprofError("--srcline reads `perf script -F+srcline` text, not perf.data")
     with open_input(path) as source:

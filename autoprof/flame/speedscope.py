@@ -11,17 +11,17 @@ import json
 
 from autoprof import __version__
 from autoprof.flame.fold import Folded
-from autoprof.flame.renderer import Renderer, clean
+from autoprof.flame.renderer import FlameRenderer, clean
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 NANOSECOND_EVENTS = {"cpu-clock", "task-clock"}
 
 
-class SpeedscopeRenderer(Renderer):
+class SpeedscopeRenderer(FlameRenderer):
     def __init__(self, name: str = "autoprof") -> None:
         self.name = name
 
-    def render(self, folded: Folded) -> str:
+    def text(self, folded: Folded) -> str:
         index: dict[str, int] = {}
         frames: list[dict[str, str]] = []
         by_root: dict[str, tuple[list[list[int]], list[int]]] = {}

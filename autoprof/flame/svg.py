@@ -16,7 +16,7 @@ from importlib import resources
 from autoprof.errors import AutoprofError
 from autoprof.flame.diff import diff_tree, share_delta
 from autoprof.flame.fold import Folded
-from autoprof.flame.renderer import Renderer, clean
+from autoprof.flame.renderer import FlameRenderer, clean
 from autoprof.flame.tree import Node, build_tree
 
 FRAME_HEIGHT = 16
@@ -90,8 +90,8 @@ def _label(name: str, width: float) -> str:
 
 
 @dataclass
-class SvgRenderer(Renderer):
-    """`render(folded)` draws a flame graph; with `baseline` (BEFORE), a differential one."""
+class SvgRenderer(FlameRenderer):
+    """`text(folded)` draws a flame graph; with `baseline` (BEFORE), a differential one."""
 
     title: str = "Flame Graph"
     width: int = 1200
@@ -108,7 +108,7 @@ class SvgRenderer(Renderer):
         except ValueError:
             raise AutoprofError(f"--minwidth takes pixels or a percentage, not {text!r}") from None
 
-    def render(self, folded: Folded) -> str:
+    def text(self, folded: Folded) -> str:
         diff = self.baseline is not None
         tree = diff_tree(self.baseline, folded) if self.baseline is not None else build_tree(folded)
         total = tree.value

@@ -1,14 +1,16 @@
-"""A recording (an `autoprof record` folder, a perf.data or `perf script` text) -> its
-per-function Table: parsing every event's samples, in the order the events were recorded."""
+"""A recording (an `autoprof record` folder, a perf.data, `perf script` text, or a trace flame
+graph kept with `flamegraph --trace --save`) -> its per-function Table: parsing every event's
+samples, in the order the events were recorded."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from autoprof.errors import AutoprofError
+from autoprof.flame import kept
 from autoprof.flame.capture import read_info
-from autoprof.flame.source import open_input, parse_notes
-from autoprof.functions.table import Table, build
+from autoprof.flame.source import load, open_input, parse_notes
+from autoprof.functions.table import Table, build, from_folded
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
 
 
@@ -22,6 +24,9 @@ def recorded_events(path: Path) -> list[str]:
 
 def read_table(path: Path, by: str = "symbol", sort: str | None = None) -> tuple[Table, list[str]]:
     """The per-function table of a recording, and the notes reading it left."""
+    if kept.is_kept(path):
+        folded = load(path)
+        return from_folded(folded, by, sort), folded.notes
     report = ParseReport()
     with open_input(path) as source:
         if source.folded:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from autoprof.errors import AutoprofError
+from autoprof.flame.fold import Folded
 from autoprof.perf.script import Sample
 
 BY = ("symbol", "dso", "comm")
@@ -109,6 +110,29 @@ def build(
             cell.period += sample.period
             cell.samples += 1
     return assemble(by, list(rows.values()), totals, sort, order)
+
+
+def from_folded(folded: Folded, by: str = "symbol", sort: str | None = None) -> Table:
+    """The table of folded stacks (a kept trace flame graph): each stack's weight counts for its
+    leaf, the root frame (the traced program) is the dso. A trace weighs every instruction, so
+    its sample count is its weight, except for cycles, where the instructions are not kept."""
+    if by not in BY:
+        raise AutoprofError(f"unknown grouping {by!r} (choose {', '.join(BY)})")
+    event = folded.event or "samples"
+    rows: dict[tuple[str, str], Row] = {}
+    total = Cell()
+    for stack, weight in folded.stacks.items():
+        dso = stack[0] if stack else NO_FRAME
+        key = (dso, dso) if by in ("dso", "comm") else (stack[-1] if stack else NO_FRAME, dso)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = Row(*key)
+        cell = row.cells.setdefault(event, Cell())
+        count = folded.samples.get(stack, 0 if event == "cycles" else weight)
+        for target in (cell, total):
+            target.period += weight
+            target.samples += count
+    return assemble(by, list(rows.values()), {event: total} if rows else {}, sort, [event])
 
 
 def assemble(

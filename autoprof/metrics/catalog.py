@@ -254,16 +254,21 @@ def load(events_dir: Path | None, cpu: str, extra: Sequence[Path] = ()) -> Metri
 def for_machine(events_dir: str | None, cpu: str | None, files: tuple[str, ...] = ()) -> MetricSet:
     """The metric set of --events-dir/--cpu (this machine by default) plus YAML `files`, each a
     path or the name of one shipped with autoprof (``software``)."""
-    from autoprof.catalog import host
+    from autoprof.catalog import host, vendor
     from autoprof.catalog.yaml import BUILTIN_DIR
 
-    directory = host.events_dir(events_dir)
+    named, cpu = bool(cpu), cpu or host.cpu_id()
+    # autoprof's metrics are Intel's: an AMD or Arm CPU has those of --metrics-file only
+    chosen = None if events_dir else host.choose_data(None, cpu, named)
+    intel_cpu = chosen is not None and chosen[1] == vendor.INTEL
+    directory = host.events_dir(events_dir) if events_dir or intel_cpu else None
     paths = [_file_or_shipped(f, BUILTIN_DIR / "metrics") for f in files]
     if directory is None and not paths:
         raise AutoprofError(
-            f"no metrics: pass --events-dir (or set {host.ENV_EVENTS_DIR}) or --metrics-file"
+            f"no metrics for {cpu}: autoprof has Intel's only; give --metrics-file FILE.yaml "
+            f"(or --events-dir / ${host.ENV_EVENTS_DIR} with metric files)"
         )
-    return load(directory, cpu or host.cpu_id(), paths)
+    return load(directory, cpu, paths)
 
 
 def _file_or_shipped(name: str, shipped_dir: Path) -> Path:

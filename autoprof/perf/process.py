@@ -15,6 +15,7 @@ After the first signal the stopper raises no more, so a second Ctrl-C cannot aba
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -30,6 +31,7 @@ OWN_PREFIX = "AUTOPROF_"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_S = 0.01
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def workload_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -158,3 +160,15 @@ def stop_leftovers(pids: Iterable[int]) -> list[int]:
         except (OSError, ProcessLookupError):
             continue  # gone already
     return killed
+
+
+def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
+    """Have the kernel send `signum` to this process when its parent (pid `parent`) dies
+    (prctl PR_SET_PDEATHSIG); sends it at once when the parent is gone already. A process that
+    handles `signum` as `Stopper` does stops its perf group before it exits, so nothing it
+    started outlives a parent killed with SIGKILL."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # died between fork and prctl: the kernel will not tell us
+        os.kill(os.getpid(), signum)

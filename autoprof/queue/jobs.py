@@ -13,7 +13,6 @@ import datetime as dt
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import redis
 from rq import Queue, Retry
@@ -25,6 +24,7 @@ from rq.results import Result
 from rq.serializers import JSONSerializer
 
 from autoprof.errors import AutoprofError
+from autoprof.queue.model import FAILED, STOPPED, JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec
 from autoprof.util.clock import aware_utc
 
@@ -34,6 +34,9 @@ DEFAULT_JOB_TIMEOUT_S = 24 * 3600  # RQ's default (180 s) is far too short for a
 RESULT_TTL_S = 7 * 86400  # how long finished jobs stay listed
 FAILURE_TTL_S = 30 * 86400
 ACTIVE = {JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED, JobStatus.STARTED}
+ENDED = {
+    s.value for s in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)
+}
 
 
 @dataclass
@@ -55,7 +58,8 @@ class JobInfo:
     phase: str | None = None  # waiting for a quiet machine, profiling, uploading, ...
     load: float | None = None  # 1-minute load average seen before the profile started
     error: str | None = None
-    result: dict[str, Any] = field(default_factory=dict)
+    result: JobResult | None = None  # once it ended: what its worker returned, or why it failed
+    warnings: list[str] = field(default_factory=list)  # the worker's checks (NMI watchdog, ...)
     retries_left: int | None = None
 
     @property
@@ -135,11 +139,20 @@ def _result_time(status: JobStatus | None, latest: Result | None) -> dt.datetime
     return aware_utc(latest.created_at)
 
 
+def _job_result(status: JobStatus | None, latest: Result | None, error: str | None):
+    """The typed result of an ended job; None while it is active."""
+    if status in ACTIVE or status is None:
+        return None
+    if status == JobStatus.FINISHED and latest is not None:
+        return JobResult.from_json(latest.return_value)
+    return JobResult(FAILED if status == JobStatus.FAILED else STOPPED, error=error)
+
+
 def info(job: Job) -> JobInfo:
     status = job.get_status(refresh=False)
     latest = job.latest_result()
     command_line, profile_id, part, parts = _spec_fields(job)
-    result = latest.return_value if latest and latest.type == Result.Type.SUCCESSFUL else None
+    error = _error(job, status, latest)
     return JobInfo(
         id=job.id,
         status=str(status.value if status else "?"),
@@ -155,8 +168,9 @@ def info(job: Job) -> JobInfo:
         ended=aware_utc(job.ended_at) or _result_time(status, latest),
         phase=job.meta.get("phase"),
         load=job.meta.get("load1"),
-        error=_error(job, status, latest),
-        result=result if isinstance(result, dict) else {},
+        error=error,
+        result=_job_result(status, latest, error),
+        warnings=list(job.meta.get("warnings") or []),
         retries_left=job.retries_left,
     )
 

@@ -7,10 +7,15 @@
   most --load-wait seconds; the load seen goes into the job's meta and the profile's manifest.
 - The profile runs in WORKDIR/<job id>, is aggregated, then uploaded in one transaction: a job
   killed at any point leaves no run in the store, and a retry on this machine resumes the runs.
-- A worker that dies (kill -9) stops its heartbeats; after HEARTBEAT x 3 seconds any other
-  worker's maintenance (every --maintenance seconds) or `autoprof jobs list` fails the job, or
-  requeues it when it was submitted with --retry: RQ's own abandoned-job mechanism, with
-  timings short enough for tests (RQ's defaults take 1.5 to 10 minutes).
+- A worker that dies (kill -9) takes its work horse with it (PR_SET_PDEATHSIG: the horse gets
+  SIGTERM and stops perf and the workload first), and stops its heartbeats; after HEARTBEAT x 3
+  seconds any other worker's maintenance (every --maintenance seconds) or `autoprof jobs list`
+  fails the job, or requeues it when it was submitted with --retry: RQ's own abandoned-job
+  mechanism, with timings short enough for tests (RQ's defaults take 1.5 to 10 minutes). A new
+  worker on the same host fails its dead predecessor's jobs at once (`fail_stale`).
+- A job ends once: a job no longer started (failed as abandoned, stopped) is not stored and
+  its late return is ignored; a job run again stores its run once (`upload` skips a part
+  already stored).
 """
 
 from __future__ import annotations
@@ -22,24 +27,25 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from redis import Redis
 from rq import Worker, get_current_job
 from rq.exceptions import DeserializationError
-from rq.job import Job
+from rq.job import Job, JobStatus
+from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from autoprof.catalog import host
 from autoprof.errors import AutoprofError
-from autoprof.queue import connection
+from autoprof.perf.process import Interrupted, die_with_parent
+from autoprof.pipeline import measure
+from autoprof.queue import connection, live
+from autoprof.queue.model import JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
-from autoprof.results import aggregate
-from autoprof.run import profile as library
 from autoprof.run.runner import stop_leftovers
-from autoprof.store import engine, upload
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran
 PLAN_KEY_TTL_S = 30 * 86400
@@ -113,6 +119,14 @@ def agree_on_plan(job: Job, spec: JobSpec, plan: dict[str, Any]) -> None:
         )
 
 
+def check_still_started(job: Job) -> None:
+    """Refuse to go on with a job that is no longer started (another worker's maintenance
+    failed it as abandoned, or it was stopped): its state is final, its profile never stored."""
+    status = job.get_status(refresh=True)
+    if status != JobStatus.STARTED:
+        raise AutoprofError(f"job {job.id} is {status.value if status else 'gone'}: not stored")
+
+
 def run_job(spec_data: Any) -> dict[str, Any]:
     """The job function (`spec.JOB_FUNCTION`): profile, aggregate, upload; returns the run."""
     job = get_current_job()
@@ -121,7 +135,12 @@ def run_job(spec_data: Any) -> dict[str, Any]:
         raise Refused("autoprof jobs run only in `autoprof worker`")
     _note(job, host=settings.hostname, phase="checking", error=None)
     try:
-        return _profile_job(job, settings, JobSpec.from_json(spec_data))
+        try:
+            return _profile_job(job, settings, JobSpec.from_json(spec_data))
+        except Interrupted as stop:  # SIGTERM: the worker died (PR_SET_PDEATHSIG) or stops it
+            raise AutoprofError(
+                f"interrupted by {stop.name} (its worker stopped or died): nothing stored"
+            ) from None
     except AutoprofError as err:
         _note(job, error=str(err))
         raise
@@ -130,57 +149,49 @@ def run_job(spec_data: Any) -> dict[str, Any]:
 def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
     if not allowed(spec.command, settings.allow):
         raise Refused(f"command {spec.command_line!r} does not match this worker's --allow")
-    options = spec.profile_options()
-    catalog = host.build_catalog(events_dir=settings.events_dir, **spec.selection)
-    catalog, plan = library.plan_for(catalog, spec.events, options.anchor)
-    library.check_machine(catalog, options, spec.command)
-    agree_on_plan(job, spec, plan.to_json())
-    _note(job, phase="waiting for a quiet machine")
-    load, waited = wait_until_quiet(
-        lambda: os.getloadavg()[0], settings.max_load, settings.load_wait_s, settings.load_poll_s
-    )
-    _note(job, phase="profiling", load1=round(load, 2), load_waited_s=round(waited, 1))
     out = settings.workdir / job.id
-    facts = replace(host.read_facts(catalog), hostname=settings.hostname)
-    record = {"id": job.id, "queue": job.origin, "worker": job.worker_name, "load1": load}
-    outcome = library.profile(
-        out,
-        spec.command,
-        catalog,
-        plan,
-        options,
-        facts=facts,
-        profile_id=spec.profile_id,
-        job=record,
-    )
-    _note(job, phase="aggregating")
-    aggregate.aggregate_to(out)
-    _note(job, phase="uploading")
-    store = engine.open_store(settings.store)
-    try:
-        done = upload.upload(store, out, spec.tags)
-    finally:
-        store.engine.dispose()
-    _note(job, phase="done")
-    failed_runs = [f"{r}.{k}" for r, k in outcome.failed]
-    result = {
-        "run": done.uuid,
-        "part": done.part,
-        "parts": done.parts,
-        "rows": done.rows,
-        "complete": done.complete,
-        "failed_runs": failed_runs,
-        "load1": load,
-    }
-    if outcome.failed:  # stored, as a local profile keeps them; the job still says so
-        listed = ", ".join(failed_runs[:10])
+
+    def ready(planned: measure.Planned) -> dict[str, Any]:
+        """The plan agreed on, then a quiet machine: the job record the manifest keeps."""
+        agree_on_plan(job, spec, planned.plan.to_json())
+        _note(job, phase="waiting for a quiet machine")
+        load, waited = wait_until_quiet(
+            lambda: os.getloadavg()[0],
+            settings.max_load,
+            settings.load_wait_s,
+            settings.load_poll_s,
+        )
+        _note(job, load1=round(load, 2), load_waited_s=round(waited, 1))
+        return {"id": job.id, "queue": job.origin, "worker": job.worker_name, "load1": load}
+
+    def warn(text: str) -> None:
+        job.meta.setdefault("warnings", []).append(text)
+        _note(job)
+
+    def phase(name: str) -> None:
+        if name == "aggregating":  # store only a job still ours: one failed meanwhile stays so
+            check_still_started(job)
+        _note(job, phase=name)
+
+    hooks = measure.Hooks(warn=warn, phase=phase, ready=ready)
+    with live.publishing(job.connection, job.id, out):
+        done = measure.measure(
+            spec.measure_spec(settings.events_dir),
+            out,
+            settings.store,
+            hooks,
+            hostname=settings.hostname,
+        )
+    result = JobResult.of(done, load1=job.meta.get("load1"))
+    if done.failed_runs:  # stored, as a local profile keeps them; the job still says so
+        listed = ", ".join(done.failed_runs[:10])
         raise AutoprofError(
-            f"{len(outcome.failed)} runs failed (run.repeat {listed}); "
-            f"the results are stored as run {done.uuid}, folder kept in {out}"
+            f"{len(done.failed_runs)} runs failed (run.repeat {listed}); "
+            f"the results are stored as run {result.run_id}, folder kept in {out}"
         )
     if not settings.keep:
         shutil.rmtree(out, ignore_errors=True)
-    return result
+    return result.to_json()
 
 
 class NotJSON(DeserializationError):
@@ -217,6 +228,20 @@ class ProfileWorker(Worker):
     def __init__(self, *args: Any, workdir: Path, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.workdir = workdir
+        self.worker_pid = os.getpid()
+
+    def setup_work_horse_signals(self) -> None:
+        """The horse (its own process group) gets SIGTERM when the worker dies, even by
+        SIGKILL: the runner then stops perf and the workload, and the horse ends."""
+        super().setup_work_horse_signals()
+        die_with_parent(self.worker_pid)
+
+    def handle_job_success(self, job: Job, *args: Any, **kwargs: Any) -> None:
+        """A job that ended already (failed as abandoned, stopped) keeps that state."""
+        if job.get_status(refresh=True) != JobStatus.STARTED:
+            self.log.error("Worker %s: job %s ended before it returned", self.name, job.id)
+            return
+        super().handle_job_success(job, *args, **kwargs)
 
     def kill_horse(self, *args: Any, **kwargs: Any) -> None:
         super().kill_horse(*args, **kwargs)
@@ -255,6 +280,35 @@ def check_allow(patterns: list[re.Pattern]) -> list[re.Pattern]:
     return patterns
 
 
+def _worker_alive(pid: int) -> bool:
+    """Whether `pid` is a running autoprof worker other than this process."""
+    if pid == os.getpid():
+        return False  # the pid of a dead worker, reused by this one
+    try:
+        return b"autoprof" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def fail_stale(conn: Redis, queues: list[str], hostname: str) -> list[str]:
+    """Jobs a dead worker of this host left started (its name is HOSTNAME.PID and that process
+    is gone) are failed, or requeued when they have retries left, at once, by RQ's own
+    abandoned-job handling, instead of after their heartbeats expire. Returns their ids."""
+    stale = []
+    for name in queues:
+        registry = StartedJobRegistry(name, connection=conn, serializer=JSONSerializer)
+        for raw in conn.zrange(registry.key, 0, -1):
+            member = raw.decode() if isinstance(raw, bytes) else str(raw)
+            job_id = registry.parse_job_id(member)
+            job = ProfileJob.fetch_many([job_id], connection=conn, serializer=JSONSerializer)[0]
+            host, _, pid = (job.worker_name or "").rpartition(".") if job else ("", "", "")
+            if host == hostname and pid.isdigit() and not _worker_alive(int(pid)):
+                conn.zadd(registry.key, {member: 1})  # expired long ago: cleanup takes it
+                stale.append(job_id)
+        registry.cleanup()
+    return stale
+
+
 def work(
     conn: Redis,
     redis_text: str,
@@ -270,9 +324,12 @@ def work(
     check_allow(settings.allow)
     settings.workdir.mkdir(parents=True, exist_ok=True)
     stop_leftovers(settings.workdir)  # a previous worker here was killed mid-job
+    queues = queue_names(settings.hostname, extra_queues)
+    with connection.errors(redis_text):
+        fail_stale(conn, queues, settings.hostname)
     job_class = type("ProfileJob", (ProfileJob,), {"settings": settings})
     worker = ProfileWorker(
-        queue_names(settings.hostname, extra_queues),
+        queues,
         name=f"{settings.hostname}.{os.getpid()}",
         connection=conn,
         serializer=JSONSerializer,

@@ -242,9 +242,15 @@ def fail_on_fatal(findings: list[Finding]) -> None:
 
 def check_reserve(pmus: Iterable[Pmu], reserve: int) -> None:
     """Refuse a `--reserve` a core PMU cannot honour: it keeps one generic counter for autoprof,
-    so a 4-counter PMU reserves at most 3 (the catalog would otherwise reserve 3 silently)."""
-    for pmu in pmus:
-        if (pmu.name == "cpu" or pmu.name.startswith("cpu_")) and pmu.reserved < reserve:
+    so a 4-counter PMU reserves at most 3 (the catalog would otherwise reserve 3 silently); a
+    machine without a core PMU (a VM without a virtual PMU) has no counter to reserve."""
+    core = [p for p in pmus if p.name == "cpu" or p.name.startswith("cpu_")]
+    if reserve and not core:
+        raise AutoprofError(
+            f"--reserve {reserve}: this machine has no core PMU, so no generic counters to reserve"
+        )
+    for pmu in core:
+        if pmu.reserved < reserve:
             raise AutoprofError(
                 f"--reserve {reserve}: the {pmu.name} PMU has {pmu.counters} generic counters, "
                 f"at most {pmu.counters - 1} can be reserved"

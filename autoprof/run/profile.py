@@ -22,7 +22,7 @@ from typing import Any
 from autoprof import __version__
 from autoprof.catalog import host
 from autoprof.catalog.facts import MachineFacts
-from autoprof.catalog.model import Catalog
+from autoprof.catalog.model import Catalog, Exclusion
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import labels as perf_labels
@@ -46,13 +46,19 @@ class Outcome:
     missing: list[tuple[int, int]] = field(default_factory=list)
 
 
-def plan_for(catalog: Catalog, names: list[str], anchor: str | None = None) -> tuple[Catalog, Plan]:
+def plan_for(
+    catalog: Catalog, names: list[str], anchor: str | None = None, system_wide: bool = True
+) -> tuple[Catalog, Plan]:
     """The catalog restricted to `names` (all of it when empty) plus the `anchor` event, and
-    its schedule. The anchor must need no counter: `tasks` adds it to every run."""
+    its schedule. The anchor must need no counter: `tasks` adds it to every run. A profile
+    that is not `system_wide` (a command's or a process's) leaves out the events of PMUs that
+    count system-wide only (`task_bound`)."""
     if names:
         catalog = host.resolve_events(
             catalog, [*names, *([anchor] if anchor and anchor not in names else [])]
         )
+    if not system_wide:
+        catalog = task_bound(catalog, chosen=bool(names))
     if not catalog.events:
         raise AutoprofError("no events to measure")
     if anchor:
@@ -74,6 +80,28 @@ def plan_for(catalog: Catalog, names: list[str], anchor: str | None = None) -> t
                 "of one run, so their counts could not be told apart: give one a name= of its own"
             )
     return catalog, plan
+
+
+def task_bound(catalog: Catalog, chosen: bool) -> Catalog:
+    """The catalog less the events of system-wide-only PMUs (AMD's amd_l3/amd_df/amd_umc, Arm's
+    uncore: the kernel refuses a task-bound event there), each left out with the reason; an
+    event the user `chosen` by name is refused instead, in one line."""
+    wide = {n for n, p in catalog.pmus.items() if p.system_wide}
+    dropped = [e for e in catalog.events if e.pmu in wide]
+    if not dropped:
+        return catalog
+    why = f"{dropped[0].pmu} counts system-wide only (the kernel refuses task-bound events)"
+    if chosen:
+        raise AutoprofError(f"{dropped[0].name}: {why}: profile it with -a")
+    reason = "system-wide only: profile -a counts it"
+    return Catalog(
+        catalog.cpu,
+        {n: p for n, p in catalog.pmus.items() if n not in wide},
+        [e for e in catalog.events if e.pmu not in wide],
+        catalog.excluded + [Exclusion(e.name, e.pmu, reason) for e in dropped],
+        catalog.source,
+        catalog.note,
+    )
 
 
 def tasks(plan: Plan, options: ProfileOptions) -> Iterator[Task]:

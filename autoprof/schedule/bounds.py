@@ -6,6 +6,9 @@ Per PMU, with T TakenAlone events (each needs a run of its own on the generic co
 where hall(...) is the Hall bound of the non-TakenAlone events over counters or shared
 registers: for every set S of slots, the events that can only use slots in S need at least
 |events| / |S| runs. Counters reserved by others (the NMI watchdog) occupy slots in every run.
+Pair events (AMD's merge events, `rules`) weigh two counters: with s singles and p pairs a run
+needs s + 2p of the unreserved counters and holds at most `rules.pair_width` pairs, so
+hall(...) is at least ceil((s + 2p) / unreserved) and ceil(p / pair width).
 The plan's bound is the largest PMU bound. The packer meets these bounds exactly (see packer).
 """
 
@@ -17,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from autoprof.catalog.model import Event, Pmu
+from autoprof.schedule import rules
 
 
 def _bits(slots: Iterable, index: dict) -> int:
@@ -79,10 +83,19 @@ def pmu_bound(pmu: Pmu, events: list[Event]) -> PmuBound:
     alone = [e for e in generic if e.taken_alone]
     normal = [e for e in generic if not e.taken_alone]
     fixed_demand = Counter(e.fixed for e in events if e.fixed is not None)
+    counters = hall_bound((e.counters for e in normal), pmu.reserved, pmu.counters)
+    pairs = sum(e.pair for e in normal)
+    if pairs:
+        width = sum(2 if e.pair else 1 for e in normal)
+        counters = max(
+            counters,
+            math.ceil(width / max(pmu.generic, 1)),
+            math.ceil(pairs / max(rules.pair_width(pmu), 1)),
+        )
     return PmuBound(
         pmu=pmu.name,
         taken_alone=len(alone),
-        counters=hall_bound((e.counters for e in normal), pmu.reserved, pmu.counters),
+        counters=counters,
         registers=hall_bound(e.registers for e in normal if e.registers),
         fixed=max(fixed_demand.values(), default=0),
         unconstrained=1 if any(not e.constrained for e in events) else 0,

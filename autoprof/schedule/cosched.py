@@ -21,34 +21,16 @@ from dataclasses import dataclass, field
 
 from autoprof.catalog.model import Event, Pmu
 from autoprof.errors import AutoprofError
+from autoprof.schedule import rules
 from autoprof.schedule.plan import Placement, Plan, Run, run_problems
 
 Key = tuple[str, str]
 
 
-def _match(masks: list[frozenset]) -> dict[int, object] | None:
-    """A distinct slot per item (Kuhn's augmenting paths; runs hold a handful of events)."""
-    owner: dict[object, int] = {}
-
-    def augment(i: int, seen: set) -> bool:
-        for slot in sorted(masks[i]):
-            if slot in seen:
-                continue
-            seen.add(slot)
-            if slot not in owner or augment(owner[slot], seen):
-                owner[slot] = i
-                return True
-        return False
-
-    for i in range(len(masks)):
-        if not augment(i, set()):
-            return None
-    return {i: slot for slot, i in owner.items()}
-
-
 def fit(events: Iterable[Event], pmus: dict[str, Pmu]) -> list[Placement] | None:
-    """The events of one run placed on counters, or None when they cannot all count at once
-    (an event with a `leader`, a topdown metric, counts only in its leader's group)."""
+    """The events of one run placed on counters (`rules.assign`), or None when they cannot all
+    count at once (an event with a `leader`, a topdown metric, counts only in its leader's
+    group)."""
     events = list(events)
     keys = {e.key for e in events}
     if any(e.leader and (e.pmu, e.leader) not in keys for e in events):
@@ -58,28 +40,10 @@ def fit(events: Iterable[Event], pmus: dict[str, Pmu]) -> list[Placement] | None
     for event in events:
         by_pmu.setdefault(event.pmu, []).append(event)
     for name, evs in by_pmu.items():
-        pmu = pmus.get(name) or Pmu(name, unconstrained=True)
-        if pmu.unconstrained:
-            placements += [Placement(e, None) for e in evs]
-            continue
-        generic = [e for e in evs if e.counters]
-        if len(generic) + (pmu.reserved if generic else 0) > pmu.counters:
+        counters = rules.assign(pmus.get(name) or Pmu(name, unconstrained=True), evs)
+        if counters is None:
             return None
-        if any(e.taken_alone for e in generic) and len(generic) > 1:
-            return None
-        counters = _match([e.counters for e in generic])
-        with_regs = [e for e in generic if e.registers]
-        if counters is None or _match([e.registers for e in with_regs]) is None:
-            return None
-        fixed = [e.fixed for e in evs if e.fixed is not None]
-        if len(fixed) != len(set(fixed)):
-            return None
-        placements += [Placement(e, f"gp{counters[i]}") for i, e in enumerate(generic)]
-        placements += [
-            Placement(e, None if e.fixed is None else f"fixed{e.fixed}")
-            for e in evs
-            if not e.counters
-        ]
+        placements += [Placement(e, counters[i]) for i, e in enumerate(evs)]
     placements.sort(key=lambda p: p.event.leader is not None)  # led events after their leaders
     return placements
 

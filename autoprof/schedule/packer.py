@@ -21,20 +21,23 @@ from collections import defaultdict
 
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
+from autoprof.schedule import rules
 from autoprof.schedule.bounds import plan_bound
 from autoprof.schedule.coloring import edge_colouring
 from autoprof.schedule.plan import Placement, Plan, Run, validate
 
 
 def _b_matching(
-    groups: dict[frozenset, int], slots: list, capacity: int, reserved: int = 0
+    groups: dict[frozenset, int], slots: list, capacity: int | dict, reserved: int = 0
 ) -> dict[frozenset, list]:
     """Slots for each group of identical items (mask -> count), each slot used <= capacity
-    times; `reserved` x capacity extra items accept any slot. Returns mask -> list of slots."""
+    times (one number, or one per slot); `reserved` x capacity extra items accept any slot.
+    Returns mask -> list of slots."""
     if not groups and not reserved:
         return {}
+    limit = capacity if isinstance(capacity, dict) else dict.fromkeys(slots, capacity)
     if not reserved and len(groups) == 1 and set(next(iter(groups))) >= set(slots):
-        return _spread(groups, slots, capacity)
+        return _spread(groups, slots, limit)
     import networkx as nx  # 0.2-0.6 s to import: only when a flow must be searched
 
     graph: nx.DiGraph = nx.DiGraph()
@@ -43,13 +46,13 @@ def _b_matching(
         for slot in mask:
             graph.add_edge(("group", k), ("slot", slot))
     if reserved:
-        graph.add_edge("source", "reserved", capacity=reserved * capacity)
+        graph.add_edge("source", "reserved", capacity=reserved * limit[slots[0]])
         for slot in slots:
             graph.add_edge("reserved", ("slot", slot))
     for slot in slots:
-        graph.add_edge(("slot", slot), "sink", capacity=capacity)
+        graph.add_edge(("slot", slot), "sink", capacity=limit[slot])
     value, flow = nx.maximum_flow(graph, "source", "sink")
-    need = sum(groups.values()) + reserved * capacity
+    need = sum(groups.values()) + reserved * limit[slots[0]] if reserved else sum(groups.values())
     if value != need:
         raise AssertionError(f"b-matching short by {need - value}: lower bound is wrong")
     result: dict[frozenset, list] = {}
@@ -64,18 +67,28 @@ def _b_matching(
     return result
 
 
-def _spread(groups: dict[frozenset, int], slots: list, capacity: int) -> dict[frozenset, list]:
-    """`_b_matching` of one group whose items take any slot (breakpoints): round-robin."""
+def _spread(groups: dict[frozenset, int], slots: list, limit: dict) -> dict[frozenset, list]:
+    """`_b_matching` of one group whose items take any slot (breakpoints, AMD and Arm core
+    events): round-robin over the slots with room left."""
     [(mask, count)] = groups.items()
-    if count > len(slots) * capacity:
-        raise AssertionError(f"b-matching short by {count - len(slots) * capacity}")
-    return {mask: [slots[i % len(slots)] for i in range(count)]}
+    left = dict(limit)
+    chosen: list = []
+    while len(chosen) < count:
+        free = [s for s in slots if left[s] > 0]
+        if not free:
+            raise AssertionError(f"b-matching short by {count - len(chosen)}")
+        for slot in free[: count - len(chosen)]:
+            left[slot] -= 1
+            chosen.append(slot)
+    return {mask: chosen}
 
 
 def _pack_normal(pmu: Pmu, events: list[Event], runs: int) -> list[tuple[Event, int, int]]:
     """(event, counter, run) for non-TakenAlone generic events over `runs` runs."""
     if not events:
         return []
+    if any(e.pair for e in events):
+        return _pack_pairs(pmu, events, runs)
     counters = list(range(pmu.counters))
     by_mask = _b_matching(_count(e.counters for e in events), counters, runs, pmu.reserved)
     with_regs = [e for e in events if e.registers]
@@ -92,6 +105,37 @@ def _pack_normal(pmu: Pmu, events: list[Event], runs: int) -> list[tuple[Event, 
         edges.append((("ctr", counter), ("reserved", k // runs)))
     colours = edge_colouring(edges, runs)
     return [(event, counter, colours[i]) for i, (event, counter) in enumerate(owners)]
+
+
+def _pack_pairs(pmu: Pmu, events: list[Event], runs: int) -> list[tuple[Event, int, int]]:
+    """`_pack_normal` with pair events (AMD's merge events; no shared registers there): the
+    reserved counters are the top ones; pairs are spread evenly over the even counters below
+    them (`rules.pair_counters`), each taking its odd neighbour's capacity too; the singles
+    fill what is left by a b-matching. A pair is then an edge between its two counters (even
+    on one side, odd on the other, so the multigraph stays bipartite) and König's colouring
+    gives the runs, as for singles."""
+    if any(e.registers for e in events):
+        raise AssertionError(f"{pmu.name}: pair events with shared registers are not modelled")
+    usable = list(range(pmu.counters - pmu.reserved))
+    load: dict[int, int] = defaultdict(int)
+    placed: list[tuple[Event, int]] = []
+    for event in (e for e in events if e.pair):
+        allowed = [c for c in rules.pair_counters(pmu) if c in event.counters and load[c] < runs]
+        if not allowed:
+            raise AssertionError(f"{pmu.name}: no counter pair left for {event.name}")
+        counter = min(allowed, key=lambda c: (load[c], c))
+        load[counter] += 1
+        placed.append((event, counter))
+    singles = [e for e in events if not e.pair]
+    capacity = {c: runs - load[c - c % 2] for c in usable}
+    by_mask = _b_matching(_count(e.counters for e in singles), usable, capacity)
+    edges = [(("ctr", c), ("ctr", c + 1)) for _, c in placed]
+    for i, event in enumerate(singles):
+        counter = by_mask[event.counters].pop()
+        edges.append((("ctr", counter), ("own", i)))
+        placed.append((event, counter))
+    colours = edge_colouring(edges, runs)
+    return [(event, counter, colours[i]) for i, (event, counter) in enumerate(placed)]
 
 
 def _count(masks) -> dict[frozenset, int]:

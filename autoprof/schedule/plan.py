@@ -1,10 +1,10 @@
 """A Plan: the runs of a schedule, each a set of events placed on counters; its JSON form and
 its validation.
 
-Validation does not trust the packer: for every run and PMU it re-checks, with bipartite
-matchings (networkx), that the events fit the generic counters (with reserved counters taken),
-the shared registers, the fixed counters, and the TakenAlone rule; and that every catalog event
-is placed exactly once.
+Validation does not trust the packer: for every run and PMU it re-checks the counters the
+packer chose against the counter rules (`autoprof.schedule.rules`: generic counters with the
+reserved ones taken, AMD's pairs, shared registers, fixed counters, TakenAlone, group leaders),
+and that every catalog event is placed exactly once.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
+from autoprof.schedule import rules
 
 
 @dataclass(frozen=True)
@@ -126,74 +127,15 @@ class Plan:
         return load
 
 
-def _matches_all(left: dict[Any, frozenset], extra: int, slots: set) -> bool:
-    """Whether every left item (plus `extra` items that accept any slot) gets its own slot."""
-    lefts = [("item", k) for k in left] + [("any", i) for i in range(extra)]
-    if len(lefts) > len(slots):
-        return False
-    if all(allowed >= slots for allowed in left.values()):
-        return True  # every item takes any slot, and there are enough (breakpoints)
-    import networkx as nx  # 0.2-0.6 s to import: only when a matching must be searched
-
-    graph: nx.Graph = nx.Graph()
-    graph.add_nodes_from(lefts, bipartite=0)
-    graph.add_nodes_from((("slot", s) for s in slots), bipartite=1)
-    for k, allowed in left.items():
-        graph.add_edges_from((("item", k), ("slot", s)) for s in allowed)
-    for i in range(extra):
-        graph.add_edges_from((("any", i), ("slot", s)) for s in slots)
-    matching = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=lefts)
-    return all(node in matching for node in lefts)
-
-
 def run_problems(run: Run, pmus: dict[str, Pmu]) -> list[str]:
-    """Why this run cannot be counted without multiplexing (empty when it can)."""
-    problems: list[str] = []
-    by_pmu: dict[str, list[Placement]] = {}
-    seen: set[tuple[str, str]] = set()
+    """Why this run cannot be counted without multiplexing (empty when it can): `rules`."""
+    found = rules.leader_problems(run.events)
+    by_pmu: dict[str, list[tuple[Event, str | None]]] = {}
     for p in run.placements:
-        by_pmu.setdefault(p.event.pmu, []).append(p)
-        if p.event.leader and (p.event.pmu, p.event.leader) not in seen:
-            problems.append(f"{p.event.name} is not after its group leader {p.event.leader}")
-        seen.add(p.event.key)
-    for name, placements in by_pmu.items():
-        pmu = pmus[name]
-        if pmu.unconstrained:
-            continue
-        generic = [p for p in placements if p.event.counters]
-        fixed = [p for p in placements if p.event.fixed is not None]
-        for p in generic:
-            if (
-                p.counter is None
-                or not p.counter.startswith("gp")
-                or (int(p.counter[2:]) not in p.event.counters)
-            ):
-                problems.append(f"{name}: {p.event.name} placed on {p.counter}, not allowed")
-        witness = Counter(p.counter for p in generic)
-        problems += [f"{name}: counter {c} used {n} times" for c, n in witness.items() if n > 1]
-        slots = set(range(pmu.counters))
-        if not _matches_all(
-            {i: p.event.counters for i, p in enumerate(generic)},
-            pmu.reserved if generic else 0,
-            slots,
-        ):
-            problems.append(f"{name}: {len(generic)} events do not fit the generic counters")
-        registers = {i: p.event.registers for i, p in enumerate(generic) if p.event.registers}
-        if registers and not _matches_all(registers, 0, set().union(*registers.values())):
-            problems.append(f"{name}: shared registers over-subscribed")
-        alone = [p for p in generic if p.event.taken_alone]
-        if alone and len(generic) > 1:
-            problems.append(f"{name}: TakenAlone {alone[0].event.name} shares the counters")
-        per_fixed = Counter(p.event.fixed for p in fixed)
-        problems += [
-            f"{name}: fixed counter {f} holds {n} events" for f, n in per_fixed.items() if n > 1
-        ]
-        problems += [
-            f"{name}: {p.event.name} on {p.counter}, needs fixed{p.event.fixed}"
-            for p in fixed
-            if p.counter != f"fixed{p.event.fixed}"
-        ]
-    return problems
+        by_pmu.setdefault(p.event.pmu, []).append((p.event, p.counter))
+    for name, placed in by_pmu.items():
+        found += rules.problems(pmus[name], placed)
+    return found
 
 
 def validate(plan: Plan, catalog: Catalog) -> None:

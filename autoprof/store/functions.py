@@ -1,5 +1,6 @@
 """Per-function rows in the store: the sampled recordings kept in a profile's folder
-(`autoprof record -o OUT/NAME -e ... -- CMD` next to `autoprof profile -o OUT`) are read with
+(`autoprof record -o OUT/NAME -e ... -- CMD` next to `autoprof profile -o OUT`) and trace flame
+graphs kept there (`autoprof flamegraph --trace LOG --binary ELF --save OUT/NAME`) are read with
 `autoprof report`'s rules when the folder is uploaded, stored with its part, and read back as
 the same tables for `runs show` and `runs export --report`.
 """
@@ -11,6 +12,7 @@ from pathlib import Path
 from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
+from autoprof.flame import kept
 from autoprof.flame.capture import RECORD_INFO
 from autoprof.functions.recording import read_table
 from autoprof.functions.table import Cell, Row, Table, assemble
@@ -19,9 +21,11 @@ from autoprof.store.models import FunctionRow, RunPart
 
 
 def recordings(out: Path) -> list[Path]:
-    """The `record` folders directly inside a profile folder, by name."""
+    """The `record` folders and kept trace flame graphs directly inside a profile folder."""
     return sorted(
-        d for d in out.iterdir() if (d / RECORD_INFO).is_file() and (d / PERF_DATA).is_file()
+        d
+        for d in out.iterdir()
+        if ((d / RECORD_INFO).is_file() and (d / PERF_DATA).is_file()) or kept.is_kept(d)
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import lzma
 import re
 from pathlib import Path
 
@@ -168,12 +169,35 @@ def jevents_terms(jd: dict) -> tuple[str, dict[str, int | str]]:
     return pmu, values
 
 
+# The fields `jevents_terms` reads: all a compact copy of perf's JSON keeps.
+COMPARED: tuple[str, ...] = (
+    "EventName",
+    "Unit",
+    "EventCode",
+    "ExtSel",
+    "Filter",
+    "MSRIndex",
+    "MSRValue",
+)
+COMPARED += tuple(key for key, _ in _JEVENTS_FIELDS)
+
+
 def shipped(folder: Path) -> list[dict]:
-    """Every event of a platform folder of perf's converted JSON (metrics files left out)."""
+    """Every event of perf's converted JSON for a platform (metrics files left out): a folder
+    of perf's files, or its compact copy ``<folder>.json.xz`` (`compact`, tests/data)."""
+    packed = folder.with_name(folder.name + ".json.xz")
+    if not folder.is_dir() and packed.is_file():
+        return json.loads(lzma.decompress(packed.read_bytes()))
     events: list[dict] = []
     for path in sorted(folder.glob("*.json")):
         events += [e for e in json.loads(path.read_text()) if "EventName" in e]
     return events
+
+
+def compact(folder: Path) -> bytes:
+    """perf's converted JSON of a platform folder, only the compared fields, xz-compressed."""
+    events = [{k: e[k] for k in COMPARED if k in e} for e in shipped(folder)]
+    return lzma.compress(json.dumps(events, separators=(",", ":")).encode())
 
 
 def converted(events_dir: Path, platform: str) -> list[dict]:
@@ -226,8 +250,28 @@ def justification(pmu: str, ours: dict, theirs: dict) -> str | None:
       no ``umask`` term (newer create_perf_json drops the UMask, older ones keep it);
     - ``iio_masks``: on IIO boxes UMaskExt repeats PortMask/FCMask (ch_mask config:36-47,
       fc_mask config:48-50) and the umask format is config:8-15: it is not folded into umask
-      (the shipped SPR JSON does not fold it either).
+      (the shipped SPR JSON does not fold it either);
+    - ``filter1``: SKX's CHA Filter1 value is the second filter MSR, written by the kernel from
+      config1 bits 32-63 (skx_cha format filter_rem config1:32 .. filter_isoc config1:63);
+      the converter puts it in bits 0-31 (the first filter: TID and state);
+    - ``umask_wide``: a UMaskExt beyond the kernel's umask format (umask_ext4 config:32-55)
+      is written as a raw config; perf's umask= would be refused ("value too big");
+    - ``generic_ref``: CPU_CLK_UNHALTED.REF on generic counters (0x013c, Atom cores);
+      jevents rewrites the name to the fixed counter's 0x0300, which generic counters do not
+      count (core.c: 0x0300 is only FIXED_EVENT_CONSTRAINT(0x0300, 2)).
     """
+    if theirs == {"umask": 3} and ours == {"event": 0x3C, "umask": 1}:
+        return "generic_ref"
+    if set(ours) == {"config"} and set(theirs) <= {"event", "umask"} and ours["config"] >> 40:
+        umask = int(theirs.get("umask", 0))  # 0: the converter dropped UMaskExt (UMask 0)
+        low = int(theirs.get("event", 0)) | (umask & 0xFF) << 8
+        same = ours["config"] & 0xFFFF == low and (
+            not umask >> 8 or ours["config"] >> 32 == umask >> 8
+        )
+        return "umask_wide" if same else None
+    if "config1" in ours and ours["config1"] == int(theirs.get("config1", -1)) << 32:
+        ours, theirs = dict(ours, config1=0), dict(theirs, config1=0)
+        return "filter1" if ours == theirs else None
     skip = ("umask", "event", "occ_sel", "config")
     rest = {k: v for k, v in ours.items() if k not in skip}
     if rest != {k: v for k, v in theirs.items() if k not in ("umask", "event")}:

@@ -20,7 +20,6 @@ import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -33,10 +32,7 @@ from autoprof.run import outdir
 from autoprof.store.engine import Store
 from autoprof.store.queries import export_frame, find_run
 from autoprof.web.analyses import FrameCache
-from autoprof.web.jobs import LocalQueue
-
-if TYPE_CHECKING:
-    from autoprof.web.rqjobs import RqQueue
+from autoprof.web.jobs import Backend, LocalQueue
 
 TOKEN_HEADER = "X-Autoprof-Token"
 TOKEN_COOKIE = "autoprof_token"
@@ -60,7 +56,7 @@ class Settings:
 @dataclass
 class State:
     settings: Settings
-    queue: LocalQueue | RqQueue
+    queue: Backend
     frames: FrameCache = field(default_factory=FrameCache)
     catalog_events: list[dict] | None = None  # this machine's events, built on first use
 
@@ -152,7 +148,7 @@ def download(request: Request) -> Response:
 def record_file(request: Request) -> Response:
     state = state_of(request)
     job = state.queue.get(request.path_params["job_id"])
-    if job is None:
+    if job is None or job.folder is None:
         raise HTTPException(404)
     return FileResponse(inside(job.folder / "out", request.path_params["path"]))
 
@@ -176,7 +172,7 @@ def _warm_up(state: State) -> None:
 def create_app(settings: Settings) -> Starlette:
     from autoprof.web import routes
 
-    queue: LocalQueue | RqQueue
+    queue: Backend
     if settings.redis_url:
         from autoprof.web.rqjobs import RqQueue
 

@@ -26,10 +26,12 @@ import uuid
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from autoprof.errors import AutoprofError
+from autoprof.queue.model import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, JobResult, settle
 from autoprof.queue.spec import allowed
+from autoprof.results.live import Tail
 from autoprof.run import outdir
 from autoprof.run.runner import stop_leftovers
 from autoprof.util.clock import now_iso
@@ -67,6 +69,7 @@ class JobRequest:
     duration: float = 10.0  # seconds each group watches `pid` (stat/profile attached to it)
     interval_ms: int = 100
     repeat: int = 1
+    reserve: int = 0  # generic counters taken by others (--reserve)
     tags: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -101,6 +104,7 @@ class JobRequest:
             duration=_bounded(data.get("duration") or 10, "duration", 0.01, 3600, float),
             interval_ms=_bounded(data.get("interval_ms", 100), "interval", 10, 60_000),
             repeat=_bounded(data.get("repeat", 1), "repeat", 1, 100),
+            reserve=_bounded(data.get("reserve", 0), "reserve", 0, 8),
             tags=_pairs(data.get("tags", ""), "tag", None),
         )
 
@@ -166,30 +170,44 @@ def check_env(request: JobRequest, allowed: frozenset[str]) -> None:
 
 @dataclass
 class Job:
+    """A job as the page shows it, whichever backend runs it (`Backend`)."""
+
     id: str
     request: JobRequest
-    folder: Path
-    state: str = "queued"  # queued, running, done, failed, stopped
-    created: str = field(default_factory=lambda: now_iso("seconds"))
+    folder: Path | None  # the local job's folder; None for a queue job (its worker has it)
+    state: str = QUEUED  # queued, running, then once: done, failed or stopped
+    created: str | None = field(default_factory=lambda: now_iso("seconds"))
     started: str | None = None
     ended: str | None = None
-    error: str | None = None
-    run_id: str | None = None  # the stored run (stat/profile) once done
+    phase: str | None = None  # what a queue job's worker is doing
+    result: JobResult | None = None  # once finished
     proc: subprocess.Popen | None = field(default=None, repr=False)
 
     @property
     def finished(self) -> bool:
-        return self.state in ("done", "failed", "stopped")
+        return self.state in FINISHED
+
+    @property
+    def error(self) -> str | None:
+        return self.result.error if self.result else None
+
+    @property
+    def run_id(self) -> str | None:
+        """The stored run (stat/profile) once done."""
+        return self.result.run_id if self.result else None
 
     def to_dict(self) -> dict[str, Any]:
-        keys = ("id", "state", "created", "started", "ended", "error", "run_id")
+        keys = ("id", "state", "created", "started", "ended", "phase", "error", "run_id")
         data = {k: getattr(self, k) for k in keys}
         data["request"] = asdict(self.request)
         data["command_line"] = self.request.command_line
+        data["result"] = self.result.to_json() if self.result else None
         return data
 
     def tails(self) -> dict[str, str]:
         """The last few KB of the workload's stdout and stderr (latest run) and the task log."""
+        if self.folder is None:
+            return {"stdout": "", "stderr": "", "log": f"queue job, phase: {self.phase or '-'}"}
         out = self.folder / "out"
         folders = sorted((out / outdir.RUNS).glob("run*")) if (out / outdir.RUNS).is_dir() else []
         latest = folders[-1] if folders else out
@@ -198,6 +216,25 @@ class Job:
             "stderr": _tail(latest / outdir.STDERR),
             "log": _tail(self.folder / LOG),
         }
+
+
+class Live(Protocol):
+    """New intervals of a running job: `poll` reads what came since, `points` holds them."""
+
+    points: list[dict]
+
+    def poll(self) -> int: ...
+
+
+class Backend(Protocol):
+    """Where the page's jobs run: here (`LocalQueue`) or on a queue worker (`rqjobs.RqQueue`)."""
+
+    def submit(self, request: JobRequest) -> Job: ...
+    def get(self, job_id: str) -> Job | None: ...
+    def list(self) -> list[Job]: ...
+    def stop(self, job_id: str) -> Job: ...
+    def live(self, job: Job) -> Live: ...
+    def close(self) -> None: ...
 
 
 def _tail(path: Path) -> str:
@@ -228,7 +265,8 @@ class LocalQueue:
         that never wrote its result was cut short by the server's end."""
         for path in sorted(self.root.glob(f"*/{REQUEST}")):
             try:
-                job = Job(path.parent.name, JobRequest(**json.loads(path.read_text())), path.parent)
+                request = JobRequest(**json.loads(path.read_text()))
+                job = Job(path.parent.name, request, path.parent)
             except (OSError, ValueError, TypeError):
                 continue
             job.created = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).isoformat(
@@ -253,7 +291,7 @@ class LocalQueue:
         return self.jobs.get(job_id)
 
     def list(self) -> list[Job]:
-        return sorted(self.jobs.values(), key=lambda j: j.created, reverse=True)
+        return sorted(self.jobs.values(), key=lambda j: j.created or "", reverse=True)
 
     def stop(self, job_id: str) -> Job:
         """A queued job is dropped; a running one gets SIGINT (perf stops as on Ctrl-C), then
@@ -262,9 +300,10 @@ class LocalQueue:
         if job is None:
             raise AutoprofError(f"no job {job_id}")
         with self.cond:
-            if job.state == "queued":
+            if job.state == QUEUED:
                 self.waiting.remove(job_id)
-                job.state, job.ended = "stopped", now_iso("seconds")
+                job.state, job.ended = STOPPED, now_iso("seconds")
+                job.result = JobResult(STOPPED, error="stopped before it ran")
                 return job
             proc = job.proc
         if proc is not None and proc.poll() is None:
@@ -276,14 +315,14 @@ class LocalQueue:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-            stop_leftovers(job.folder)
+            stop_leftovers(self.root / job_id)
         return job
 
     def close(self) -> None:
         """Stop the running job and drop the queued ones (the server is shutting down)."""
         with self.cond:
             self.closed = True
-            running = [j for j in self.jobs.values() if j.state in ("queued", "running")]
+            running = [j for j in self.jobs.values() if not j.finished]
             self.cond.notify()
         for job in running:
             self.stop(job.id)
@@ -296,10 +335,11 @@ class LocalQueue:
                 if self.closed:
                     return
                 job = self.jobs[self.waiting.popleft()]
-                job.state, job.started = "running", now_iso("seconds")
-                with (job.folder / LOG).open("ab") as log:
+                job.state, job.started = RUNNING, now_iso("seconds")
+                folder = self.root / job.id
+                with (folder / LOG).open("ab") as log:
                     job.proc = subprocess.Popen(
-                        [sys.executable, "-m", "autoprof.web.task", str(job.folder)],
+                        [sys.executable, "-m", "autoprof.web.task", str(folder)],
                         stdin=subprocess.DEVNULL,
                         stdout=log,
                         stderr=subprocess.STDOUT,
@@ -307,8 +347,12 @@ class LocalQueue:
                         start_new_session=True,
                     )
             job.proc.wait()
-            stop_leftovers(job.folder)  # a child killed hard may have left perf behind
+            stop_leftovers(folder)  # a child killed hard may have left perf behind
             self._finish(job)
+
+    def live(self, job: Job) -> Tail:
+        """The intervals perf writes in the job's folder."""
+        return Tail(self.root / job.id / "out")
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -318,13 +362,12 @@ class LocalQueue:
 
     def _finish(self, job: Job, default: str | None = None) -> None:
         try:
-            result = json.loads((job.folder / RESULT).read_text())
+            result = JobResult.from_json(json.loads((self.root / job.id / RESULT).read_text()))
         except (OSError, ValueError):
             why = default or f"the job died (exit {job.proc.returncode if job.proc else '?'})"
-            result = {"state": "failed", "error": why}
+            result = JobResult(FAILED, error=why)
         with self.cond:
-            job.state = result.get("state", "failed")
-            job.error = result.get("error")
-            job.run_id = result.get("run_id")
-            job.ended = now_iso("seconds")
+            job.state = settle(job.state, result.state)
+            job.result = job.result or result
+            job.ended = job.ended or now_iso("seconds")
             job.proc = None

@@ -33,7 +33,6 @@ from autoprof.web.app import (
     static_file,
 )
 from autoprof.web.jobs import JobRequest, check_allowed, check_env
-from autoprof.web.live import Tail
 
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -283,21 +282,24 @@ async def api_stream(request: Request) -> Response:
     """Server-Sent Events: `points` (new intervals), `tails`, and `end` with the job's state."""
     from starlette.responses import StreamingResponse
 
+    state = state_of(request)
     job = _job(request)
-    tail = Tail(job.folder / "out")
+    tail = state.queue.live(job)
 
     async def events():
         sent = 0
         while True:
-            finished = job.finished
+            # a queue job's state lives in Redis
+            now = await asyncio.to_thread(state.queue.get, job.id) or job
+            finished = now.finished
             await asyncio.to_thread(tail.poll)
             if len(tail.points) > sent:
                 yield f"event: points\ndata: {json.dumps(tail.points[sent:])}\n\n"
                 sent = len(tail.points)
-            tails = dict(job.tails(), state=job.state)
+            tails = dict(now.tails(), state=now.state)
             yield f"event: tails\ndata: {json.dumps(tails)}\n\n"
             if finished:
-                yield f"event: end\ndata: {json.dumps(job.to_dict())}\n\n"
+                yield f"event: end\ndata: {json.dumps(now.to_dict())}\n\n"
                 return
             if await request.is_disconnected():
                 return
@@ -319,8 +321,8 @@ def job_html(request: Request) -> Response:
 
 def record_html(request: Request) -> Response:
     job = _job(request)
-    top_path = job.folder / "out" / "top.json"
-    top = json.loads(top_path.read_text()) if top_path.is_file() else []
+    top_path = job.folder / "out" / "top.json" if job.folder else None
+    top = json.loads(top_path.read_text()) if top_path and top_path.is_file() else []
     return page(request, "record.html", job=job.to_dict(), top=top)
 
 

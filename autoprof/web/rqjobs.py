@@ -1,54 +1,23 @@
 """New measurements on RQ (when $AUTOPROF_REDIS is set): the page's request becomes a queue
 job (`queue.jobs.submit`) for this machine's worker (`autoprof worker` listening on
-host:HOSTNAME), which checks --allow again, profiles, aggregates and uploads.
+host:HOSTNAME), which checks --allow again and runs `pipeline.measure` as the CLI does.
 
-The worker runs elsewhere (or in another process), so its jobs have no live intervals here: the
-page shows the job's state and phase, and the stored run once it is done. RQ jobs carry a
-profile's options only: no environment variables, no record, no PID.
+The worker publishes the job's intervals to a Redis stream (`queue.live`), which the page's
+live view reads as it reads a local job's perf output. RQ jobs carry a profile's options only:
+no environment variables, no record, no PID.
 """
 
 from __future__ import annotations
 
 import shlex
 import socket
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from autoprof.errors import AutoprofError
-from autoprof.web.jobs import JobRequest
+from autoprof.queue.live import Follow
+from autoprof.queue.model import DONE, FAILED, QUEUED, RUNNING, STOPPED, JobResult
+from autoprof.web.jobs import Job, JobRequest
 
-FINISHED = {"finished": "done", "failed": "failed", "stopped": "stopped", "canceled": "stopped"}
-
-
-@dataclass
-class RqJob:
-    """A queue job seen through the same fields as a local `jobs.Job`."""
-
-    id: str
-    request: JobRequest
-    state: str
-    created: str | None = None
-    started: str | None = None
-    ended: str | None = None
-    error: str | None = None
-    run_id: str | None = None
-    phase: str | None = None
-    folder: Path = field(default_factory=lambda: Path("/nonexistent"))
-
-    @property
-    def finished(self) -> bool:
-        return self.state in ("done", "failed", "stopped")
-
-    def to_dict(self) -> dict[str, Any]:
-        keys = ("id", "state", "created", "started", "ended", "error", "run_id", "phase")
-        data = {k: getattr(self, k) for k in keys}
-        data["request"] = vars(self.request)
-        data["command_line"] = self.request.command_line
-        return data
-
-    def tails(self) -> dict[str, str]:
-        return {"stdout": "", "stderr": "", "log": f"RQ job, phase: {self.phase or '-'}"}
+STATES = {"finished": DONE, "failed": FAILED, "stopped": STOPPED, "canceled": STOPPED}
 
 
 def _stamp(value) -> str | None:
@@ -56,7 +25,7 @@ def _stamp(value) -> str | None:
 
 
 class RqQueue:
-    """Submit to and read from RQ; the same methods as `jobs.LocalQueue`."""
+    """Submit to and read from RQ: a `jobs.Backend`, as `jobs.LocalQueue` is."""
 
     def __init__(self, redis_url: str, hostname: str | None = None):
         from autoprof.queue import connection
@@ -65,7 +34,7 @@ class RqQueue:
         self.queue_name = connection.host_queue(hostname or socket.gethostname())
         self.requests: dict[str, JobRequest] = {}
 
-    def submit(self, request: JobRequest) -> RqJob:
+    def submit(self, request: JobRequest) -> Job:
         from autoprof.queue import jobs
         from autoprof.queue.spec import JobSpec
 
@@ -74,14 +43,15 @@ class RqQueue:
                 "queue jobs (AUTOPROF_REDIS) run profiles only: no record, environment or PID"
             )
         options = {"interval_ms": request.interval_ms, "repeat": request.repeat}
-        spec = JobSpec(request.command, request.events, options, tags=request.tags)
+        selection = {"reserve": request.reserve} if request.reserve else {}
+        spec = JobSpec(request.command, request.events, options, selection, tags=request.tags)
         (job,) = jobs.submit(self.conn, self.queue_name, jobs.split_specs(spec, 1))
         self.requests[job.id] = request
         found = self.get(job.id)
         assert found is not None  # just submitted
         return found
 
-    def get(self, job_id: str) -> RqJob | None:
+    def get(self, job_id: str) -> Job | None:
         from autoprof.queue import jobs
 
         try:
@@ -90,12 +60,12 @@ class RqQueue:
             return None
         return self._adapt(found)
 
-    def list(self) -> list[RqJob]:
+    def list(self) -> list[Job]:
         from autoprof.queue import jobs
 
         return [self._adapt(i) for i in reversed(jobs.list_jobs(self.conn))]
 
-    def stop(self, job_id: str) -> RqJob:
+    def stop(self, job_id: str) -> Job:
         from autoprof.queue import jobs
 
         jobs.cancel(self.conn, job_id)
@@ -104,21 +74,29 @@ class RqQueue:
             raise AutoprofError(f"no job {job_id}")
         return job
 
+    def live(self, job: Job) -> Follow:
+        """The intervals the job's worker publishes."""
+        return Follow(self.conn, job.id)
+
     def close(self) -> None:
         """Queue jobs belong to their workers: nothing to stop here."""
 
-    def _adapt(self, found) -> RqJob:
+    def _adapt(self, found) -> Job:
         request = self.requests.get(found.id)
         if request is None:  # submitted by another server or by `autoprof submit`
             request = JobRequest("profile", shlex.split(found.command_line))
-        return RqJob(
+        state = STATES.get(found.status, RUNNING if found.status == "started" else QUEUED)
+        result = found.result
+        if result is None and state in (FAILED, STOPPED):
+            result = JobResult(state, error=found.error)
+        return Job(
             id=found.id,
             request=request,
-            state=FINISHED.get(found.status, "running" if found.status == "started" else "queued"),
+            folder=None,
+            state=state,
             created=_stamp(found.enqueued),
             started=_stamp(found.started),
             ended=_stamp(found.ended),
-            error=found.error,
-            run_id=found.result.get("run"),
             phase=found.phase,
+            result=result,
         )

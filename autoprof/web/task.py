@@ -1,9 +1,10 @@
 """One web job, in a child process: `python -m autoprof.web.task FOLDER`.
 
-stat/profile: the library's profile (every chosen event, scheduled without multiplexing), then
-aggregate and upload to the store ($AUTOPROF_STORE); record: `perf record`, then the flame graph
-SVG and the top functions. Writes FOLDER/result.json with the state; SIGINT (the Stop button)
-stops perf as Ctrl-C does, and the job ends "stopped" with nothing stored.
+stat/profile: `pipeline.measure`, as the CLI and the queue worker run it (every chosen event,
+scheduled without multiplexing), aggregated and uploaded to the store ($AUTOPROF_STORE);
+record: `perf record`, then the flame graph SVG and the top functions. Writes FOLDER/result.json
+(a `queue.model.JobResult`); SIGINT (the Stop button) stops perf as Ctrl-C does, and the job
+ends "stopped" with nothing stored.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autoprof.errors import AutoprofError
+from autoprof.queue.model import DONE, FAILED, STOPPED, JobResult
 from autoprof.run import outdir
 from autoprof.web.jobs import REQUEST, RESULT, JobRequest
 
@@ -24,32 +26,26 @@ TOP_FUNCTIONS = "top.json"
 TOP = 30
 
 
-def run_profile(request: JobRequest, out: Path) -> dict:
-    from autoprof.catalog import host
-    from autoprof.results import aggregate
-    from autoprof.run.options import ProfileOptions
-    from autoprof.run.profile import check_machine, plan_for, profile
-    from autoprof.store import engine, upload
+def run_profile(request: JobRequest, out: Path) -> JobResult:
+    from autoprof.pipeline import measure
+    from autoprof.run.options import EventSelection, ProfileOptions
+    from autoprof.store import url
 
     options = ProfileOptions(interval_ms=request.interval_ms, repeat=request.repeat)
     if request.pid is not None:  # every group watches the running process for `duration`
         options = replace(options, pids=str(request.pid), duration=request.duration)
-    options.check()
-    catalog, plan = plan_for(host.build_catalog(), request.events)
-    for warning in check_machine(catalog, options, request.command):
-        print(f"autoprof: warning: {warning}", flush=True)
-    outcome = profile(out, request.command, catalog, plan, options)
-    aggregate.aggregate_to(out)
-    done = upload.upload(engine.open_store(None), out, request.tags)
-    failed = len(outcome.failed)
-    return {
-        "state": "done",
-        "run_id": done.uuid,
-        "error": f"{failed} run(s) failed" if failed else None,
-    }
+    spec = measure.MeasureSpec(
+        request.command,
+        request.events,
+        options.check(),
+        EventSelection(reserve=request.reserve),
+        tags=request.tags,
+    )
+    hooks = measure.Hooks(warn=lambda text: print(f"autoprof: warning: {text}", flush=True))
+    return JobResult.of(measure.measure(spec, out, url.resolve(None), hooks))
 
 
-def run_record(request: JobRequest, out: Path) -> dict:
+def run_record(request: JobRequest, out: Path) -> JobResult:
     from autoprof.flame.capture import record
     from autoprof.flame.source import load
     from autoprof.flame.svg import SvgRenderer
@@ -59,9 +55,9 @@ def run_record(request: JobRequest, out: Path) -> dict:
     info = record(options, out, request.command)
     folded = load(out)
     title = request.command_line or f"pid {request.pid}"
-    (out / FLAME_SVG).write_text(SvgRenderer(title=title).render(folded), errors="surrogateescape")
+    SvgRenderer(title=title).render(folded, out / FLAME_SVG)
     outdir.write_json(out / TOP_FUNCTIONS, top_functions(folded.stacks, folded.total))
-    return {"state": "done", "error": info.error}
+    return JobResult(DONE, error=info.error)
 
 
 def top_functions(stacks: dict[tuple[str, ...], int], total: int, k: int = TOP) -> list[dict]:
@@ -85,11 +81,11 @@ def main(folder: Path) -> int:
     try:
         result = run_record(request, out) if request.tool == "record" else run_profile(request, out)
     except (Interrupted, KeyboardInterrupt):
-        result = {"state": "stopped", "error": "stopped by the user"}
+        result = JobResult(STOPPED, error="stopped by the user")
     except AutoprofError as err:
         print(f"autoprof: error: {err}", flush=True)
-        result = {"state": "failed", "error": str(err)}
-    outdir.write_json(folder / RESULT, result)
+        result = JobResult(FAILED, error=str(err))
+    outdir.write_json(folder / RESULT, result.to_json())
     return 0
 
 

@@ -1,0 +1,128 @@
+"""Arm64 catalogs from perf's own data (tools/perf/pmu-events/arch/arm64).
+
+The CPU is its MIDR (``0x00000000413fd0c1``, sysfs ``midr_el1``); the first mapfile row equal
+to it but for variant and revision picks the model folder (`vendor.midr_matches`). A model's
+event that names an ``ArchStdEvent`` takes the standard event of that name from the top-level
+files (common-and-microarch.json, recommended.json, sbsa.json), its own fields winning
+(jevents.py l.419-427); sbsa.json's standard *metrics* are not events. `sys/` folders are
+chosen by a PMU's sysfs identifier, not by MIDR, and are not read.
+
+Counters (NON-INTEL.md section 4): PMCR_EL0.N generic counters, which sysfs does not show (the
+kernel logs them), from the per-model table below (--counters replaces it), plus the cycle
+counter PMCCNTR_EL0 where CPU_CYCLES (0x11) goes first: modelled as fixed counter 0, except on
+cores whose kernel avoids it (NVIDIA Olympus, the t410 row). The NMI watchdog's cycles event
+holds PMCCNTR_EL0, so --reserve takes the cycle counter first, then generic counters. The core
+PMU's name is the machine's (sysfs, `ReadOptions.core_pmu`), ``armv8_pmuv3_0`` (ACPI servers)
+when planning for another machine. HiSilicon uncore PMUs count system-wide only.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from autoprof.catalog import pmuevents, vendor
+from autoprof.catalog.model import Catalog, ReadOptions
+from autoprof.errors import AutoprofError
+
+DEFAULT_CORE_PMU = "armv8_pmuv3_0"
+CPU_CYCLES = 0x11
+STANDARD_FILES = ("common-and-microarch.json", "recommended.json", "sbsa.json")
+# PMCR_EL0.N per model folder (libpfm4's per-core tables, NON-INTEL.md section 4); a model not
+# listed (AmpereOne, AmpereOneX, Fujitsu Monaka, NVIDIA T410: no public number) gets 6.
+GENERIC = {"fujitsu/a64fx": 8, "hisilicon/hip08": 12, "ampere/emag": 4}
+DEFAULT_GENERIC = 6
+NO_CYCLE_COUNTER = {"nvidia/t410"}  # armv8pmu_avoid_pmccntr_cpus (NVIDIA Olympus)
+UNCORE_COUNTERS = {"hisi_sccl,l3c": 8, "hisi_sccl,ddrc": 8, "hisi_sccl,hha": 16, "hisi_sicl,cpa": 8}
+# Names the NON-INTEL tables use for a folder that serves two cores.
+ALIASES = {"neoverse-n2": "arm/neoverse-n2-v2", "neoverse-v2": "arm/neoverse-n2-v2"}
+
+
+def rows(events_dir: Path) -> list[list[str]]:
+    return vendor.read_rows(events_dir)
+
+
+def models(events_dir: Path) -> dict[str, str]:
+    """Model name (``neoverse-n1`` or ``arm/neoverse-n1``) -> the first MIDR that picks it."""
+    found: dict[str, str] = {}
+    for row in rows(events_dir):
+        if len(row) >= 3 and row[3:4] == ["core"]:
+            found.setdefault(row[2], row[0])
+            found.setdefault(row[2].rsplit("/", 1)[-1], row[0])
+    for alias, folder in ALIASES.items():
+        if folder in found:
+            found.setdefault(alias, found[folder])
+    return found
+
+
+def model_for(events_dir: Path, midr: str) -> tuple[str, str]:
+    """(model folder, its mapfile MIDR) of a MIDR, or UnknownCpu."""
+    row = vendor.first_row(rows(events_dir), midr, vendor.midr_matches)
+    if row is None:
+        close = difflib.get_close_matches(midr, list(models(events_dir)), n=3, cutoff=0.5)
+        hint = f"; close matches: {', '.join(close)}" if close else ""
+        raise vendor.UnknownCpu(f"unknown MIDR {midr!r} in {events_dir}/mapfile.csv{hint}")
+    return row[2], row[0]
+
+
+def standard_events(events_dir: Path) -> dict[str, dict[str, Any]]:
+    """The architecture's standard events by lower-case name (ArchStdEvent's keys)."""
+    found: dict[str, dict[str, Any]] = {}
+    for name in STANDARD_FILES:
+        path = events_dir / name
+        if not path.is_file():
+            raise AutoprofError(f"missing {path}: not perf's arm64 event data")
+        for raw in pmuevents.read_json(path):
+            if isinstance(raw.get("EventName"), str):
+                found.setdefault(raw["EventName"].lower(), raw)
+    return found
+
+
+def resolve(raw: dict[str, Any], standard: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """A model's entry with its ArchStdEvent filled in; None for metrics."""
+    name = raw.get("ArchStdEvent")
+    if name is None:
+        return None if pmuevents.is_metric(raw) else raw
+    base = standard.get(str(name).lower())
+    if base is None or pmuevents.is_metric(base) or pmuevents.is_metric(raw):
+        return None
+    return base | {k: v for k, v in raw.items() if k != "ArchStdEvent"}
+
+
+def uncore_pmu(unit: str) -> str:
+    """jevents.py `unit_to_pmu`: HiSilicon's names verbatim (perf expands the comma)."""
+    return unit if unit.startswith("hisi_") else f"uncore_{unit.lower()}"
+
+
+def load(events_dir: str | Path, cpu: str, options: ReadOptions | None = None) -> Catalog:
+    """The catalog of a MIDR or model name (``neoverse-n1``) from perf's arm64 data."""
+    options = options or ReadOptions()
+    events_dir = Path(events_dir)
+    cpu = models(events_dir).get(cpu.lower(), cpu)
+    model, midr = model_for(events_dir, cpu)
+    core_pmu = options.core_pmu or DEFAULT_CORE_PMU
+    builder = pmuevents.Builder(
+        options, {core_pmu: GENERIC.get(model, DEFAULT_GENERIC)} | UNCORE_COUNTERS
+    )
+    builder.system_wide = set(UNCORE_COUNTERS)
+    standard = standard_events(events_dir)
+    # The watchdog's cycles event (--reserve) holds the cycle counter first, then generic ones.
+    cycles_fixed = model not in NO_CYCLE_COUNTER and not options.reserve
+    reserve = max(options.reserve - 1, 0) if model not in NO_CYCLE_COUNTER else options.reserve
+    for path, entries in pmuevents.json_files(events_dir / model):
+        for entry in entries:
+            raw = resolve(entry, standard)
+            if raw is None:
+                continue
+            unit = str(raw.get("Unit") or "")
+            pmu = uncore_pmu(unit) if unit else core_pmu
+            code = pmuevents.fields(raw)["code"]
+            if pmu == core_pmu and cycles_fixed and code == CPU_CYCLES and "EventCode" in raw:
+                builder.add(raw, pmu, path, fixed=0)
+                cycles_fixed = False  # a second CPU_CYCLES takes a generic counter
+                continue
+            if pmu != core_pmu:
+                builder.system_wide.add(pmu)
+            builder.add(raw, pmu, path, counters=frozenset(range(builder.count(pmu))))
+    return builder.catalog(midr, {core_pmu}, f"perf pmu-events {events_dir}/{model}", reserve)

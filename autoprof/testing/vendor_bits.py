@@ -1,0 +1,102 @@
+"""The control-register bits Intel's perfmon data asks for, computed from the JSON fields alone.
+
+An oracle for `tests/test_kernel_formats.py`, written without autoprof's encoding code: the
+PerfEvtSel layout of Intel's SDM (vol. 3B 20.2: event 0-7, umask 8-15, edge 18, any 21,
+inv 23, cmask 24-31; umask2 40-47 on arch perfmon v6) and the uncore PMON control layout of
+the uncore guides (ev_sel 0-7, umask 8-15, edge_det 18, ev_sel_ext 21, invert 23,
+thresh 24-31, umask_ext from 32; IIO ch_mask/fc_mask). What it cannot know is None:
+free-running and uncore fixed counters, whose codes the kernel's own tables choose.
+
+Exceptions, each decided by the kernel:
+- core fixed-counter events: perfmon writes pseudo-codes (0x00/0x01..0x03, 0x0A on Bonnell);
+  the kernel knows them by the codes of its fixed-counter constraints
+  (arch/x86/events/intel/core.c ``FIXED_EVENT_CONSTRAINT(0x00c0, 0)``, ``(0x003c, 1)``,
+  ``(0x0300, 2)``, ``(0x0400, 3)`` TOPDOWN.SLOTS);
+- SKX/CLX CHA ``Filter1``: the value is the second filter MSR, which the kernel writes from
+  config1 bits 32-63 (uncore_snbep.c ``skx_cha_hw_config``/``snbep_cbox_enable_event``:
+  ``wrmsrl(filter + 1, filter >> 32)``);
+- IVT..BDX CBo state filter (``CBoFilter0[23:17]``): with no state bit set the lookup matches
+  nothing; all states of the range are asked for, as far as the kernel's state filter reaches
+  (hswep ``filter_state3`` config1:17-23; ivbep ``filter_state2`` config1:17-22, so IVT's
+  bit 23 is not there).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from autoprof.testing.perf_attrs import Attr
+
+# core.c fixed-counter constraints, by the event they count
+FIXED_CODES = {
+    "INST_RETIRED.ANY": 0x00C0,
+    "CPU_CLK_UNHALTED.THREAD": 0x003C,
+    "CPU_CLK_UNHALTED.CORE": 0x003C,
+    "CPU_CLK_UNHALTED.THREAD_ANY": 0x003C | 1 << 21,
+    "CPU_CLK_UNHALTED.REF_TSC": 0x0300,
+    "CPU_CLK_UNHALTED.REF": 0x0300,
+    "TOPDOWN.SLOTS": 0x0400,
+}
+# IIO: (PortMask shift, FCMask shift): SKX/CLX ch_mask config:36-43, fc_mask 44-46; later 36/48
+_IIO_SHIFT = {"SKX": (36, 44), "CLX": (36, 44)}
+_STATE_TOP = {"IVT": 22, "HSX": 23, "BDX": 23, "BDW-DE": 23}
+_STATE = re.compile(r"CBoFilter0\[(\d+):(\d+)\]")
+
+
+def _num(raw: dict[str, Any], key: str) -> int:
+    text = str(raw.get(key) or "0").split(",")[0].strip()
+    if text.lower() in ("", "na", "null"):
+        return 0
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
+
+
+def core(raw: dict[str, Any]) -> Attr:
+    """config/config1 of a core event (type left 0)."""
+    name = raw["EventName"]
+    if str(raw.get("Counter", "")).startswith("Fixed counter") and name in FIXED_CODES:
+        return Attr(0, FIXED_CODES[name])
+    config = (
+        _num(raw, "EventCode")
+        | _num(raw, "UMask") << 8
+        | _num(raw, "EdgeDetect") << 18
+        | _num(raw, "AnyThread") << 21
+        | _num(raw, "Invert") << 23
+        | _num(raw, "CounterMask") << 24
+        | _num(raw, "UMaskExt") << 40
+    )
+    msr = str(raw.get("MSRIndex") or "0").split(",")[0].strip().lower()
+    config1 = _num(raw, "MSRValue") if msr not in ("0", "0x00", "") else 0
+    if msr == "0x3f6":
+        config1 &= 0xFFFF  # ldlat: config1:0-15
+    return Attr(0, config, config1)
+
+
+def uncore(raw: dict[str, Any], platform: str) -> Attr | None:
+    """config/config1 of a programmable uncore event; None for free-running/fixed ones."""
+    if str(raw.get("CounterType") or "").upper() in ("FREERUN", "FIXED"):
+        return None
+    if str(raw.get("Counter") or "").strip().lower() == "fixed":
+        return None
+    config = (
+        _num(raw, "EventCode")
+        | _num(raw, "UMask") << 8
+        | _num(raw, "EdgeDetect") << 18
+        | _num(raw, "ExtSel") << 21
+        | _num(raw, "Invert") << 23
+        | _num(raw, "CounterMask") << 24
+    )
+    if raw.get("Unit") == "IIO":
+        port, fc = _IIO_SHIFT.get(platform, (36, 48))
+        config |= _num(raw, "PortMask") << port | _num(raw, "FCMask") << fc
+    else:
+        config |= _num(raw, "UMaskExt") << 32
+    config1 = 0
+    filter_ = str(raw.get("Filter") or "").strip()
+    if filter_ == "Filter1":
+        config1 = _num(raw, "FILTER_VALUE") << 32
+    state = _STATE.fullmatch(filter_)
+    if state and platform in _STATE_TOP:
+        high, low = min(int(state.group(1)), _STATE_TOP[platform]), int(state.group(2))
+        config1 = ((1 << (high - low + 1)) - 1) << low
+    return Attr(0, config, config1)
