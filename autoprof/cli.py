@@ -1,8 +1,10 @@
 """The `autoprof` command line: a thin click shell over the library.
 
 Each command lives in its own module under `autoprof/commands/` (asv style); this file only
-builds the group and turns how a command ends into what a shell expects: `AutoprofError` is one
-line and status 2; Ctrl-C is status 130 (128 + SIGINT), without a traceback; a reader that
+builds the group and turns how a command ends into what a shell expects: `AutoprofError`, a
+malformed command line (click's usage errors) and a file the system refuses (an `OSError` that
+names its file: a read-only or missing folder, a path under a regular file, a full disk) are
+one line and status 2; Ctrl-C is status 130 (128 + SIGINT), without a traceback; a reader that
 closes the pipe early (`autoprof runs export ID -o - | head -1`) ends the command quietly, with
 status 0, as for any tool whose output nobody reads any more.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -38,12 +41,19 @@ class _Group(click.Group):
         module, _, attr = target.partition(":")
         return getattr(importlib.import_module(module), attr)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.ClickException as err:
+            _click_error(err)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except AutoprofError as err:
-            click.echo(f"autoprof: error: {err}", err=True)
-            sys.exit(2)
+            _fail(str(err))
+        except click.ClickException as err:
+            _click_error(err)
         except KeyboardInterrupt:
             _interrupted()
         except click.Abort as abort:  # click's prompts turn Ctrl-C into Abort
@@ -53,6 +63,34 @@ class _Group(click.Group):
         except BrokenPipeError:
             _silence_stdout()
             sys.exit(0)
+        except OSError as err:
+            if err.filename is not None:
+                _fail(_file_refused(err))
+            raise
+
+
+def _fail(message: str, status: int = 2) -> NoReturn:
+    click.echo(f"autoprof: error: {' '.join(message.split())}", err=True)
+    sys.exit(status)
+
+
+def _click_error(err: click.ClickException) -> NoReturn:
+    """click's usage error (and its file errors) as our one line, with where to look for a
+    usage error, instead of usage + `Error:`; click's own status (2 for usage). A command's
+    help shown for want of arguments is no error: click shows it."""
+    if isinstance(err, click.exceptions.NoArgsIsHelpError):
+        raise err
+    where = ""
+    if isinstance(err, click.UsageError) and err.ctx is not None:
+        where = f" (see '{err.ctx.command_path} --help')"
+    _fail(err.format_message() + where, err.exit_code)
+
+
+def _file_refused(err: OSError) -> str:
+    """`PATH: Not a directory`: the path and the system's reason (reading or writing is left
+    unsaid: the errno does not tell, and the path says which file)."""
+    path = err.filename if err.filename2 is None else f"{err.filename} -> {err.filename2}"
+    return f"{path}: {err.strerror or err}"
 
 
 def _interrupted() -> None:

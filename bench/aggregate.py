@@ -13,13 +13,19 @@ Two profiles, built in a temp dir:
   as perf prints a name= event), 110 intervals; the lines copy the recording's shapes. Runs
   `autoprof aggregate` in a child process and reports its wall time and peak RSS.
 
+- `--one-run 1000000,10000000`: one run whose perf.csv has that many lines (the recording's
+  intervals repeated); prints the peak RSS of `autoprof aggregate` in a child process per size.
+  A run is read in chunks of whole intervals, so the peak stays flat as the file grows.
+
     python bench/aggregate.py [--runs 50] [--intervals 4000] [--system-wide [--intervals 110]]
+    python bench/aggregate.py --one-run 1000000,10000000
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +38,7 @@ from autoprof import results
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_arrow
 from autoprof.results import aggregate
+from autoprof.results.sanity_report import read_report
 from autoprof.run import outdir
 from autoprof.util.status import RunStatus
 
@@ -52,19 +59,24 @@ def stamp(i: int) -> str:
 
 
 def write_profile(out: Path, runs: list, topology, planned: int) -> None:
-    """Write the manifest and each (events, perf.csv text) of `runs` (an iterable: the texts
-    are made one at a time, so this process stays small beside the one it measures)."""
-    plan = {"cpu": "bench", "lower_bound": planned, "runs": [{"events": []}] * planned}
+    """Write each (events, perf.csv text or iterable of texts) of `runs` (an iterable: the
+    texts are made one at a time, so this process stays small beside the one it measures),
+    then the manifest whose plan names their events (aggregate keeps planned events only)."""
+    plan_runs = []
+    for run, (refs, text) in enumerate(runs, 1):
+        folder = outdir.run_dir(out, run, 1)
+        folder.mkdir(parents=True)
+        with (folder / outdir.PERF_OUTPUT).open("w") as perf_csv:
+            perf_csv.writelines([text] if isinstance(text, str) else text)
+        record = outdir.RunRecord(run, 1, refs, ARGV, status=RunStatus.OK)
+        outdir.write_run_record(folder, record)
+        plan_runs.append({"events": [{"name": r.name, "pmu": r.pmu} for r in refs]})
+    plan_runs += [{"events": []}] * (planned - len(plan_runs))
+    plan = {"cpu": "bench", "lower_bound": planned, "runs": plan_runs}
     machine = MachineFacts("bench", "bench", "bench", "6.1", "6.1", True, False, 2)
     machine.topology = topology
     manifest = outdir.Manifest("bench", "0.1.0", "", ["bench"], machine, plan)
     outdir.write_manifest(out, manifest)
-    for run, (refs, text) in enumerate(runs, 1):
-        folder = outdir.run_dir(out, run, 1)
-        folder.mkdir(parents=True)
-        (folder / outdir.PERF_OUTPUT).write_text(text)
-        record = outdir.RunRecord(run, 1, refs, ARGV, status=RunStatus.OK)
-        outdir.write_run_record(folder, record)
 
 
 def build(out: Path, runs: int, intervals: int) -> tuple[int, int]:
@@ -224,14 +236,46 @@ def system_wide(out: Path, intervals: int) -> None:
     assert status == 0, "autoprof aggregate failed"
 
 
+def one_run(root: Path, sizes: list[int]) -> None:
+    """Peak memory of `autoprof aggregate` against the length of a single run's perf.csv: the
+    recording's intervals repeated (advancing times) to each size, aggregated in a child."""
+    block = interval_block()
+    events = sorted({rest.split(",")[3] for _, rest in block})
+    refs = [outdir.EventRef(name=e, pmu="software", spec=e, label=e) for e in events]
+    print(f"{'lines':>12} {'perf.csv':>10} {'seconds':>8} {'peak RSS':>10} {'results rows':>13}")
+    for lines in sizes:
+        out = root / f"one-{lines}"
+        intervals = -(-lines // len(block))
+        texts = (
+            f"{stamp(i)},{rest}\n" for i in range(intervals) for _, rest in block
+        )  # made as written: this process stays small
+        write_profile(out, [(refs, texts)], [], 1)
+        size = (outdir.run_dir(out, 1, 1) / outdir.PERF_OUTPUT).stat().st_size
+        seconds, status, rss = child_peak([sys.executable, "-m", "autoprof", "aggregate", str(out)])
+        report = read_report(out / outdir.REPORT) if status == 0 else None
+        shown = f"{report.rows:,}" if report else f"failed ({status})"
+        print(
+            f"{intervals * len(block):>12,} {size / 2**20:>7.0f} MiB {seconds:>8.1f} "
+            f"{rss / 2**20:>6.0f} MiB {shown:>13}"
+        )
+        shutil.rmtree(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--intervals", type=int, default=None)
     parser.add_argument("--system-wide", action="store_true")
+    parser.add_argument(
+        "--one-run",
+        metavar="LINES,...",
+        help="Peak memory of aggregate vs the lines of one run, e.g. 1000000,10000000.",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        if args.system_wide:
+        if args.one_run:
+            one_run(Path(tmp), [int(n) for n in args.one_run.split(",")])
+        elif args.system_wide:
             system_wide(Path(tmp), args.intervals or 110)
         else:
             two_million(Path(tmp), args.runs, args.intervals or 4000)

@@ -99,7 +99,9 @@ def profile(program, tmp_path_factory) -> Path:
     (out / outdir.RUNS).mkdir()
     run1 = [*(bp(base, i) for i in range(4)), sw("task-clock"), sw("instructions", "cpu")]
     run2 = [bp(base, 4), bp(base, 5), sw("sched:sched_switch", "tracepoint")]
-    plan = {"cpu": "test", "lower_bound": 4, "runs": [{"events": []}] * 4, "excluded": []}
+    planned = [[*run1, bp(base, 6)], run2, [sw("page-faults")], [sw("task-clock")]]
+    runs = [{"events": [{"name": e.name, "pmu": e.pmu} for e in r]} for r in planned]
+    plan = {"cpu": "test", "lower_bound": 4, "runs": runs, "excluded": []}
     manifest = outdir.Manifest(
         id="0b7c1f5e-test",
         autoprof_version="0.1.0",

@@ -33,8 +33,9 @@ def ref(name: str, pmu: str = "software", spec: str | None = None) -> outdir.Eve
 def make_profile(out: Path, runs: list[tuple[list[outdir.EventRef], bytes | None, str]], **kw):
     """A profile folder: one run per (events, perf.csv bytes or None, status), planned as is
     (plus `extra_planned` runs that never ran)."""
-    planned = len(runs) + kw.pop("extra_planned", 0)
-    plan = {"cpu": "test", "lower_bound": planned, "runs": [{"events": []}] * planned}
+    planned = [{"events": [{"name": e.name, "pmu": e.pmu} for e in events]} for events, *_ in runs]
+    planned += [{"events": []}] * kw.pop("extra_planned", 0)
+    plan = {"cpu": "test", "lower_bound": len(planned), "runs": planned}
     machine = MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2)
     machine.topology = kw.pop("topology", [])
     manifest = outdir.Manifest("test-id", "0.1.0", "", ["true"], machine, plan)

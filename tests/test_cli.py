@@ -64,14 +64,14 @@ def test_version(cli_run):
 
 
 def usage_error_line(proc) -> str:
-    """click's form of the contract for a malformed command line: status 2, usage, one
-    `Error:` line last, no traceback."""
+    """The contract for a malformed command line: status 2, one `autoprof: error:` line that
+    says where the help is, no traceback (issue #23: no more click usage + `Error:`)."""
     assert proc.returncode == 2, proc.stdout
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert lines[0].startswith("Usage: autoprof ") and lines[-1].startswith("Error: "), proc.stderr
-    assert len([line for line in lines if line.startswith("Error")]) == 1, proc.stderr
-    return lines[-1]
+    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
+    assert "--help')" in lines[0], proc.stderr
+    return lines[0]
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,7 @@ def test_the_ranges_are_declared():
     ranges = {f.name: option.range_text for f, option in option_fields() if option.range_text}
     assert ranges == {
         "interval_ms": "x>=10",
-        "repeat": "x>=1",
+        "repeat": "1<=x<=10000",
         "timeout": "x>0",
         "retries": "0<=x<=10",
         "part": "x>=1",

@@ -55,13 +55,16 @@ def cli_run(*args) -> object:
 def test_parts_partition_the_plan():
     for runs in range(1, 6):
         for repeat in range(1, 4):
-            everything = outdir.planned(runs, repeat)
+            everything = list(outdir.planned(runs, repeat))
             assert everything == [(r, k) for r in range(1, runs + 1) for k in range(1, repeat + 1)]
             for parts in range(1, 5):
-                shares = [outdir.planned(runs, repeat, p, parts) for p in range(1, parts + 1)]
+                shares = [list(outdir.planned(runs, repeat, p, parts)) for p in range(1, parts + 1)]
                 merged = sorted(pair for share in shares for pair in share)
                 assert merged == sorted(everything)  # every pair once, in exactly one part
                 sizes = [len(s) for s in shares]
+                assert sizes == [
+                    outdir.planned_count(runs, repeat, p, parts) for p in range(1, parts + 1)
+                ]
                 assert max(sizes) - min(sizes) <= 1
 
 

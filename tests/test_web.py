@@ -22,7 +22,7 @@ from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
 from autoprof.results.live import Tail
 from autoprof.store import engine, queries, upload
-from autoprof.testing.synthetic_out import EVENTS, make_out
+from autoprof.testing.synthetic_out import EVENTS, PLANNED, make_out
 from autoprof.web import views
 from autoprof.web.app import TOKEN_HEADER, Settings, create_app
 from autoprof.web.downsample import lttb
@@ -272,7 +272,7 @@ def test_new_form_takes_a_past_runs_settings(web, stored):
     page = web.get(f"/new?run={ids[1]}").text
     assert 'value="./w 2000"' in page
     data = json.loads(re.search(r'id="page-data"[^>]*>(.*?)</script>', page, re.S).group(1))
-    assert set(data["events"]) == {e[0] for e in EVENTS}
+    assert set(data["events"]) == {e[0] for e in PLANNED}
 
 
 @pytest.mark.parametrize(

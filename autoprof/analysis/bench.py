@@ -5,8 +5,10 @@ with a confidence interval and the significance test of `analyze compare`.
 Outliers are repetitions whose modified z-score (0.6745 (x - median) / MAD, Iglewicz and
 Hoaglin) exceeds 3.5; the warning about disturbed runs takes hyperfine's 14.826 (ten standard
 deviations' worth of MAD), so that the ordinary jitter of a busy machine does not raise it.
-The ratio's interval is the delta method's (relative standard errors of the two means added in
-quadrature) with Welch-Satterthwaite degrees of freedom; counts equal in every repetition
+The ratio's interval is the delta method's on the log scale (log r = log mean_b - log mean_a,
+whose variance is the two means' squared relative standard errors added) with
+Welch-Satterthwaite degrees of freedom, mapped back by exp: it stays positive however wide it
+is, where r +- half crossed zero for short, noisy commands; counts equal in every repetition
 (hardware breakpoints) give an exact ratio. The difference of the means comes with Welch's
 interval: what a change costs in seconds, which a fixed cost in every run does not bend.
 """
@@ -95,13 +97,13 @@ def ratio(metric: str, a: list[float], b: list[float], confidence: float = 0.95)
         found.note = note or "first command's mean is 0"
         return found
     found.ratio = r = mean_b / mean_a
-    if len(x) < 2 or len(y) < 2 or mean_b == 0:
+    if len(x) < 2 or len(y) < 2 or mean_b <= 0 or mean_a < 0:
         found.note = note or "no interval: mean 0"
         return found
     rel_a = x.var(ddof=1) / len(x) / mean_a**2
     rel_b = y.var(ddof=1) / len(y) / mean_b**2
-    half = abs(r) * _half_width(rel_a, rel_b, len(x), len(y), confidence)
-    found.low, found.high = r - half, r + half
+    half = _half_width(rel_a, rel_b, len(x), len(y), confidence)  # of log r
+    found.low, found.high = r * math.exp(-half), r * math.exp(half)
     return found
 
 
@@ -149,11 +151,19 @@ def ratios(result: BenchResult, confidence: float = 0.95) -> list[list[Ratio]]:
 
 
 def warnings(result: BenchResult) -> list[str]:
-    """Cold caches (first run slow) and outliers in wall time, per command."""
+    """Runs shorter than the start-up subtracted, cold caches (first run slow) and outliers in
+    wall time, per command."""
     found = []
     for c in result.commands:
         wall = [rep.wall_s for rep in c.repetitions]
         name = " ".join(c.command)
+        clamped = sum(w == 0 for w in wall)
+        if clamped and result.startup_s > 0:
+            found.append(
+                f"{name}: {clamped} of {len(wall)} runs took less than a process's start-up "
+                f"({result.startup_s * 1000:.2f} ms): too short to measure, their wall time "
+                "counts as 0; time a longer run, or use --no-startup-correction"
+            )
         if cold_start(wall):
             found.append(
                 f"{name}: the first run was much slower ({wall[0]:.4g} s, median "

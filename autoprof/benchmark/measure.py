@@ -18,7 +18,8 @@ Wall time also holds the start of a process (exec, dynamic loading: about a mill
 same for every command, which pulls ratios towards 1 (`sleep 0.1` / `sleep 0.05` reads 1.98).
 As hyperfine subtracts its shell's start-up, `bench` measures an empty program (`true`) the
 same way and subtracts its median wall time from every wall time (`startup_s` in the results;
-`startup_correction=False` keeps perf's raw figure).
+`startup_correction=False` keeps perf's raw figure); a run shorter than that counts as 0 s, and
+`analysis.bench.warnings` says it was too short to measure.
 """
 
 from __future__ import annotations
@@ -243,7 +244,8 @@ def bench(
                         index = rep - options.warmup + 1
                         counts = {k: v for k, v in values.items() if k not in TIMES}
                         times = {k: values[k] for k in TIMES}
-                        times["wall_s"] -= startup
+                        # shorter than an empty program: 0, not a negative time (hyperfine)
+                        times["wall_s"] = max(0.0, times["wall_s"] - startup)
                         result.repetitions.append(Repetition(index, **times, counts=counts))
                     if on_run:
                         on_run(i, rep + 1 if warm else rep - options.warmup + 1, warm)

@@ -37,12 +37,18 @@ SHOWN = 25  # items of a list printed; the rest are in report.json
 def aggregate(out: Path, output: Path | None, exact_only: bool) -> None:
     """Parse every run of the profile folder OUT into one long-format results.csv."""
     from autoprof.results import aggregate as agg
+    from autoprof.results.sanity_report import not_planned
 
     result = agg.aggregate_to(out, output, str(output or outdir.RESULTS), exact_only)
     render(result.report, console())
     path = output or Path(out) / outdir.RESULTS
     click.echo(f"results: {path}")
     click.echo(f"report:  {Path(out) / outdir.REPORT}")
+    if result.report.unknown_events:
+        raise AutoprofError(
+            f"{out}: {not_planned(result.report.unknown_events)}; their rows were left out "
+            f"of {path} (an edited run.json or perf.csv?)"
+        )
     if not result.usable:
         raise AutoprofError(f"nothing usable in {out}: {result.report.summary()}")
 
@@ -69,6 +75,7 @@ def render(report: Report, out: Any) -> None:
         ("events not supported", events.not_supported),
         ("events with a modifier", events.modifiers),
         ("broken files", report.broken_files),
+        ("unknown events", report.unknown_events),
     ):
         style = "green" if not items else ("yellow" if name in WARNINGS else "red")
         summary.add_row(name, f"[{style}]{len(items)}[/{style}]")

@@ -95,12 +95,13 @@ def report(result, summaries, ratios) -> dict:
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
 )
+@common.excel_safe_option
 @click.argument(
     "words", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [-- CMD2 ...]"
 )
 def bench(
     runs, warmup, event_names, events_file, prepare, timeout, startup_correction, events_dir,
-    reserve, export_json, export_csv, output, words,
+    reserve, export_json, export_csv, output, excel_safe, words,
 ) -> None:  # fmt: skip
     """Run each COMMAND (separated by --) many times under perf stat: times and counts per
     run, mean +- sd, outliers, and the ratio of each command to the first."""
@@ -142,7 +143,7 @@ def bench(
             interrupted = None
     if interrupted is not None:
         document = dict(measure.to_json(interrupted.partial), interrupted=interrupted.name)
-        kept = _export(interrupted.partial, document, export_json, export_csv)
+        kept = _export(interrupted.partial, document, export_json, export_csv, excel_safe)
         click.echo(
             f"autoprof: error: interrupted by {interrupted.name} after "
             f"{interrupted.repetitions} timed repetitions"
@@ -166,16 +167,19 @@ def bench(
 
         manifest = folder.write(output, result, host.read_facts(catalog), document)
         console.print(f"benchmark {manifest.id} in {output}/; store it: autoprof upload {output}")
-    for path in _export(result, document, export_json, export_csv):
+    for path in _export(result, document, export_json, export_csv, excel_safe):
         console.print(f"wrote {path}")
 
 
-def _export(result, document: dict, json_path: Path | None, csv_path: Path | None):
-    """Write the --export-json document and the --export-csv rows that were asked for; the
-    paths written."""
+def _export(
+    result, document: dict, json_path: Path | None, csv_path: Path | None, excel_safe: bool
+):
+    """Write the --export-json document and the --export-csv rows that were asked for (their
+    cells made safe for spreadsheets with --excel-safe); the paths written."""
     import csv
 
     from autoprof.benchmark import measure
+    from autoprof.util import spreadsheet
 
     written = []
     if json_path:
@@ -185,6 +189,7 @@ def _export(result, document: dict, json_path: Path | None, csv_path: Path | Non
         with csv_path.open("w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(measure.CSV_COLUMNS)
-            writer.writerows(measure.rows(result))
+            rows = measure.rows(result)
+            writer.writerows(map(spreadsheet.row, rows) if excel_safe else rows)
         written.append(csv_path)
     return written

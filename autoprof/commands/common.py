@@ -252,6 +252,11 @@ def event_names(event_names: tuple[str, ...], events_file: str | None) -> list[s
             raise AutoprofError(
                 f"cannot read --events file {events_file}: {err.strerror}"
             ) from None
+        except UnicodeDecodeError as err:
+            raise AutoprofError(
+                f"--events file {events_file} is not UTF-8 text (byte {err.object[err.start]:#04x} "
+                f"at offset {err.start})"
+            ) from None
         names += [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
     return names
 
@@ -282,6 +287,13 @@ redis_option = click.option(
     metavar="URL",
     help="redis://[USER:PASSWORD@]HOST[:PORT][/DB] or rediss://... (TLS) "
     "[default: $AUTOPROF_REDIS]",
+)
+
+excel_safe_option = click.option(
+    "--excel-safe",
+    is_flag=True,
+    help="Prefix text cells that start with = + - @ with ' so that a spreadsheet shows them "
+    "instead of running them as formulas.",
 )
 
 # the store's library (SQLAlchemy) is imported inside the store commands; store.url is plain

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from autoprof.commands.common import key_values, store_option
+from autoprof.commands.common import excel_safe_option, key_values, store_option
 from autoprof.errors import AutoprofError
 from autoprof.store import url as store_url
 from autoprof.util.clock import naive_now, when
@@ -171,21 +171,28 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
 @click.option("--partial", is_flag=True, help="Export an incomplete split run's stored parts.")
 @click.option("--report", is_flag=True, help="Per-function rows instead (`autoprof report`).")
 @click.option("--recording", help="With --report: which recording, when the run holds several.")
+@excel_safe_option
 @store_option
-def export_command(run_id, output, force, partial, report, recording, store_text) -> None:
+def export_command(
+    run_id, output, force, partial, report, recording, excel_safe, store_text
+) -> None:
     """Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
-    per-function CSV of its sampled recording, as `autoprof report --csv` wrote it)."""
+    per-function CSV of its sampled recording, as `autoprof report --csv` wrote it); with
+    --excel-safe, text cells that a spreadsheet would run as formulas are quoted."""
     from autoprof import results
     from autoprof.store import engine, queries
+    from autoprof.util import spreadsheet
 
     if report:
-        return _export_report(run_id, output, force, recording, store_text)
+        return _export_report(run_id, output, force, recording, excel_safe, store_text)
     target = Path(output)
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
     store = engine.open_store(store_text, create=False)
     with store.read() as conn:
         frame = queries.export_frame(conn, run_id, partial=partial)
+    if excel_safe:
+        frame = spreadsheet.frame(frame)
     if output == "-":
         results.write_csv(frame, sys.stdout)
         return
@@ -195,14 +202,17 @@ def export_command(run_id, output, force, partial, report, recording, store_text
     click.echo(f"wrote {len(frame)} rows to {target}", err=True)
 
 
-def _export_report(run_id, output, force, recording, store_text) -> None:
+def _export_report(run_id, output, force, recording, excel_safe, store_text) -> None:
     from autoprof.store import engine, queries
+    from autoprof.util import spreadsheet
 
     target = Path("functions.csv" if output == "results.csv" else output)
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
     with engine.open_store(store_text).read() as conn:
         text = queries.export_functions(conn, run_id, recording)
+    if excel_safe:
+        text = spreadsheet.csv_text(text)
     if output == "-":
         sys.stdout.write(text)
         return

@@ -21,6 +21,7 @@ _SYNTAX = re.compile(r"event syntax error: '(.+?)'", re.MULTILINE)
 # "No permission to enable ftrace:function event." (EACCES/EPERM; perf names no errno)
 _NO_PERMISSION = re.compile(r"^No permission to enable (\S+) event\.", re.MULTILINE)
 _EPERM = 1
+_CUT = ".."  # how perf marks the ends it cut off a long event in a syntax error
 
 # perf stat -I exits 0 whatever the workload did (perf 6.1), so the workload runs under a
 # shell that writes its exit status to a file (the shell is PIE: it never maps the low
@@ -133,6 +134,28 @@ class OpenFailure:
     def capacity(self) -> bool:
         """ENOSPC/EBUSY: the event may count in a run of its own (counters were taken)."""
         return self.errno in (16, 28)
+
+
+def shown_as(shown: str, text: str) -> bool:
+    """Whether `shown`, the event perf named in its error, is the event `text`.
+
+    perf 6.1's "event syntax error" prints a long event through a window around the error
+    (terminal width, 80 columns when perf writes to a file): the text cut off before it is
+    dropped and the window's first two characters become `..`, likewise at its end. So a
+    shortened form names an event that holds its middle part, with at least one character
+    dropped and two overwritten on each cut side (tests/data/perf61/long_refused*.stderr.txt).
+    """
+    if shown == text:
+        return True
+    head, tail = shown.startswith(_CUT), len(shown) > len(_CUT) and shown.endswith(_CUT)
+    if not (head or tail):
+        return False
+    middle = shown[len(_CUT) if head else 0 : -len(_CUT) if tail else None]
+    if not middle:
+        return False
+    cut = f".{{{len(_CUT) + 1},}}"  # at least one character dropped, two overwritten by `..`
+    pattern = (cut if head else "") + re.escape(middle) + (cut if tail else "")
+    return re.fullmatch(pattern, text, re.DOTALL) is not None
 
 
 def open_failure(stderr: str) -> OpenFailure | None:

@@ -12,7 +12,9 @@ give the same `Counts`, so the aggregator has one input shape.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -50,6 +52,59 @@ class Counts:
 
     def __len__(self) -> int:
         return len(self.value)
+
+
+# perf.csv is read this many bytes at a time (about 60k lines), rounded to whole intervals:
+# a run's memory is that of a chunk, whatever the length of its file
+CHUNK_BYTES = 1 << 22
+
+
+def read_file(
+    path: Path, sep: str, interval: bool, chunk_bytes: int | None = None
+) -> Iterator[tuple[Counts, list[stat_fields.Problem]]]:
+    """The Counts of the perf.csv at `path` chunk by chunk, each chunk whole intervals of
+    `perf stat -I` (a file without intervals is one chunk: perf prints it at the end, small);
+    problems carry the file's line numbers. At least one chunk, empty for an empty file."""
+    before = 0
+    for data in chunks(path, sep, interval, chunk_bytes or CHUNK_BYTES):
+        counts, problems = read(data, sep, interval)
+        yield counts, [stat_fields.Problem(p.line + before, p.message) for p in problems]
+        before += data.count(b"\n")
+
+
+def chunks(path: Path, sep: str, interval: bool, chunk_bytes: int) -> Iterator[bytes]:
+    """The file's bytes in pieces of about `chunk_bytes`, each cut where an interval begins."""
+    with open(path, "rb") as file:
+        carry, first = b"", True
+        while True:
+            block = file.read(chunk_bytes)
+            data = carry + block
+            if not block:
+                if data or first:
+                    yield data
+                return
+            cut = _interval_start(data, sep.encode()) if interval else 0
+            if cut:
+                yield data[:cut]
+                first = False
+            carry = data[cut:]
+
+
+def _interval_start(data: bytes, sep: bytes) -> int:
+    """Where the last interval that starts in `data` begins (its lines, which perf prints
+    together, all start with the same time field); 0 when that is the start of `data` (one
+    interval is longer than a chunk: read on)."""
+    end = data.rfind(b"\n")
+    if end < 0:
+        return 0
+    last = data[data.rfind(b"\n", 0, end) + 1 : end]
+    time, found, _ = last.partition(sep)
+    if not found or not time.strip() or time.lstrip().startswith(b"#"):
+        return end + 1  # no interval line last (a comment): cut after it
+    if data.startswith(time + sep):
+        return 0
+    start = data.find(b"\n" + time + sep)
+    return start + 1 if start >= 0 else 0
 
 
 def read(data: bytes, sep: str, interval: bool) -> tuple[Counts, list[stat_fields.Problem]]:

@@ -242,9 +242,20 @@ class ResultsWriter:
         self.close()
 
 
+def decoded(table):
+    """`table` with its dictionary columns as plain ones: a dictionary may repeat a text (two
+    events of one name), pandas categories may not ("Categorical categories must be unique")."""
+    import pyarrow as pa
+
+    columns = [
+        c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in table.columns
+    ]
+    return pa.table(columns, names=table.column_names)
+
+
 def _quoted_csv(table) -> bytes:
     """A chunk in the same text form through pandas, which quotes fields as the csv module does."""
-    out = normalize(table.to_pandas())
+    out = normalize(decoded(table).to_pandas())
     for name in WHOLE_AS_INT:
         out[name] = [
             # tolist(): Python floats, whose repr is the number (numpy 2's repr is np.float64(...))

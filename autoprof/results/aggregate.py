@@ -14,7 +14,6 @@ supported`) stay in the report and out of results.csv; `exact_only` keeps only r
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -65,20 +64,10 @@ def aggregate(
 
     tables: list[Any] = []
     aggregation = _aggregate(Path(out), tables.append, results_name, exact_only)
-    decoded = [
-        pa.table([_decoded(c) for c in t.columns], names=t.column_names) for t in tables
-    ]  # a dictionary may repeat a text (two events of one name): pandas categories may not
+    decoded = [results.decoded(t) for t in tables]
     frame = pa.concat_tables(decoded).to_pandas() if tables else results.empty_frame()
     aggregation.frame = results.normalize(frame)
     return aggregation
-
-
-def _decoded(column):
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(column.type):
-        return column.cast(column.type.value_type)
-    return column
 
 
 def aggregate_to(
@@ -121,25 +110,37 @@ def _aggregate(
     broken: list[BrokenFile] = []
     manifest = _read_manifest(out, broken)
     topology = _topology(manifest)
+    planned = manifest.event_names() if manifest is not None else None
     seen = tally.Tally()
     state = _RunState()
     lines = 0
     keep = np.asarray(EXACT if exact_only else WRITTEN, np.int8)
-    for record, counts, n, problems in _read_ahead(out, state):
-        broken.extend(problems)
-        if record is None:
-            continue
-        lines += n
-        refused = []
-        for item in record.unsupported:
-            label = _unsupported_key(item, record)
-            state.reasons.setdefault(label, item.reason)
-            refused.append(label)
-        run = rows.run_rows(counts, record, refused, topology, state.modifiers)
+
+    def emit(run: tally.RunRows) -> None:
+        if planned is not None:
+            run, unknown = rows.outside(run, planned)
+            state.unknown.update(dict.fromkeys(unknown))
         seen.add(run)
         written = np.isin(run.status, keep)
         seen.rows += int(written.sum())
         sink(rows.table(run, written))
+
+    mapper = None
+    for kind, item, problems in _prefetched(_pieces(out, state)):
+        broken.extend(problems)
+        if kind == _CHUNK and mapper is not None:
+            lines += len(item) if item is not None else 0
+            emit(mapper.chunk(item))
+            continue
+        if mapper is not None:
+            emit(mapper.rest())
+        mapper = (
+            None
+            if item is None
+            else rows.RunMapper(item, _refused(item, state), topology, state.modifiers)
+        )
+    if mapper is not None:
+        emit(mapper.rest())
     report = tally.build(
         seen,
         manifest,
@@ -149,6 +150,7 @@ def _aggregate(
         broken,
         results_name,
     )
+    report.unknown_events = list(state.unknown)
     return Aggregation(None, report, lines)
 
 
@@ -159,28 +161,45 @@ class _RunState:
     retried: list[RetriedRun] = field(default_factory=list)
     reasons: dict[tally.Label, str] = field(default_factory=dict)
     modifiers: rows.Modifiers = field(default_factory=dict)
+    unknown: dict[str, None] = field(default_factory=dict)  # events not in the plan, in order
 
 
-def _read_ahead(out: Path, state: _RunState, ahead: int = 2) -> Iterator[tuple]:
-    """(record, Counts, lines, problems) per finished run, in order, each perf.csv read in a
-    thread while the runs before it are mapped and written (pyarrow and numpy let go of the
-    GIL); a broken run.json comes as (None, None, 0, problems) in its place."""
+_RUN, _CHUNK = "run", "chunk"
+
+
+def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[BrokenFile]]]:
+    """The finished runs as a flat stream: (_RUN, record, problems) then a (_CHUNK, Counts or
+    None, problems) per chunk of its perf.csv; a broken run.json comes as (_RUN, None,
+    problems)."""
+    for folder, record, bad in _finished(out, state):
+        yield _RUN, record, bad
+        if record is not None:
+            for counts, problems in _read_chunks(folder, folder.relative_to(out), record):
+                yield _CHUNK, counts, problems
+
+
+def _prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
+    """`items`, made in a thread up to `ahead` in advance: each perf.csv chunk is read while
+    the ones before it are mapped and written (pyarrow and numpy let go of the GIL)."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    def read(folder: Path, record: outdir.RunRecord | None, bad: list[BrokenFile]):
-        if record is None:
-            return None, None, 0, bad
-        counts, n = _read_counts(folder, folder.relative_to(out), record, bad)
-        return record, counts, n, bad
+    end = object()
+    with ThreadPoolExecutor(max_workers=1) as pool:  # one worker: next() calls in order
+        pending = deque(pool.submit(next, items, end) for _ in range(ahead))
+        while (item := pending.popleft().result()) is not end:
+            pending.append(pool.submit(next, items, end))
+            yield item
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        runs = _finished(out, state)
-        pending = deque(pool.submit(read, *item) for item in itertools.islice(runs, ahead))
-        while pending:
-            done = pending.popleft().result()
-            pending.extend(pool.submit(read, *item) for item in itertools.islice(runs, 1))
-            yield done
+
+def _refused(record: outdir.RunRecord, state: _RunState) -> list[tally.Label]:
+    """(name, pmu) of each event perf refused in this run, its reason noted in `state`."""
+    refused = []
+    for item in record.unsupported:
+        label = _unsupported_key(item, record)
+        state.reasons.setdefault(label, item.reason)
+        refused.append(label)
+    return refused
 
 
 def _finished(
@@ -222,11 +241,9 @@ def runs_summary(
     expected, missing = None, []
     if manifest is not None:
         options = manifest.options
-        pairs = outdir.planned(
-            len(manifest.plan.get("runs", [])), options.repeat, options.part, options.parts
-        )
-        expected = len(pairs)
-        missing = [RunId(r, k) for r, k in pairs if (r, k) not in finished]
+        shape = (len(manifest.plan.get("runs", [])), options.repeat, options.part, options.parts)
+        expected = outdir.planned_count(*shape)
+        missing = [RunId(r, k) for r, k in outdir.planned(*shape) if (r, k) not in finished]
     failed = sorted(failed or [], key=lambda f: (f.run, f.repeat))
     bad = {(f.run, f.repeat) for f in failed}
     return RunsSummary(
@@ -271,25 +288,27 @@ def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> tally.Label
     return item.name, item.pmu
 
 
-def _read_counts(
-    folder: Path, rel: Path, record: outdir.RunRecord, broken: list[BrokenFile]
-) -> tuple[stat_arrow.Counts | None, int]:
-    """The run's perf.csv as Counts (None when absent or unreadable: reported in `broken`)."""
+def _read_chunks(
+    folder: Path, rel: Path, record: outdir.RunRecord
+) -> Iterator[tuple[stat_arrow.Counts | None, list[BrokenFile]]]:
+    """The run's perf.csv as Counts, chunk by chunk (whole intervals each: memory stays that
+    of a chunk), with the problems of its lines; (None, [why]) when absent or unreadable (a
+    file that turns out unreadable after some chunks keeps what came before)."""
     perf_path = folder / outdir.PERF_OUTPUT
     name = str(rel / outdir.PERF_OUTPUT)
     if not perf_path.is_file():
-        if record.status != RunStatus.PERF_FAILED:
-            broken.append(BrokenFile(name, "missing"))
-        return None, 0
-    data = perf_path.read_bytes()
+        missing = record.status != RunStatus.PERF_FAILED
+        yield None, [BrokenFile(name, "missing")] if missing else []
+        return
     sep, interval = stat_csv.argv_options(record.perf_argv)
+    reported = 0
     try:
-        counts, problems = stat_arrow.read(data, sep, interval)
+        for counts, problems in stat_arrow.read_file(perf_path, sep, interval):
+            shown = problems[: max(0, MAX_PROBLEMS_PER_FILE - reported)]
+            reported += len(problems)
+            yield counts, [BrokenFile(name, str(p)) for p in shown]
     except stat_csv.StatCsvError as err:
-        broken.append(BrokenFile(name, str(err)))
-        return None, 0
-    broken.extend(BrokenFile(name, str(p)) for p in problems[:MAX_PROBLEMS_PER_FILE])
-    if len(problems) > MAX_PROBLEMS_PER_FILE:
-        extra = len(problems) - MAX_PROBLEMS_PER_FILE
-        broken.append(BrokenFile(name, f"... and {extra} more lines"))
-    return counts, len(counts)
+        yield None, [BrokenFile(name, str(err))]
+    if reported > MAX_PROBLEMS_PER_FILE:
+        extra = reported - MAX_PROBLEMS_PER_FILE
+        yield None, [BrokenFile(name, f"... and {extra} more lines")]

@@ -6,7 +6,9 @@ Everything per line is numpy over codes; Python only sees the distinct event nam
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,38 +38,106 @@ def run_rows(
     topology: np.ndarray,
     modifiers: Modifiers,
 ) -> RunRows:
-    """The results rows of one run: perf's lines mapped to catalog events, then a `not
-    supported` row for each refused event perf printed no line for (`refused`), and a `not
-    counted` row for each planned event that got no line at all. `modifiers` collects the
-    modifiers perf added to event names."""
-    table = lookup(record)
-    labels: list[Label] = []
-    label_code: dict[Label, int] = {}
+    """The results rows of one run whose perf lines are all in `counts` (`RunMapper` in one
+    piece): perf's lines mapped to catalog events, then the rows of events without a line."""
+    mapper = RunMapper(record, refused, topology, modifiers)
+    return concat([mapper.chunk(counts), mapper.rest()])
 
-    def code(label: Label) -> int:
-        if label not in label_code:
-            label_code[label] = len(labels)
-            labels.append(label)
-        return label_code[label]
 
-    if counts is None or len(counts) == 0:
-        rows = _empty_rows(record, labels)
-    else:
-        rows = _mapped(counts, record, table, code, labels, modifiers)
-    present = {labels[c] for c in np.flatnonzero(np.bincount(rows.label, minlength=len(labels)))}
-    extra = [lab for lab in dict.fromkeys(refused) if lab not in present]
-    status = [RowStatus.NOT_SUPPORTED.code] * len(extra)
-    present.update(extra)
-    silent = [(r.name, r.pmu) for r in record.events]
-    silent = [lab for lab in dict.fromkeys(silent) if lab not in present]
-    if extra or silent:
-        rows = _append(
-            rows,
-            [code(lab) for lab in extra + silent],
-            status + [RowStatus.NOT_COUNTED.code] * len(silent),
+class RunMapper:
+    """One run's results rows, made chunk by chunk of its perf lines (`chunk`), then `rest`:
+    a `not supported` row for each refused event perf printed no line for (`refused`), and a
+    `not counted` row for each planned event that got no line at all. `modifiers` collects the
+    modifiers perf added to event names. Chunks must hold whole intervals, in order (INDEX
+    goes on from one chunk to the next)."""
+
+    def __init__(
+        self,
+        record: outdir.RunRecord,
+        refused: list[Label],
+        topology: np.ndarray,
+        modifiers: Modifiers,
+    ):
+        self.record, self.refused, self.topology, self.modifiers = (
+            record,
+            refused,
+            topology,
+            modifiers,
         )
-    _locate(rows, topology)
-    return rows
+        self.table = lookup(record)
+        self.present: set[Label] = set()
+        self.next_index = 0
+
+    def chunk(self, counts: stat_arrow.Counts | None) -> RunRows:
+        labels: list[Label] = []
+        label_code: dict[Label, int] = {}
+
+        def code(label: Label) -> int:
+            if label not in label_code:
+                label_code[label] = len(labels)
+                labels.append(label)
+            return label_code[label]
+
+        if counts is None or len(counts) == 0:
+            return _empty_rows(self.record, labels)
+        rows = _mapped(counts, self.record, self.table, code, labels, self.modifiers)
+        rows.index = rows.index + self.next_index
+        self.next_index = int(rows.index.max()) + 1
+        seen = np.flatnonzero(np.bincount(rows.label, minlength=len(labels)))
+        self.present.update(labels[c] for c in seen)
+        _locate(rows, self.topology)
+        return rows
+
+    def rest(self) -> RunRows:
+        """The rows of the events perf printed no line for in any chunk."""
+        extra = [lab for lab in dict.fromkeys(self.refused) if lab not in self.present]
+        done = self.present | set(extra)
+        silent = [(r.name, r.pmu) for r in self.record.events]
+        silent = [lab for lab in dict.fromkeys(silent) if lab not in done]
+        labels = extra + silent
+        status = [RowStatus.NOT_SUPPORTED.code] * len(extra)
+        status += [RowStatus.NOT_COUNTED.code] * len(silent)
+        return _append(_empty_rows(self.record, labels), list(range(len(labels))), status)
+
+
+def concat(parts: list[RunRows]) -> RunRows:
+    """The rows of one run's pieces as one (labels and code lists merged)."""
+    parts = [p for p in parts if len(p)] or parts[:1]
+    if len(parts) == 1:
+        return parts[0]
+    labels: list[Label] = []
+    units: list[str | None] = []
+    value_units: list[str | None] = []
+    arrays: dict[str, list[np.ndarray]] = {a: [] for a in _ROW_ARRAYS}
+    for part in parts:
+        for name in _ROW_ARRAYS:
+            arrays[name].append(getattr(part, name))
+        for column, texts, merged in (
+            ("label", part.labels, labels),
+            ("unit", part.units, units),
+            ("value_unit", part.value_units, value_units),
+        ):
+            arrays[column][-1] = _recode(texts, merged)[arrays[column][-1]]
+    first = parts[0]
+    joined = {name: np.concatenate(arrays[name]) for name in _ROW_ARRAYS}
+    return RunRows(
+        first.run,
+        first.repeat,
+        labels,
+        units=units,
+        value_units=value_units,
+        **joined,
+    )
+
+
+def _recode(texts: Sequence[Any], merged: list[Any]) -> np.ndarray:
+    """The code in `merged` of each of `texts` (added to `merged` when new)."""
+    where = {t: i for i, t in enumerate(merged)}
+    for t in texts:
+        if t not in where:
+            where[t] = len(merged)
+            merged.append(t)
+    return np.asarray([where[t] for t in texts] or [0], np.int64)
 
 
 def _mapped(
@@ -214,6 +284,23 @@ def _empty_rows(record: outdir.RunRecord, labels: list[Label]) -> RunRows:
     )
 
 
+# the per-row arrays of RunRows (the rest are code lists)
+_ROW_ARRAYS: tuple[str, ...] = ("label", "index", "time", "cpu", "socket", "core", "node")
+_ROW_ARRAYS += ("unit", "value", "value_unit", "percent", "status")
+
+
+def outside(rows: RunRows, planned: frozenset[str]) -> tuple[RunRows, list[str]]:
+    """The rows of planned events only, and the names of the others that had rows (an edited
+    run.json or perf.csv: a name such as `=HYPERLINK(...)` must not reach results.csv)."""
+    unplanned = [c for c, (name, _) in enumerate(rows.labels) if name not in planned]
+    drop = np.isin(rows.label, unplanned)
+    if not drop.any():
+        return rows, []
+    names = [rows.labels[c][0] for c in np.unique(rows.label[drop])]
+    keep = ~drop
+    return dataclasses.replace(rows, **{a: getattr(rows, a)[keep] for a in _ROW_ARRAYS}), names
+
+
 def _append(rows: RunRows, label_codes: list[int], status: list[int]) -> RunRows:
     """Rows for events perf printed no line for: interval 0, no location, no value, UNIT = PMU."""
     n = len(label_codes)
@@ -282,13 +369,15 @@ def table(rows: RunRows, keep: np.ndarray):
         return coded(values, pa.array(np.arange(max(int(values.max(initial=0)) + 1, 1))))
 
     nan = np.isnan(rows.time)
-    time_of = np.zeros(int(rows.index.max(initial=0)) + 1)
-    time_of[rows.index[~nan]] = rows.time[~nan]  # equal times have equal INDEX (run_rows)
+    # a chunk of a long run holds intervals lo..hi: its dictionaries start at lo, not 0
+    lo, hi = int(rows.index.min(initial=0)), int(rows.index.max(initial=0))
+    time_of = np.zeros(hi - lo + 1)
+    time_of[rows.index[~nan] - lo] = rows.time[~nan]  # equal times have equal INDEX (run_rows)
     one = np.zeros(len(rows), np.int64)
     columns = {
         "EVENT_NAME": text([lab[0] for lab in rows.labels], rows.label),
-        "INDEX": integer(rows.index),
-        "TIME": coded(np.where(nan, -1, rows.index), pa.array(time_of)),
+        "INDEX": coded(rows.index - lo, pa.array(np.arange(lo, hi + 1))),
+        "TIME": coded(np.where(nan, -1, rows.index - lo), pa.array(time_of)),
         "SOCKET": integer(rows.socket),
         "CORE": integer(rows.core),
         "CPU": integer(rows.cpu),

@@ -12,7 +12,6 @@ their defaults, so a report survives fields being added or dropped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import Field, asdict, dataclass, field, fields
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, ClassVar
 
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
+from autoprof.util import records
 from autoprof.util.records import file_format, known_fields
 
 FORMAT = 2  # the report.json format this code writes and reads up to
@@ -192,6 +192,8 @@ class Report(_Record):
     runs: RunsSummary = field(default_factory=RunsSummary)
     events: EventIssues = field(default_factory=EventIssues)
     broken_files: list[BrokenFile] = field(default_factory=list)
+    # events with rows that the manifest's plan does not name: left out of results.csv
+    unknown_events: list[str] = field(default_factory=list)
     # metric values computed over the results, when a tool added them: shown by `serve`
     metrics: dict[str, Any] | list[dict[str, Any]] | None = None
     format: int = FORMAT
@@ -220,6 +222,8 @@ class Report(_Record):
         for name, items in (("failed", self.runs.failed), ("missing", self.runs.missing)):
             if items:
                 flags[f"runs {name}"] = len(items)
+        if self.unknown_events:
+            flags["unknown events"] = len(self.unknown_events)
         return flags
 
     def to_json(self) -> dict[str, Any]:
@@ -240,8 +244,17 @@ class Report(_Record):
         known["runs"] = RunsSummary.from_json(known.get("runs") or {})
         known["events"] = EventIssues.from_json(known.get("events") or {})
         known["broken_files"] = _list(BrokenFile.from_json, known.get("broken_files"))
+        known["unknown_events"] = [str(n) for n in known.get("unknown_events") or []]
         known["format"] = FORMAT
         return cls(**known)
+
+
+def not_planned(names: list[str], shown: int = 5) -> str:
+    """`events not in the plan: '=cmd|...', 'x'`: each name quoted and escaped by repr (a name
+    is untrusted text: no control character reaches the terminal), the first `shown` only."""
+    listed = ", ".join(repr(n) for n in names[:shown])
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{len(names)} events not in the plan: {listed}{more}"
 
 
 def _upgrade_1(data: dict[str, Any]) -> dict[str, Any]:
@@ -259,7 +272,7 @@ _UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upgrade_
 def read_report(path: Path) -> Report:
     """The report.json at `path`; one AutoprofError line when it cannot be read."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = records.loads(Path(path).read_text())
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         return Report.from_json(data, path)

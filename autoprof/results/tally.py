@@ -71,8 +71,15 @@ class Tally:
     measured: set[Label] = field(default_factory=set)
     multiplexed: dict[Label, list[float]] = field(default_factory=dict)  # [min percent, rows]
     not_supported: dict[Label, None] = field(default_factory=dict)  # first-seen order
-    # (label, run, repeat) -> (intervals with <not counted>, intervals) where the first > 0
-    uncounted: dict[tuple[Label, int, int], tuple[int, int]] = field(default_factory=dict)
+    # (label, run, repeat) -> intervals seen, and those with a <not counted> line (if any)
+    intervals: dict[tuple[Label, int, int], int] = field(default_factory=dict)
+    idle: dict[tuple[Label, int, int], int] = field(default_factory=dict)
+
+    @property
+    def uncounted(self) -> dict[tuple[Label, int, int], tuple[int, int]]:
+        """(label, run, repeat) -> (intervals with <not counted>, intervals), where the first
+        is > 0."""
+        return {key: (n, self.intervals[key]) for key, n in self.idle.items()}
 
     def add(self, rows: RunRows) -> None:
         status = rows.status
@@ -93,19 +100,23 @@ class Tally:
         self._intervals(rows, ~refused)
 
     def _intervals(self, rows: RunRows, measured: np.ndarray) -> None:
-        """Per event of the run: intervals (INDEX) seen, and those with a <not counted> line."""
-        idle = measured & (rows.status == RowStatus.NOT_COUNTED.code)
-        if not idle.any():
+        """Per event of the run: intervals (INDEX) seen, and those with a <not counted> line.
+        Added up over the chunks of a run, which hold whole intervals each."""
+        if not measured.any():
             return
+        idle = measured & (rows.status == RowStatus.NOT_COUNTED.code)
         width = int(rows.index.max()) + 1
         seen = np.unique(rows.label[measured] * width + rows.index[measured])
-        empty = np.unique(rows.label[idle] * width + rows.index[idle])
         of = np.bincount(seen // width, minlength=len(rows.labels))
-        none = np.bincount(empty // width, minlength=len(rows.labels))
-        for code in np.flatnonzero(none):
+        none = np.zeros_like(of)
+        if idle.any():
+            empty = np.unique(rows.label[idle] * width + rows.index[idle])
+            none = np.bincount(empty // width, minlength=len(rows.labels))
+        for code in np.flatnonzero(of):
             key = (rows.labels[code], rows.run, rows.repeat)
-            before = self.uncounted.get(key, (0, 0))
-            self.uncounted[key] = (before[0] + int(none[code]), before[1] + int(of[code]))
+            self.intervals[key] = self.intervals.get(key, 0) + int(of[code])
+            if none[code]:
+                self.idle[key] = self.idle.get(key, 0) + int(none[code])
 
 
 def build(

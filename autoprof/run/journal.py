@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from autoprof.run import outdir
 from autoprof.run.outdir import RunRecord
+from autoprof.util import records
 from autoprof.util.records import file_format, known_fields
 from autoprof.util.status import FINAL_RUN_STATUSES, RunStatus
 
@@ -66,7 +67,7 @@ def read(out: Path) -> list[Entry]:
     entries = []
     for line in path.read_text().splitlines():
         try:
-            data = json.loads(line)
+            data = records.loads(line)
         except ValueError:
             continue  # a line cut short by a crash
         try:

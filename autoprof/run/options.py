@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 _OPTION = "autoprof.option"  # the key of a field's Option in its metadata
+# every repeat of every run is one perf stat: a million is days of work, most likely a typo
+MAX_REPEAT = 10_000
 
 
 @dataclass(frozen=True, eq=False, repr=False)  # fewer generated methods: --help imports it
@@ -150,7 +152,12 @@ class ProfileOptions(Declared):
         help="perf stat -I interval in ms.",
     )
     repeat: int = declare(
-        1, flags=("--repeat",), low=1, spec=True, help="Run every group this many times."
+        1,
+        flags=("--repeat",),
+        low=1,
+        high=MAX_REPEAT,
+        spec=True,
+        help="Run every group this many times.",
     )
     system_wide: bool = declare(
         False,

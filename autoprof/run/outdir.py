@@ -24,9 +24,11 @@ keys it does not know and defaulting the ones a file lacks; a newer format is re
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,7 +37,7 @@ from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run.options import ProfileOptions, measuring_fields
-from autoprof.util.records import file_format, known_fields
+from autoprof.util.records import file_format, known_fields, loads
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -82,6 +84,21 @@ class Manifest:
         machine = MachineFacts(**known_fields(MachineFacts, data["machine"]))
         options = ProfileOptions.from_json(data.get("options", {}))
         return cls(**{**known_fields(cls, data), "machine": machine, "options": options})
+
+    def event_names(self) -> frozenset[str] | None:
+        """The names of the events the plan schedules: the only ones its results may hold
+        (anything else came from an edited file, not from perf). None for a plan without runs
+        (a benchmark folder's): nothing to check against."""
+        runs = self.plan.get("runs") if isinstance(self.plan, dict) else None
+        if not isinstance(runs, list):
+            return None
+        return frozenset(
+            str(event.get("name"))
+            for run in runs
+            if isinstance(run, dict)
+            for event in run.get("events") or []
+            if isinstance(event, dict)
+        )
 
     def check_resume(
         self,
@@ -189,15 +206,21 @@ def run_folder_name(run: int, repeat: int, part: int = 1) -> str:
     return f"run{run:04d}-rep{repeat}" + (f"-part{part}" if part > 1 else "")
 
 
-def planned(runs: int, repeat: int, part: int = 1, parts: int = 1) -> list[tuple[int, int]]:
-    """The (run, repeat) pairs that part `part` of `parts` (1-based) of a profile runs.
+def planned(runs: int, repeat: int, part: int = 1, parts: int = 1) -> Iterator[tuple[int, int]]:
+    """The (run, repeat) pairs that part `part` of `parts` (1-based) of a profile runs, made
+    one at a time (runs x repeats may be large: nothing is built before the first run).
 
     Round robin over the plan's (run, repeat) pairs, so with repeats the parts get equal work
     even when the runs differ in length; the pairs keep the plan's global numbers, so the parts'
     results put together are those of one machine. A plain profile is part 1 of 1: every pair.
     """
-    pairs = [(r, k) for r in range(1, runs + 1) for k in range(1, repeat + 1)]
-    return pairs[part - 1 :: parts]
+    pairs = itertools.product(range(1, runs + 1), range(1, repeat + 1))
+    return itertools.islice(pairs, part - 1, None, parts)
+
+
+def planned_count(runs: int, repeat: int, part: int = 1, parts: int = 1) -> int:
+    """How many pairs `planned` gives, without making them."""
+    return max(0, -(-(runs * repeat - (part - 1)) // parts))
 
 
 def run_dir(out: Path, run: int, repeat: int, part: int = 1) -> Path:
@@ -212,7 +235,7 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text())
+    return loads(path.read_text())
 
 
 def write_manifest(out: Path, manifest: Manifest) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -104,19 +104,19 @@ def task_bound(catalog: Catalog, chosen: bool) -> Catalog:
     )
 
 
-def tasks(plan: Plan, options: ProfileOptions) -> list[Task]:
+def tasks(plan: Plan, options: ProfileOptions) -> Iterator[Task]:
     """The (run, repeat) tasks of this part (all of them for a plain profile), each with the
-    anchor event added to the runs the plan did not put it in."""
+    anchor event added to the runs the plan did not put it in; made as the runner asks."""
     anchor = [e for run in plan.runs for e in run.events if options.anchor in (e.name, e.spec)]
     if options.anchor and not anchor:
         raise AutoprofError(f"anchor event {options.anchor} is not in the plan")
     runs = [
         tuple(run.events) + tuple(e for e in anchor if e not in run.events) for run in plan.runs
     ]
-    return [
+    return (
         Task(run, rep, runs[run - 1])
         for run, rep in outdir.planned(len(plan.runs), options.repeat, options.part, options.parts)
-    ]
+    )
 
 
 def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) -> list[list[str]]:
@@ -230,11 +230,11 @@ def profile(
         outdir.write_manifest(out, manifest)
     if options.attached:
         attach.start(out, manifest, options, resume)
-    todo = tasks(plan, options)
-    records = Runner(out, command, options, on_event).run_all(todo)
+    records = Runner(out, command, options, on_event).run_all(tasks(plan, options))
     if options.attached:
         attach.record_runs(out, manifest, records, options)
     done = finished(out)
-    missing = [(t.run, t.repeat) for t in todo if (t.run, t.repeat) not in done]
+    pairs = outdir.planned(len(plan.runs), options.repeat, options.part, options.parts)
+    missing = [pair for pair in pairs if pair not in done]
     failed = sorted({(r.run, r.repeat) for r in records if r.status != RunStatus.OK} - set(missing))
     return Outcome(manifest, records, failed, missing)

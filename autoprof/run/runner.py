@@ -14,7 +14,7 @@ import fcntl
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,7 +83,7 @@ class Runner:
         self.stopper = Stopper()
         self.journal = Journal(out)
 
-    def run_all(self, todo: list[Task]) -> list[RunRecord]:
+    def run_all(self, todo: Iterable[Task]) -> list[RunRecord]:
         """Run every task not finished yet; stop early on fail_fast, or on Ctrl-C, SIGTERM or
         SIGHUP (Interrupted, after stopping the run in progress: perf and its workload).
 
@@ -106,7 +106,7 @@ class Runner:
         with self.stopper.deferred():
             self.journal.append(Entry.of(records))
 
-    def _run_all(self, todo: list[Task]) -> list[RunRecord]:
+    def _run_all(self, todo: Iterable[Task]) -> list[RunRecord]:
         records: list[RunRecord] = []
         done = set() if self.options.force else finished(self.out)
         for task in todo:
@@ -233,7 +233,13 @@ class Runner:
 
 
 def _event_named(events: list[Event], name: str) -> Event | None:
-    return next((e for e in events if name in (e.spec, e.label, e.name)), None)
+    """The event perf named in its error: by its exact text first, then by perf's shortened
+    form of a long one (a miss would lose the whole run, the events perf could count too)."""
+    exact = next((e for e in events if name in (e.spec, e.label, e.name)), None)
+    if exact is not None:
+        return exact
+    texts = ((e, (e.spec, e.label, e.name)) for e in events)
+    return next((e for e, t in texts if any(perf_command.shown_as(name, x) for x in t if x)), None)
 
 
 def stop_leftovers(root: Path) -> list[int]:

@@ -33,7 +33,7 @@ from autoprof import results
 from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
-from autoprof.results.sanity_report import Report, read_report
+from autoprof.results.sanity_report import Report, not_planned, read_report
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
 from autoprof.store.engine import Store
@@ -265,6 +265,19 @@ def _check_same_profile(conn: Connection, run_id: int, profile: Profile) -> None
         )
 
 
+def _check_planned(out: Path, profile: Profile, frame: pd.DataFrame) -> None:
+    """Refuse results whose events the manifest's plan does not name (an edited results.csv:
+    the store and its exports would hand the names on), and a report that flagged some."""
+    planned = profile.manifest.event_names()
+    unknown = []
+    if planned is not None:
+        unknown = [n for n in frame["EVENT_NAME"].dropna().unique().tolist() if n not in planned]
+    if not unknown and profile.report is not None:
+        unknown = profile.report.unknown_events
+    if unknown:
+        raise AutoprofError(f"{out}: {not_planned([str(n) for n in unknown])}; nothing stored")
+
+
 def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploaded:
     """Store the profile in `out` (one part of a run), unless that part is already stored."""
     profile = read_profile(out)
@@ -273,6 +286,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
         if _stored_part(conn, uuid, part):
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
     frame = load_results(out)
+    _check_planned(out, profile, frame)
     functions = load_functions(out)
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()

@@ -5,10 +5,20 @@ an older one upgraded by its reader, and keys a version does not know are ignore
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 from typing import Any
 
 from autoprof.errors import AutoprofError, NewerFormat
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads`, with a document nested too deep for Python's reader (which raises
+    RecursionError) a ValueError like any other broken file: readers report it in one line."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
 
 
 def file_format(data: object, known: int, path: object) -> int:
