@@ -307,3 +307,127 @@ def test_the_guard_lets_this_servers_pages_through():
     assert refusal("DELETE", "/api/runs/abcd", "http", curl, hosts) is None
     untyped = dict(curl, **{"content-length": "2"})
     assert refusal("POST", "/api/jobs", "http", untyped, hosts).status == 415
+
+
+# item 5: slowloris
+@pytest.mark.slow  # a real server process, a 2 s header deadline
+def test_half_open_connections_are_closed_and_the_log_stays_short(tmp_path):
+    proc, port, log = start_serve(tmp_path, "--max-connections", "50", "--header-timeout", "2")
+    sockets = []
+    try:
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ")  # never ends
+            sockets.append(s)
+        time.sleep(3.5)
+        closed = 0
+        for s in sockets:
+            s.settimeout(5)
+            try:
+                closed += s.recv(1) == b""
+            except ConnectionResetError:
+                closed += 1
+            except TimeoutError:
+                pass  # still open: the assert below says how many
+        assert closed == 200
+        status, _, _ = Served(port, proc, log, "", "").request("GET", "/api/runs")
+        assert status == 200
+    finally:
+        for s in sockets:
+            s.close()
+        stop(proc)
+    text = log.read_text()
+    assert "Traceback" not in text
+    lines = [line for line in text.splitlines() if line.startswith("autoprof serve: ")]
+    kinds = {"over 50 connections", "no complete request in 2 s"}
+    assert {k for k in kinds for line in lines if k in line} == kinds
+    assert len(lines) <= 3  # one line per kind, not one per connection
+
+
+# item 6: listening beyond this machine
+@pytest.mark.slow  # starts serve
+def test_listening_beyond_loopback_needs_a_token_file(tmp_path, cli_run):
+    refused = cli_run("serve", "--host", "0.0.0.0", "--store", f"sqlite:///{tmp_path}/r.db")
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines() == [
+        "autoprof: error: --host 0.0.0.0 listens beyond this machine: give a --token-file "
+        "(a token printed to a terminal is not one to share)"
+    ]
+    proc, port, log = start_serve(tmp_path, "--host", "0.0.0.0", "--allow", "true")
+    try:
+        assert Served(port, proc, log, "", "").request("GET", "/api/runs")[0] == 200
+    finally:
+        stop(proc)
+    assert (
+        "autoprof: warning: listening on 0.0.0.0: whoever reaches port "
+        f"{port} reads the store, and starts measurements with the token"
+    ) in log.read_text()
+
+
+# item 16: the queue
+REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
+
+
+@pytest.fixture
+def rq_conn():
+    import redis
+
+    conn = redis.Redis.from_url(REDIS)
+    try:
+        conn.ping()
+    except redis.RedisError as err:
+        pytest.skip(f"no Redis at {REDIS}: {err}")
+    return conn
+
+
+def test_a_job_that_inflates_past_the_cap_is_refused_unread(rq_conn):
+    import tracemalloc
+    import zlib
+
+    from rq import Queue
+    from rq.serializers import JSONSerializer
+
+    from autoprof.queue.capped import MAX_JOB_DATA
+    from autoprof.queue.spec import JOB_FUNCTION
+    from autoprof.queue.worker import ProfileJob
+
+    queue = Queue(f"secweb-test-{os.getpid()}", connection=rq_conn, serializer=JSONSerializer)
+    job = queue.enqueue(JOB_FUNCTION, {"command": ["true"]})
+    packer = zlib.compressobj(9)
+    bomb = b"".join(packer.compress(bytes(1 << 20)) for _ in range(64)) + packer.flush()
+    assert len(bomb) < 100_000  # 64 MiB of zeros in Redis as some 64 KB
+    rq_conn.hset(job.key, "data", bomb)
+    try:
+        tracemalloc.start()
+        fetched = ProfileJob.fetch(job.id, connection=rq_conn, serializer=JSONSerializer)
+        with pytest.raises(Exception, match=f"refused: job data expands past {MAX_JOB_DATA}"):
+            fetched.func_name  # noqa: B018 - what the worker reads first
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    finally:
+        job.delete()
+    assert peak < 8 * MAX_JOB_DATA  # never the 64 MiB
+
+
+@pytest.mark.slow  # a real worker and submit
+def test_a_worker_runs_system_wide_jobs_only_when_allowed(rq_conn, tmp_path):
+    host = f"secweb-{os.getpid()}"
+    store = f"sqlite:///{tmp_path}/r.db"
+    common = ["--redis", REDIS]
+    submitted = subprocess.run(
+        [sys.executable, "-m", "autoprof", "submit", *common, "--host", host, "-a",
+         "-e", "task-clock", "--", "true"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    worker = subprocess.run(
+        [sys.executable, "-m", "autoprof", "worker", *common, "--store", store, "--allow", "true",
+         "--hostname", host, "--burst", "--workdir", str(tmp_path / "w")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr
+    refused = [line for line in worker.stderr.splitlines() if "refused" in line]
+    assert len(refused) == 1 and refused[0].endswith(
+        "refused: a system-wide job (-a) needs a worker started with --allow-system-wide"
+    )
+    assert "Traceback" not in worker.stderr
