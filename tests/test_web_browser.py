@@ -289,5 +289,16 @@ def test_record_job_shows_flame_graph_and_top_functions(page, server):
     # each share is rounded to 2 decimals: the sum may pass 100 by half a unit per row
     assert percents == sorted(percents, reverse=True)
     assert 0 < sum(percents) <= 100 + 0.005 * len(percents)
+    # the SVG's own script runs in its sandbox (its own CSP): a click zooms a frame
+    page.wait_for_timeout(500)
+    flame = next(f for f in page.frames if f.url.endswith("/flame.svg"))
+    widths = flame.evaluate(
+        """() => { const rect = [...document.querySelectorAll('g.f rect')].at(-1);
+        const before = Number(rect.getAttribute('width'));
+        rect.parentNode.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+        return [before, Number(rect.getAttribute('width'))]; }"""
+    )
+    assert widths[1] > widths[0]
+    assert page.evaluate("document.getElementById('flame').contentDocument") is None  # sandboxed
     page.wait_for_timeout(500)
     shot(page, "record")

@@ -47,10 +47,13 @@ TOKEN_HEADER = "X-Autoprof-Token"
 # what a workload printed: readable with the token only (it may hold anything the program saw)
 PRIVATE_FILES = frozenset({outdir.STDOUT, outdir.STDERR})
 HERE = Path(__file__).parent
-FLAME_CSP = (
-    "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; "
-    "style-src 'unsafe-inline'"
-)
+# the flame graph runs its own inline script: sandboxed, it reaches nothing of this origin;
+# only this server's record page may embed it
+FLAME_HEADERS = {
+    "Content-Security-Policy": "sandbox allow-scripts; default-src 'none'; "
+    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'self'",
+    "X-Frame-Options": "SAMEORIGIN",
+}
 
 
 @dataclass
@@ -207,9 +210,7 @@ def record_file(request: Request) -> Response:
     if job is None:
         raise HTTPException(404)
     path = inside(job.folder / "out", request.path_params["path"], has_token(request))
-    # the flame graph runs its own inline script: sandboxed, it reaches nothing of this origin
-    headers = {"Content-Security-Policy": FLAME_CSP} if path.suffix == ".svg" else None
-    return FileResponse(path, headers=headers)
+    return FileResponse(path, headers=FLAME_HEADERS if path.suffix == ".svg" else None)
 
 
 def _attachment(data: bytes, name: str, media_type: str) -> Response:

@@ -89,8 +89,8 @@ def _carries_login_cookie(headers: Mapping[str, str]) -> bool:
 
 
 class Guard:
-    """ASGI middleware: `refusal` before the app, HEADERS on every answer (a route's own
-    Content-Security-Policy, as the flame graph's, wins)."""
+    """ASGI middleware: `refusal` before the app, HEADERS on every answer (a route's own, as
+    the flame graph's, win)."""
 
     def __init__(self, app: ASGIApp, hosts: frozenset[str]):
         self.app = app
