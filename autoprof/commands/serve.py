@@ -134,6 +134,11 @@ def serve(
             f"autoprof: warning: listening on {host}: whoever reaches port {port} reads the "
             f"store{starts}"
         )
+    if host in ("0.0.0.0", "::") and not allow_hosts:
+        click.echo(
+            "autoprof: warning: requests naming this machine otherwise than 127.0.0.1 or "
+            "localhost get 400: add --allow-host NAME for each name (or address) clients use"
+        )
     limits = server.Limits(max_connections=max_connections, header_timeout_s=header_timeout)
     server.serve(app, host, port, limits)
 
