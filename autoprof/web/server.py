@@ -91,7 +91,7 @@ class LimitedH11(H11Protocol):
                 f"over {self.limits.max_connections} connections: closed "
                 + ("the oldest one waiting for its headers" if idle else "a new one"),
             )
-            victim.transport.close()
+            victim._drop()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.header_timer is not None:
@@ -119,7 +119,13 @@ class LimitedH11(H11Protocol):
                 f"closed a connection that sent no complete request in "
                 f"{self.limits.header_timeout_s:g} s",
             )
-            self.transport.close()
+            self._drop()
+
+    def _drop(self) -> None:
+        """Close now and stop counting it at once: its connection_lost comes an event-loop turn
+        later, and a burst of connections would meanwhile count as open (uvicorn's 503s)."""
+        self.connections.discard(self)
+        self.transport.close()
 
 
 class Server(uvicorn.Server):
