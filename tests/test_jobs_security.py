@@ -32,7 +32,7 @@ def web_client(tmp_path: Path, allow_env: set[str]) -> TestClient:
     store = engine.open_store(f"sqlite:///{tmp_path / 'results.db'}")
     settings = Settings(store, tmp_path / "data", TOKEN, compile_allow(["true"]))
     settings.allow_env = frozenset(allow_env)
-    return TestClient(create_app(settings))
+    return TestClient(create_app(settings), base_url="http://127.0.0.1")
 
 
 @pytest.mark.parametrize("name", DANGEROUS)

@@ -53,7 +53,7 @@ def stored(tmp_path_factory) -> tuple[str, list[str]]:
 
 def client(url: str, data_dir: Path, allow: list[str] | None = None) -> TestClient:
     settings = Settings(engine.open_store(url), data_dir, TOKEN, compile_allow(allow or []))
-    return TestClient(create_app(settings))
+    return TestClient(create_app(settings), base_url="http://127.0.0.1")
 
 
 @pytest.fixture
@@ -232,7 +232,7 @@ def test_jobs_go_to_rq_when_redis_is_set(stored, tmp_path):
         settings = Settings(engine.open_store(url), tmp_path, TOKEN, compile_allow(["dd .*"]))
         settings.redis_url = redis_url
         settings.allow_env = frozenset({"A"})  # allowed here, so the queue's own rule answers
-        with TestClient(create_app(settings)) as web:
+        with TestClient(create_app(settings), base_url="http://127.0.0.1") as web:
             auth = {TOKEN_HEADER: TOKEN}
             job = {"tool": "profile", "command": "dd if=/dev/zero of=/dev/null count=2000",
                    "events": ["task-clock"], "tags": "via=rq"}  # fmt: skip

@@ -118,6 +118,11 @@ def page(browser, server):
     page = browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
+    # the server's CSP (default-src 'self') must not block anything the pages themselves use
+    page.on(
+        "console",
+        lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     page.on("dialog", lambda dialog: dialog.accept())  # delete's confirmation
     yield page
     page.close()
@@ -191,7 +196,7 @@ def test_delete_with_confirmation(page, server):
     before = page.locator("table.runs tbody tr").count()
     page.locator("table.runs tbody tr").first.locator("button.delete").click()
     page.wait_for_function(
-        f"document.querySelectorAll('table.runs tbody tr').length == {before - 1}"
+        f"() => document.querySelectorAll('table.runs tbody tr').length == {before - 1}"
     )
     page.reload()
     assert page.locator("table.runs tbody tr").count() == before - 1
@@ -228,7 +233,7 @@ def test_live_stat_job_stop_and_queue(page, server):
     )
     assert second["state"] == "queued"
     page.wait_for_function(
-        "Number(document.getElementById('points').textContent) >= 4", timeout=30_000
+        "() => Number(document.getElementById('points').textContent) >= 4", timeout=30_000
     )
     assert page.text_content("#state") == "running"
     assert "web-live" in page.text_content("#stdout")
@@ -236,7 +241,7 @@ def test_live_stat_job_stop_and_queue(page, server):
     assert processes_with(marker)
     page.click("#stop")
     page.wait_for_function(
-        "document.getElementById('state').textContent == 'stopped'", timeout=60_000
+        "() => document.getElementById('state').textContent == 'stopped'", timeout=60_000
     )
     time.sleep(1)
     assert processes_with(marker) == []  # workload and perf are gone
@@ -258,7 +263,7 @@ def test_refusals(page, server):
     assert escaped.value.code == 404
     login(page, server)
     _submit(page, base, "rm -rf /tmp/nothing-here")
-    page.wait_for_function("document.getElementById('form-error').textContent != ''")
+    page.wait_for_function("() => document.getElementById('form-error').textContent != ''")
     assert "does not match this server's --allow" in page.text_content("#form-error")
     shot(page, "new")
 
@@ -284,5 +289,16 @@ def test_record_job_shows_flame_graph_and_top_functions(page, server):
     # each share is rounded to 2 decimals: the sum may pass 100 by half a unit per row
     assert percents == sorted(percents, reverse=True)
     assert 0 < sum(percents) <= 100 + 0.005 * len(percents)
+    # the SVG's own script runs in its sandbox (its own CSP): a click zooms a frame
+    page.wait_for_timeout(500)
+    flame = next(f for f in page.frames if f.url.endswith("/flame.svg"))
+    widths = flame.evaluate(
+        """() => { const rect = [...document.querySelectorAll('g.f rect')].at(-1);
+        const before = Number(rect.getAttribute('width'));
+        rect.parentNode.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+        return [before, Number(rect.getAttribute('width'))]; }"""
+    )
+    assert widths[1] > widths[0]
+    assert page.evaluate("document.getElementById('flame').contentDocument") is None  # sandboxed
     page.wait_for_timeout(500)
     shot(page, "record")

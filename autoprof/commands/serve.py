@@ -51,6 +51,14 @@ def read_token(path: Path | None) -> str:
     "LD_*, PYTHON*, PATH, BASH_ENV, BROWSER, AUTOPROF_* and the like are always refused.",
 )
 @click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Answer requests for Host NAME too (a DNS name or proxy in front); repeatable. "
+    "Others than 127.0.0.1, localhost, [::1] and --host get 400 (DNS rebinding).",
+)
+@click.option(
     "--token-file",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Read the token for starting/stopping jobs and deleting runs from this file "
@@ -64,22 +72,40 @@ def read_token(path: Path | None) -> str:
     show_default="~/.cache/autoprof/serve",
     help="Folder for jobs (their out/ folders, logs and flame graphs).",
 )
-def serve(store_text, host, port, allow, allow_env, token_file, data_dir) -> None:
+@click.option("--max-connections", default=200, type=click.IntRange(1), hidden=True)
+@click.option("--header-timeout", default=10.0, type=click.FloatRange(0.1), hidden=True)
+def serve(
+    store_text,
+    host,
+    port,
+    allow,
+    allow_env,
+    allow_hosts,
+    token_file,
+    data_dir,
+    max_connections,
+    header_timeout,
+) -> None:
     """Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
     measurements with live plots. Binds 127.0.0.1 unless told otherwise."""
     import os
 
-    import uvicorn
-
     from autoprof.queue.spec import compile_allow
     from autoprof.store import engine
+    from autoprof.web import server
     from autoprof.web.app import Settings, create_app
+    from autoprof.web.guard import host_names
     from autoprof.web.jobs import refused_env_names
 
     never = refused_env_names(list(allow_env))
     if never:
         raise AutoprofError(
             f"--allow-env {never[0]}: no job may set it (it can run code past --allow)"
+        )
+    if not loopback(host) and token_file is None:
+        raise AutoprofError(
+            f"--host {host} listens beyond this machine: give a --token-file "
+            "(a token printed to a terminal is not one to share)"
         )
 
     settings = Settings(
@@ -89,6 +115,7 @@ def serve(store_text, host, port, allow, allow_env, token_file, data_dir) -> Non
         allow=compile_allow(list(allow)),
         allow_env=frozenset(allow_env),
         redis_url=os.environ.get("AUTOPROF_REDIS") or None,
+        hosts=host_names(host, allow_hosts),
     )
     data_dir.mkdir(parents=True, exist_ok=True)
     app = create_app(settings)
@@ -101,7 +128,28 @@ def serve(store_text, host, port, allow, allow_env, token_file, data_dir) -> Non
     if not settings.read_only and token_file is None:
         click.echo(f"token (shown once): {settings.token}")
         click.echo(f"log in: {where}/login?token={settings.token}")
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(f"autoprof: warning: listening on {host}: whoever reaches it reads the store")
-    # open live streams must not hold the server up on Ctrl-C
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    if not loopback(host):
+        starts = "" if settings.read_only else ", and starts measurements with the token"
+        click.echo(
+            f"autoprof: warning: listening on {host}: whoever reaches port {port} reads the "
+            f"store{starts}"
+        )
+    if host in ("0.0.0.0", "::") and not allow_hosts:
+        click.echo(
+            "autoprof: warning: requests naming this machine otherwise than 127.0.0.1 or "
+            "localhost get 400: add --allow-host NAME for each name (or address) clients use"
+        )
+    limits = server.Limits(max_connections=max_connections, header_timeout_s=header_timeout)
+    server.serve(app, host, port, limits)
+
+
+def loopback(host: str) -> bool:
+    """Whether `host` is reached from this machine only (localhost or a loopback address)."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything

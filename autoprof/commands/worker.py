@@ -58,6 +58,11 @@ def _default_workdir(hostname: str) -> Path:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where jobs' out/ folders live [default: ~/.cache/autoprof/worker/HOSTNAME].",
 )
+@click.option(
+    "--allow-system-wide",
+    is_flag=True,
+    help="Run system-wide jobs (`submit -a`): they measure every process of this machine.",
+)
 @click.option("--keep", is_flag=True, help="Keep a job's out/ folder after it is stored.")
 @click.option(
     "--events-dir",
@@ -89,6 +94,7 @@ def worker(
     load_wait,
     load_poll,
     workdir,
+    allow_system_wide,
     keep,
     events_dir,
     heartbeat,
@@ -115,6 +121,7 @@ def worker(
         load_poll_s=load_poll,
         events_dir=events_dir,
         keep=keep,
+        allow_system_wide=allow_system_wide,
     )
     click.echo(
         f"autoprof worker {hostname}: queue {urls.mask(redis_text)}, store {store.shown}, "

@@ -24,6 +24,7 @@ from rq.results import Result
 from rq.serializers import JSONSerializer
 
 from autoprof.errors import AutoprofError
+from autoprof.queue.capped import CappedJob
 from autoprof.queue.model import FAILED, STOPPED, JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec
 from autoprof.util.clock import aware_utc
@@ -183,7 +184,7 @@ def _index_ids(conn: redis.Redis) -> list[str]:
 def _indexed(conn: redis.Redis) -> list[Job]:
     """The indexed jobs that still exist, oldest first; expired ones leave the index."""
     ids = _index_ids(conn)
-    found = Job.fetch_many(ids, connection=conn, serializer=JSONSerializer) if ids else []
+    found = CappedJob.fetch_many(ids, connection=conn, serializer=JSONSerializer) if ids else []
     gone = [i for i, job in zip(ids, found, strict=True) if job is None]
     if gone:
         conn.zrem(INDEX, *gone)
@@ -217,7 +218,7 @@ def find_job(conn: redis.Redis, ident: str) -> Job:
     try:
         if not matches:
             raise NoSuchJobError
-        job = Job.fetch(matches[0], connection=conn, serializer=JSONSerializer)
+        job = CappedJob.fetch(matches[0], connection=conn, serializer=JSONSerializer)
     except NoSuchJobError:
         raise AutoprofError(f"no job {ident} (see `autoprof jobs list`)") from None
     _clean_started(conn, [job])

@@ -2,7 +2,9 @@
 
 - Only autoprof's job function runs (`ProfileJob._execute`): a job naming any other function,
   or whose data is not JSON, fails as "refused: ..." before anything of it is imported or run.
-- A job's command must fully match one of the worker's --allow patterns, else it is refused.
+- A job's command must fully match one of the worker's --allow patterns, else it is refused;
+  a system-wide one (`submit -a`: every process of the machine is measured) needs the worker's
+  --allow-system-wide; a job whose data would inflate past MAX_JOB_DATA is refused unread.
 - Before a profile the machine must be quiet: 1-minute load average <= --max-load, polled for at
   most --load-wait seconds; the load seen goes into the job's meta and the profile's manifest.
 - The profile runs in WORKDIR/<job id>, is aggregated, then uploaded in one transaction: a job
@@ -43,6 +45,7 @@ from autoprof.errors import AutoprofError
 from autoprof.perf.process import Interrupted, die_with_parent
 from autoprof.pipeline import measure
 from autoprof.queue import connection, live
+from autoprof.queue.capped import CappedJob, TooLarge
 from autoprof.queue.model import JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
 from autoprof.run.runner import stop_leftovers
@@ -65,6 +68,7 @@ class Settings:
     load_poll_s: float = 5.0
     events_dir: str | None = None
     keep: bool = False  # keep a job's out/ folder after a successful upload
+    allow_system_wide: bool = False  # run `submit -a` jobs (they see every process's counts)
 
 
 def wait_until_quiet(
@@ -146,9 +150,17 @@ def run_job(spec_data: Any) -> dict[str, Any]:
         raise
 
 
-def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
+def check_spec(spec: JobSpec, settings: Settings) -> None:
+    """The worker owner's rules for a spec: its command is --allow'ed, and it measures the
+    whole machine only where the owner said so."""
     if not allowed(spec.command, settings.allow):
         raise Refused(f"command {spec.command_line!r} does not match this worker's --allow")
+    if spec.profile_options().system_wide and not settings.allow_system_wide:
+        raise Refused("a system-wide job (-a) needs a worker started with --allow-system-wide")
+
+
+def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
+    check_spec(spec, settings)
     out = settings.workdir / job.id
 
     def ready(planned: measure.Planned) -> dict[str, Any]:
@@ -202,7 +214,7 @@ class NotJSON(DeserializationError):
         return "refused: job data is not JSON (autoprof workers take JSON jobs only)"
 
 
-class ProfileJob(Job):
+class ProfileJob(CappedJob):
     """An RQ job that runs only autoprof's job function; `settings` is set per worker."""
 
     settings: Settings | None = None
@@ -210,6 +222,8 @@ class ProfileJob(Job):
     def _deserialize_data(self) -> None:
         try:
             super()._deserialize_data()
+        except TooLarge:
+            raise
         except DeserializationError:
             raise NotJSON() from None
 
@@ -252,7 +266,7 @@ class ProfileWorker(Worker):
         is one log line; anything else is a bug and keeps RQ's traceback. (This worker has no
         exception handlers of its own to call: RQ's failure handling is separate.)"""
         error = exc_info[1]
-        if not isinstance(error, AutoprofError | NotJSON):
+        if not isinstance(error, AutoprofError | NotJSON | TooLarge):
             super().handle_exception(job, *exc_info)
             return
         self.log.error("Worker %s: job %s failed: %s", self.name, job.id, error)

@@ -107,18 +107,13 @@ class RunFilter:
         if self.kind:
             query = query.where(Run.kind == self.kind)
         if self.machine:
-            pattern = f"%{self.machine.lower()}%"
+            text = self.machine.lower()  # % and _ match themselves (autoescape)
+            columns = (Machine.hostname, Machine.cpu_id, Machine.model_name)
             query = query.where(
                 Run.id.in_(
                     select(RunPart.run_id)
                     .join(Machine)
-                    .where(
-                        or_(
-                            func.lower(Machine.hostname).like(pattern),
-                            func.lower(Machine.cpu_id).like(pattern),
-                            func.lower(Machine.model_name).like(pattern),
-                        )
-                    )
+                    .where(or_(*(func.lower(c).contains(text, autoescape=True) for c in columns)))
                 )
             )
         if self.command:

@@ -1,11 +1,13 @@
 """The ASGI app: settings, the token check, static files and downloads; pages and the JSON API
 are in `routes.py`.
 
-Safety: reading is open to whoever reaches the address (127.0.0.1 by default); starting and
-stopping jobs and deleting runs need the token (header X-Autoprof-Token, or the cookie that
-/login?token=... sets, SameSite=Strict) and a server started with --allow. Every page escapes
-what users wrote (Jinja2 autoescape; the scripts set textContent, never HTML). Downloads name
-files inside a run's own out/ folder and are refused (404) when the path leaves it.
+Safety: reading runs is open to whoever reaches the address (127.0.0.1 by default); starting and
+stopping jobs, deleting runs and reading what a workload printed (stdout, stderr, the job's log)
+need the token (header X-Autoprof-Token, or the cookie that /login?token=... sets once checked,
+SameSite=Strict), and jobs a server started with --allow. `guard.py` checks Host, Origin and
+Content-Type first. Every page escapes what users wrote (Jinja2 autoescape; the scripts set
+textContent, never HTML). Downloads name files inside a run's own out/ folder and are refused
+(404) when the path leaves it, when out/ is a symlink, or when the file has other hard links.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import hmac
 import io
 import re
+import stat
 import tarfile
 import tempfile
 import threading
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
@@ -32,11 +36,20 @@ from autoprof.run import outdir
 from autoprof.store.engine import Store
 from autoprof.store.queries import export_frame, find_run
 from autoprof.web.analyses import FrameCache
+from autoprof.web.guard import TOKEN_COOKIE, Guard, host_names
 from autoprof.web.jobs import Backend, LocalQueue
 
 TOKEN_HEADER = "X-Autoprof-Token"
-TOKEN_COOKIE = "autoprof_token"
+# what a workload printed: readable with the token only (it may hold anything the program saw)
+PRIVATE_FILES = frozenset({outdir.STDOUT, outdir.STDERR})
 HERE = Path(__file__).parent
+# the flame graph runs its own inline script: sandboxed, it reaches nothing of this origin;
+# only this server's record page may embed it
+FLAME_HEADERS = {
+    "Content-Security-Policy": "sandbox allow-scripts; default-src 'none'; "
+    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'self'",
+    "X-Frame-Options": "SAMEORIGIN",
+}
 
 
 @dataclass
@@ -47,6 +60,7 @@ class Settings:
     allow: list[re.Pattern] = field(default_factory=list)
     allow_env: frozenset[str] = frozenset()  # variables a job may set (--allow-env)
     redis_url: str | None = None  # jobs go to RQ (a worker for this host runs them)
+    hosts: frozenset[str] = host_names("127.0.0.1")  # Host names answered (guard.host_names)
 
     @property
     def read_only(self) -> bool:
@@ -65,11 +79,20 @@ def state_of(request: Request) -> State:
     return request.app.state.autoprof
 
 
+def token_matches(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+def has_token(request: Request) -> bool:
+    """Whether the request carries the server's token (header or login cookie)."""
+    given = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE) or ""
+    return token_matches(given, state_of(request).settings.token)
+
+
 def require_token(request: Request) -> State:
     """403 unless the request carries the server's token; 403 too when read-only."""
     state = state_of(request)
-    given = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE) or ""
-    if not hmac.compare_digest(given.encode(), state.settings.token.encode()):
+    if not has_token(request):
         raise HTTPException(403, "a token is needed: open the address `autoprof serve` printed")
     if state.settings.read_only:
         raise HTTPException(403, "this server is read-only (start it with --allow REGEX)")
@@ -101,13 +124,46 @@ def local_out(state: State, uuid: str) -> Path | None:
     return None
 
 
-def inside(root: Path, relative: str) -> Path:
-    """`root/relative` when it is a file inside `root` (links resolved), else 404."""
+def servable(path: Path) -> bool:
+    """A plain file with no other name: a hard link made inside out/ to a file elsewhere (a
+    key, another user's data) cannot be told from its original except by its link count, and
+    nothing autoprof writes has two names; a symlink out/ is refused by `inside`."""
+    try:
+        info = path.stat()
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+
+
+def inside(root: Path, relative: str, private: bool = True) -> Path:
+    """`root/relative` when it is a servable file inside `root` (links resolved; `root` itself
+    and its job folder no symlinks), else 404; a workload's output only when `private`."""
+    if "\0" in relative:
+        raise HTTPException(400, "a file path cannot hold a NUL byte")
+    if root.is_symlink() or root.parent.is_symlink():
+        raise HTTPException(404)
     base = root.resolve()
     path = (base / relative).resolve()
-    if not path.is_relative_to(base) or not path.is_file():
+    if not path.is_relative_to(base) or not servable(path):
         raise HTTPException(404)
+    if path.name in PRIVATE_FILES and not private:
+        raise HTTPException(403, "what the workload printed is shown with the token only")
     return path
+
+
+def _tar_out(root: Path, name: str, private: bool) -> bytes:
+    """out/ as a .tar.gz of its servable files (a workload's output only when `private`)."""
+    if root.is_symlink() or root.parent.is_symlink():
+        raise HTTPException(404)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in sorted(root.rglob("*")):
+            if path.is_symlink() or not servable(path):
+                continue
+            if path.name in PRIVATE_FILES and not private:
+                continue
+            tar.add(path, arcname=f"{name}/{path.relative_to(root)}", recursive=False)
+    return buffer.getvalue()
 
 
 def _run_uuid(state: State, ident: str) -> str:
@@ -136,12 +192,11 @@ def download(request: Request) -> Response:
     if root is None:
         raise HTTPException(404, "this run's out/ folder is not on this machine")
     if kind == "out.tar.gz":
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-            tar.add(root, arcname=uuid)
-        return _attachment(buffer.getvalue(), f"{uuid}.tar.gz", "application/gzip")
+        data = _tar_out(root, uuid, has_token(request))
+        return _attachment(data, f"{uuid}.tar.gz", "application/gzip")
     if kind == "files":
-        return FileResponse(inside(root, request.path_params.get("path", "")))
+        path = request.path_params.get("path", "")
+        return FileResponse(inside(root, path, has_token(request)))
     raise HTTPException(404)
 
 
@@ -150,7 +205,8 @@ def record_file(request: Request) -> Response:
     job = state.queue.get(request.path_params["job_id"])
     if job is None or job.folder is None:
         raise HTTPException(404)
-    return FileResponse(inside(job.folder / "out", request.path_params["path"]))
+    path = inside(job.folder / "out", request.path_params["path"], has_token(request))
+    return FileResponse(path, headers=FLAME_HEADERS if path.suffix == ".svg" else None)
 
 
 def _attachment(data: bytes, name: str, media_type: str) -> Response:
@@ -188,6 +244,11 @@ def create_app(settings: Settings) -> Starlette:
         queue.close()  # nothing a job started keeps running after the server
 
     state = State(settings, queue)
-    app = Starlette(routes=routes.ROUTES, exception_handlers=routes.HANDLERS, lifespan=lifespan)
+    app = Starlette(
+        routes=routes.ROUTES,
+        exception_handlers=routes.HANDLERS,
+        lifespan=lifespan,
+        middleware=[Middleware(Guard, hosts=settings.hosts)],
+    )
     app.state.autoprof = state
     return app

@@ -77,22 +77,24 @@ class JobRequest:
         return shlex.join(self.command)
 
     @classmethod
-    def from_form(cls, data: dict[str, Any]) -> JobRequest:
-        """Parse the form's JSON (command as one shell line, env and tags as KEY=VALUE lines);
-        raises AutoprofError with what is wrong."""
+    def from_form(cls, data: Any) -> JobRequest:
+        """Parse the form's JSON (command as one shell line or a list of arguments, env and
+        tags as KEY=VALUE lines); raises AutoprofError with what is wrong."""
+        if not isinstance(data, dict):
+            raise AutoprofError(f"expected a JSON object, not {type(data).__name__}")
         tool = str(data.get("tool", "stat"))
         if tool not in TOOLS:
             raise AutoprofError(f"unknown tool {tool!r} (choose {', '.join(TOOLS)})")
-        try:
-            command = shlex.split(str(data.get("command", "")))
-        except ValueError as err:
-            raise AutoprofError(f"command: {err}") from None
+        command = _command(data.get("command", ""))
         pid = data.get("pid") or None
         if not command and pid is None:
             raise AutoprofError("give a command (or a PID to attach to)")
         if command and pid is not None and tool != "record":
             raise AutoprofError("give a command or a PID to attach to, not both")
-        events = [str(e) for e in data.get("events") or [] if str(e).strip()]
+        events = data.get("events") or []
+        if not (isinstance(events, list) and all(isinstance(e, str) for e in events)):
+            raise AutoprofError("events: expected a list of event names")
+        events = [e for e in events if e.strip()]
         if tool != "record" and not events:
             raise AutoprofError("choose at least one event")
         return cls(
@@ -100,7 +102,7 @@ class JobRequest:
             command=command,
             events=events,
             env=_pairs(data.get("env", ""), "environment variable", _ENV_NAME),
-            pid=int(pid) if pid is not None else None,
+            pid=_bounded(pid, "pid", 1, 2**22) if pid is not None else None,
             duration=_bounded(data.get("duration") or 10, "duration", 0.01, 3600, float),
             interval_ms=_bounded(data.get("interval_ms", 100), "interval", 10, 60_000),
             repeat=_bounded(data.get("repeat", 1), "repeat", 1, 100),
@@ -109,13 +111,27 @@ class JobRequest:
         )
 
 
+def _command(value: Any) -> list[str]:
+    """A command given as one shell line or as a list of arguments."""
+    if isinstance(value, list) and all(isinstance(arg, str) for arg in value):
+        return value
+    if not isinstance(value, str):
+        raise AutoprofError("command: expected a shell line or a list of arguments")
+    try:
+        return shlex.split(value)
+    except ValueError as err:
+        raise AutoprofError(f"command: {err}") from None
+
+
 def _bounded(value: Any, what: str, low: float, high: float, kind: type = int) -> Any:
     """`value` as a `kind` (int: a whole number; float: seconds) within low..high, or
     AutoprofError saying what is wrong."""
     unit = " s" if kind is float else ""
     try:
+        if isinstance(value, bool):  # JSON true is no number
+            raise TypeError
         number = kind(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(1e999)
         noun = "a number of seconds" if kind is float else "a whole number"
         raise AutoprofError(f"{what} {value!r} is not {noun}") from None
     if not low <= number <= high:
@@ -143,11 +159,15 @@ def check_allowed(request: JobRequest, patterns: list[re.Pattern]) -> None:
     """The queue worker's own rule: the shell-joined command must fully match an --allow."""
     if not patterns:
         raise AutoprofError("this server is read-only: start it with --allow REGEX to measure")
-    checked = request.command or ["-p", str(request.pid)]  # attaching: --allow '-p [0-9]+'
-    if not allowed(checked, patterns):
-        raise AutoprofError(
-            f"refused: command {shlex.join(checked)!r} does not match this server's --allow"
-        )
+    # attaching: --allow '-p [0-9]+'; `record` of a command may attach to a PID as well
+    checks = [request.command] if request.command else []
+    if request.pid is not None:
+        checks.append(["-p", str(request.pid)])
+    for checked in checks:
+        if not allowed(checked, patterns):
+            raise AutoprofError(
+                f"refused: command {shlex.join(checked)!r} does not match this server's --allow"
+            )
 
 
 def refused_env_names(names: list[str]) -> list[str]:

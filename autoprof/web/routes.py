@@ -25,12 +25,14 @@ from autoprof.web import analyses, views
 from autoprof.web.app import (
     TOKEN_COOKIE,
     download,
+    has_token,
     local_out,
     plotly_js,
     record_file,
     require_token,
     state_of,
     static_file,
+    token_matches,
 )
 from autoprof.web.jobs import JobRequest, check_allowed, check_env
 
@@ -245,9 +247,9 @@ async def api_submit(request: Request) -> Response:
     """Queue a measurement (token needed; the command must match --allow). Returns at once."""
     state = require_token(request)
     try:
-        job_request = JobRequest.from_form(await request.json())
-    except ValueError:
-        raise HTTPException(400, "expected a JSON body") from None
+        job_request = JobRequest.from_form(json.loads(await request.body()))
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
+        raise HTTPException(400, "expected a JSON object") from None
     check_allowed(job_request, state.settings.allow)
     check_env(job_request, state.settings.allow_env)
     job = state.queue.submit(job_request)
@@ -266,10 +268,18 @@ def api_jobs(request: Request) -> Response:
     return _json([j.to_dict() for j in state_of(request).queue.list()])
 
 
+def _tails(request: Request, job) -> dict:
+    """The job's stdout/stderr/log tails with the token; without it, None each (a workload
+    prints what it likes: keys, data, the paths it read)."""
+    tails = job.tails()
+    return tails if has_token(request) else dict.fromkeys(tails)
+
+
 def api_job(request: Request) -> Response:
-    """One job: state, request, stored run id; stdout/stderr tails."""
+    """One job: state, request, stored run id; stdout/stderr/log tails (token needed for
+    those, else null)."""
     job = _job(request)
-    return _json(dict(job.to_dict(), **job.tails()))
+    return _json(dict(job.to_dict(), **_tails(request, job)))
 
 
 def api_stop(request: Request) -> Response:
@@ -296,7 +306,7 @@ async def api_stream(request: Request) -> Response:
             if len(tail.points) > sent:
                 yield f"event: points\ndata: {json.dumps(tail.points[sent:])}\n\n"
                 sent = len(tail.points)
-            tails = dict(now.tails(), state=now.state)
+            tails = dict(_tails(request, now), state=now.state)
             yield f"event: tails\ndata: {json.dumps(tails)}\n\n"
             if finished:
                 yield f"event: end\ndata: {json.dumps(now.to_dict())}\n\n"
@@ -327,11 +337,13 @@ def record_html(request: Request) -> Response:
 
 
 def login(request: Request) -> Response:
-    """/login?token=T: keep the token in a cookie (SameSite=Strict) for the buttons."""
+    """/login?token=T: keep the token in a cookie (SameSite=Strict) for the buttons, once
+    checked (a wrong one is 403, never stored)."""
+    token = request.query_params.get("token", "")
+    if not token_matches(token, state_of(request).settings.token):
+        raise HTTPException(403, "wrong token: open the address `autoprof serve` printed")
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(
-        TOKEN_COOKIE, request.query_params.get("token", ""), httponly=True, samesite="strict"
-    )
+    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
     return response
 
 

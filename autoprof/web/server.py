@@ -1,0 +1,171 @@
+"""uvicorn with limits: what keeps many idle or half-open connections (slowloris) from holding
+the server's file descriptors forever and filling its log with tracebacks.
+
+uvicorn (h11) waits for a request's headers without a deadline and accepts connections until
+the process runs out of file descriptors, then logs a traceback per failed accept(). Here:
+- a connection must complete its request's headers within `header_timeout_s` (the first one and
+  each next one on a kept-alive connection), else it is closed;
+- at most `max_connections` are open: one more evicts the oldest that is still waiting for its
+  headers (so idle ones cannot starve real clients), or is closed when all are busy;
+- the descriptor limit is raised to the hard limit, and every refusal is one log line, once a
+  minute per kind, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+LOG = logging.getLogger("autoprof.serve")
+QUIET_S = 60.0  # a refusal of one kind is logged at most once in this time
+# uvicorn's own one-line refusals, rate-limited as ours are
+UVICORN_REFUSALS = ("Exceeded concurrency limit.", "Invalid HTTP request received.")
+
+
+@dataclass
+class Limits:
+    max_connections: int = 200
+    header_timeout_s: float = 10.0
+    keep_alive_s: int = 5
+    max_header_bytes: int = 16 * 1024  # h11's largest incomplete event (request line + headers)
+
+
+@dataclass
+class RefusalLog:
+    """One line per refusal kind, then silence for QUIET_S seconds (with a count)."""
+
+    last: dict[str, float] = field(default_factory=dict)
+    hidden: dict[str, int] = field(default_factory=dict)
+
+    def should_log(self, kind: str, now: float) -> str | None:
+        """The suffix to log this refusal with, or None when it is to stay quiet."""
+        if now - self.last.get(kind, -QUIET_S) < QUIET_S:
+            self.hidden[kind] = self.hidden.get(kind, 0) + 1
+            return None
+        self.last[kind] = now
+        hidden = self.hidden.pop(kind, 0)
+        return f" ({hidden} more since the last such line)" if hidden else ""
+
+    def note(self, kind: str, message: str) -> None:
+        suffix = self.should_log(kind, time.monotonic())
+        if suffix is not None:
+            LOG.warning("autoprof serve: %s%s", message, suffix)
+
+
+REFUSALS = RefusalLog()
+
+
+class _OneLine(logging.Filter):
+    """uvicorn's refusal warnings through REFUSALS (one line per kind a minute)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in UVICORN_REFUSALS:
+            REFUSALS.note(message, message.rstrip(".").lower())
+            return False
+        return True
+
+
+class LimitedH11(H11Protocol):
+    """h11 with a deadline for each request's headers and a cap on open connections."""
+
+    limits = Limits()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.waiting_since = time.monotonic()
+        self.header_timer: asyncio.TimerHandle | None = None
+        self._arm()
+        if len(self.connections) > self.limits.max_connections:
+            idle = [c for c in self.connections if isinstance(c, LimitedH11) and c._waiting()]
+            victim = min(idle, key=lambda c: c.waiting_since) if idle else self
+            REFUSALS.note(
+                "connections",
+                f"over {self.limits.max_connections} connections: closed "
+                + ("the oldest one waiting for its headers" if idle else "a new one"),
+            )
+            victim._drop()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self.waiting_since = time.monotonic()
+        self._arm()  # the next request on this connection gets its own deadline
+
+    def _waiting(self) -> bool:
+        """No request in progress: its headers have not all arrived (or none was sent)."""
+        return self.cycle is None or self.cycle.response_complete
+
+    def _arm(self) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+        self.header_timer = self.loop.call_later(self.limits.header_timeout_s, self._expire)
+
+    def _expire(self) -> None:
+        if self._waiting() and not self.transport.is_closing():
+            REFUSALS.note(
+                "headers",
+                f"closed a connection that sent no complete request in "
+                f"{self.limits.header_timeout_s:g} s",
+            )
+            self._drop()
+
+    def _drop(self) -> None:
+        """Close now and stop counting it at once: its connection_lost comes an event-loop turn
+        later, and a burst of connections would meanwhile count as open (uvicorn's 503s)."""
+        self.connections.discard(self)
+        self.transport.close()
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server whose event loop logs errors (a failed accept(), say) as one line."""
+
+    async def startup(self, sockets: Any = None) -> None:
+        asyncio.get_running_loop().set_exception_handler(_loop_error)
+        await super().startup(sockets)
+
+
+def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    error = context.get("exception")
+    kind = type(error).__name__ if error else "error"
+    detail = f": {error}" if error else ""
+    REFUSALS.note(kind, f"{context.get('message', 'event loop error')}{detail}")
+
+
+def raise_fd_limit() -> None:
+    """The soft limit on open files up to the hard one (1024 by default on Debian)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def serve(app: Any, host: str, port: int, limits: Limits) -> None:
+    """Run `app` until Ctrl-C with `limits`."""
+    raise_fd_limit()
+    logging.basicConfig(format="%(message)s")
+    protocol = type("Http", (LimitedH11,), {"limits": limits})
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol,
+        log_level="warning",
+        timeout_graceful_shutdown=3,  # open live streams must not hold the server up on Ctrl-C
+        timeout_keep_alive=limits.keep_alive_s,
+        limit_concurrency=limits.max_connections + 10,  # past it: 503, not a queue
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        backlog=limits.max_connections,
+    )
+    logging.getLogger("uvicorn.error").addFilter(_OneLine())  # after uvicorn's logging setup
+    Server(config).run()
