@@ -87,7 +87,7 @@ def test_the_web_refuses_an_impossible_reserve_with_the_pipelines_line(tmp_path)
         TOKEN,
         compile_allow(["true"]),
     )
-    with TestClient(create_app(settings)) as web:
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as web:
         form = {"tool": "stat", "command": "true", "events": ["task-clock"], "reserve": RESERVE}
         job_id = web.post("/api/jobs", json=form, headers={TOKEN_HEADER: TOKEN}).json()["id"]
         deadline = time.monotonic() + 60
