@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import amd, arm, embedded, intel
+from autoprof.catalog import amd, arm, embedded, intel, pmuevents
 from autoprof.testing import kernel_check, kernel_formats, perf_attrs, vendor_bits
 from tests.conftest import REPO
 
@@ -216,3 +216,28 @@ def test_a_tree_of_the_wrong_family_is_caught():
     assert set(report.refused) == {e.spec for e in wide}
     assert all("value too big for format" in why for why in report.refused.values())
     assert report.unchecked == 1 and report.checked == 4 and report.different == []
+
+
+def test_the_oracle_places_amd_and_arm_fields_by_the_register_layouts():
+    """vendor_bits on real entries of the data, bits worked out by hand from the PPR / Arm ARM
+    (no perf needed): EventSelect[11:8] at 32, PerfMonV2 DF UnitMask[11:8] at 24, Fam 19h L3
+    EnAllSlices 46 / EnAllCores 47 / SliceId 48 / ThreadMask 56, UMC RdWrMask 8, an Arm
+    standard event's code from the architecture's table."""
+    raws = {m: kernel_check.model_raws(AMD_DIR / f"amd{m}") for m in ("zen1", "zen4", "zen5")}
+    expected = {
+        ("zen4", "ex_ret_msprd_brnch_instr_dir_msmtch"): 0x1_0000_00C7,
+        ("zen1", "remote_outbound_data_controller_0"): 0x7_0000_02C7,
+        ("zen4", "local_processor_read_data_beats_cs4"): 0x1_0700_FE1F,
+        ("zen4", "umc_act_cmd.rd"): 0x105,
+        ("zen5", "l3_xi_sampled_latency.dram_near"): 0x0303_C000_0000_01AC,
+    }
+    got = {(m, n): vendor_bits.amd(raws[m][n], m).config for m, n in expected}
+    assert got == expected
+    standard = {}
+    for name in arm.STANDARD_FILES:
+        for raw in pmuevents.read_json(ARM_DIR / name):
+            standard.setdefault(str(raw.get("EventName")).lower(), raw)
+    n1 = kernel_check.model_raws(ARM_DIR / "arm" / "neoverse-n1")
+    hip08 = kernel_check.model_raws(ARM_DIR / "hisilicon" / "hip08")
+    assert vendor_bits.arm(n1["cpu_cycles"], standard).config == 0x11
+    assert vendor_bits.arm(hip08["prefetch_drop"], standard).config == 0x42

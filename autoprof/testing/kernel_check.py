@@ -135,6 +135,13 @@ def _arm_folder(events_dir: Path, model: str) -> str:
     return arm.model_for(events_dir, arm.models(events_dir).get(model.lower(), model))[0]
 
 
+def vendor_of(platform: str) -> str:
+    """The embedded data set of a platform name: Intel's folder, a Zen model, else an Arm core."""
+    if platform in kernel_formats.INTEL:
+        return "intel"
+    return "amd" if platform in kernel_formats.AMD_TREES else "arm64"
+
+
 def tree_name(platform: str) -> str:
     """The kernel_formats tree a platform of any vendor is checked under."""
     if platform in kernel_formats.INTEL:
@@ -148,8 +155,7 @@ def tree_name(platform: str) -> str:
 
 def run(platform: str, root: Path) -> Report:
     """Check one platform of any vendor, writing its tree under `root`."""
-    vendor = "intel" if platform in kernel_formats.INTEL else "amd"
-    vendor = vendor if vendor == "intel" or platform in kernel_formats.AMD_TREES else "arm64"
+    vendor = vendor_of(platform)
     events_dir = embedded.directory(vendor)
     assert events_dir is not None
     tree = root / tree_name(platform)
