@@ -22,7 +22,7 @@ open. Transcribed from the kernel's format attributes (Linux 6.x):
   ``cncu``/``sncu``);
 - free-running counters: uncore.c ``uncore_freerunning_formats_attr`` (event, umask).
 AMD and Arm (NON-INTEL.md sec. 2): arch/x86/events/amd/core.c, amd/uncore.c,
-drivers/perf/arm_pmuv3.c.
+drivers/perf/arm_pmuv3.c, drivers/perf/hisilicon/hisi_uncore_{ddrc,hha,l3c}_pmu.c.
 
 Each platform lists its PMUs as (kernel PMU name, format set, boxes): a type with several boxes
 is ``uncore_<name>_<N>`` (uncore.c ``uncore_pmu_register``), perf expands ``uncore_<name>/``
