@@ -6,22 +6,35 @@ tests/data/kernel-formats/<platform>/ is a fake PMU tree (written from the table
 printing the perf_event_attr it would open. Each string must parse (its terms exist, its values
 fit their bits) and give config/config1/config2 equal to the bits Intel's data asks for
 (`autoprof.testing.vendor_bits`, written from the register layouts, not from autoprof's code).
-One platform runs in the fast suite; all 40 are slow.
+The same for AMD's Zen 1-6 (perf's amdzenN data) and every Arm core of perf's arm64 data.
+One platform per vendor runs in the fast suite (SKX, Zen 4, Neoverse N2/V2); the rest are slow.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import intel
-from autoprof.testing import kernel_check, kernel_formats, perf_attrs
+from autoprof.catalog import amd, arm, embedded, intel, pmuevents
+from autoprof.testing import kernel_check, kernel_formats, perf_attrs, vendor_bits
 from tests.conftest import REPO
 
 TREES = REPO / "tests" / "data" / "kernel-formats"
 RECORDED = REPO / "tests" / "data" / "perf61" / "stat-vv-fake-pmus.txt"
 WHY_NOT = perf_attrs.unavailable()
+AMD_DIR = embedded.directory("amd")
+ARM_DIR = embedded.directory("arm64")
+assert AMD_DIR is not None and ARM_DIR is not None
+needs_perf = pytest.mark.skipif(
+    WHY_NOT is not None, reason=f"cannot run perf over a fake tree: {WHY_NOT}"
+)
+HISI_WILDCARD = (
+    "open: perf 6.1's event grammar takes a PMU name or a prefix of numbered boxes "
+    "(hisi_sccl1_l3c -> hisi_sccl1_l3c0, l3c1), not jevents' comma Unit (hisi_sccl,l3c), which "
+    "perf matches only for its own aliases (pmu.c pmu_uncore_alias_match): a parser error"
+)
 
 
 def test_trees_are_the_table():
@@ -46,7 +59,7 @@ def test_attrs_are_read_from_recorded_output():
     assert len({a.type for a in attrs["B"]}) == 2
 
 
-@pytest.mark.skipif(WHY_NOT is not None, reason=f"cannot run perf over a fake tree: {WHY_NOT}")
+@needs_perf
 def test_perf_refuses_what_the_kernel_format_lacks():
     """The harness can fail: a term SKX's PCU has not (occ_sel), a value wider than the SPR CHA
     umask (umask_ext4, 32 bits) and a PMU no kernel creates are refused, with perf's reason."""
@@ -72,7 +85,7 @@ def _check(intel_dir: Path, platform: str) -> kernel_check.Report:
     return report
 
 
-@pytest.mark.skipif(WHY_NOT is not None, reason=f"cannot run perf over a fake tree: {WHY_NOT}")
+@needs_perf
 def test_skx_strings_give_the_bits_of_intels_data(intel_dir):
     """SKX: CHA Filter1 in config1:32-63, the PCU's occupancy select as umask, IIO masks,
     offcore/ldlat/frontend MSR values, fixed counters by the kernel's codes."""
@@ -82,14 +95,14 @@ def test_skx_strings_give_the_bits_of_intels_data(intel_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(WHY_NOT is not None, reason=f"cannot run perf over a fake tree: {WHY_NOT}")
+@needs_perf
 @pytest.mark.parametrize("platform", sorted(set(kernel_formats.INTEL) - {"SKX"}))
 def test_every_platforms_strings_give_the_bits_of_intels_data(intel_dir, platform):
     report = _check(intel_dir, platform)
     assert report.checked > 100
 
 
-@pytest.mark.skipif(WHY_NOT is not None, reason=f"cannot run perf over a fake tree: {WHY_NOT}")
+@needs_perf
 def test_amd_and_arm_trees_take_perfs_own_strings():
     """The AMD and Arm trees, for their catalogs to plug in: the strings perf's jevents writes
     (NON-INTEL.md sec. 2) give the bits the kernel's formats place, e.g. a 12-bit AMD event
@@ -112,3 +125,119 @@ def test_amd_and_arm_trees_take_perfs_own_strings():
     assert "value too big for format" in next(iter(zen1.refused.values()))
     arm = perf_attrs.parse(TREES / "arm64-neoverse", ["armv8_pmuv3_0/event=0x11,name=CYC/"])
     assert [a.config for a in arm.attrs["CYC"]] == [0x11]
+
+
+def test_every_zen_model_has_a_tree():
+    zen = {name for name in amd.models(AMD_DIR) if name.startswith("zen")}
+    assert zen == set(kernel_formats.AMD_TREES) == {f"zen{n}" for n in range(1, 7)}
+
+
+def _check_other(model: str) -> dict[str, int]:
+    """A model's strings all parse and give the data's bits; its events checked per PMU."""
+    tree = TREES / kernel_check.tree_name(model)
+    if model in kernel_formats.AMD_TREES:
+        report = kernel_check.check_amd(AMD_DIR, model, tree)
+        catalog = amd.load(AMD_DIR, model, kernel_check.ALL_EVENTS)
+    else:
+        report = kernel_check.check_arm(ARM_DIR, model, tree)
+        catalog = arm.load(ARM_DIR, model, kernel_check.ALL_EVENTS)
+    assert report.refused == {}
+    assert [(name, spec) for name, spec, *_ in report.different] == []
+    assert report.checked == len(catalog.events) - report.unchecked
+    counts = Counter(event.pmu for event in catalog.events)
+    return dict(counts) if report.unchecked == 0 else {"unchecked": report.unchecked, **counts}
+
+
+@needs_perf
+def test_zen4_strings_give_the_bits_of_the_ppr_layout():
+    """Zen 4, every event (deprecated too): 12-bit core codes over config:0-7,32-35, PerfMonV2
+    DF event/umask over 32-37 and 24-27, UMC RdWrMask, on the PerfMonV2 tree."""
+    assert _check_other("zen4") == {"cpu": 336, "amd_l3": 17, "amd_df": 136, "amd_umc": 13}
+
+
+@needs_perf
+def test_neoverse_n2_strings_give_the_event_numbers_of_arms_data():
+    assert _check_other("neoverse-n2") == {"armv8_pmuv3_0": 154}
+
+
+@pytest.mark.slow
+@needs_perf
+@pytest.mark.parametrize("model", ["zen1", "zen2", "zen3", "zen5", "zen6"])
+def test_every_zen_models_strings_give_the_bits_of_the_ppr_layout(model):
+    assert "unchecked" not in _check_other(model)
+
+
+@pytest.mark.slow
+@needs_perf
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(model, marks=pytest.mark.xfail(strict=True, reason=HISI_WILDCARD))
+        if model == "hisilicon/hip08"
+        else model
+        for model in kernel_check.arm_models(ARM_DIR)
+    ],
+)
+def test_every_arm_cores_strings_give_the_event_numbers_of_arms_data(model):
+    assert "unchecked" not in _check_other(model)
+
+
+@needs_perf
+def test_hisilicons_comma_pmus_are_refused_by_perf_61():
+    """The difference the check found on HIP08 (HISI_WILDCARD; all of HIP08 is in the slow
+    test): a string of each uncore PMU is refused, one SCCL's boxes by their prefix parse."""
+    catalog = arm.load(ARM_DIR, "hip08", kernel_check.ALL_EVENTS)
+    first = {e.pmu: e.spec for e in reversed(catalog.events)}
+    parsed = perf_attrs.parse(
+        TREES / "arm64-hip08", [*first.values(), "hisi_sccl1_l3c/config=0x42,name=P/"]
+    )
+    assert set(parsed.refused) == {spec for pmu, spec in first.items() if pmu.startswith("hisi_")}
+    assert set(parsed.refused.values()) == {"parser error"}
+    assert [a.config for a in parsed.attrs["P"]] == [0x42, 0x42]  # hisi_sccl1_l3c0 and l3c1
+
+
+@needs_perf
+def test_a_tree_of_the_wrong_family_is_caught():
+    """The check can fail: Zen 5's 12-bit DF umasks (0xffe) do not fit Zen 3's 8-bit DF umask
+    (perf refuses them), Zen 3 has no UMC PMU (its events are left unchecked); the L3 formats
+    are Fam 19h's on both (sliceid, threadmask...), so those strings parse and match."""
+    catalog = amd.load(AMD_DIR, "zen5", kernel_check.ALL_EVENTS)
+    wide = [e for e in catalog.events if e.pmu == "amd_df" and e.umask > 0xFF][:2]
+    l3 = [e for e in catalog.events if e.pmu == "amd_l3" and "sliceid" in e.spec][:2]
+    umc = [e for e in catalog.events if e.pmu == "amd_umc"][:1]
+    raws = kernel_check.model_raws(AMD_DIR / "amdzen5")
+    report = kernel_check.compare(
+        "zen5",
+        wide + l3 + umc,
+        lambda e: vendor_bits.amd(raws[e.name], "zen5"),
+        TREES / "amd-zen3",
+    )
+    assert len(wide) == len(l3) == 2
+    assert set(report.refused) == {e.spec for e in wide}
+    assert all("value too big for format" in why for why in report.refused.values())
+    assert report.unchecked == 1 and report.checked == 4 and report.different == []
+
+
+def test_the_oracle_places_amd_and_arm_fields_by_the_register_layouts():
+    """vendor_bits on real entries of the data, bits worked out by hand from the PPR / Arm ARM
+    (no perf needed): EventSelect[11:8] at 32, PerfMonV2 DF UnitMask[11:8] at 24, Fam 19h L3
+    EnAllSlices 46 / EnAllCores 47 / SliceId 48 / ThreadMask 56, UMC RdWrMask 8, an Arm
+    standard event's code from the architecture's table."""
+    raws = {m: kernel_check.model_raws(AMD_DIR / f"amd{m}") for m in ("zen1", "zen4", "zen5")}
+    expected = {
+        ("zen4", "ex_ret_msprd_brnch_instr_dir_msmtch"): 0x1_0000_00C7,
+        ("zen1", "remote_outbound_data_controller_0"): 0x7_0000_02C7,
+        ("zen4", "local_processor_read_data_beats_cs4"): 0x1_0700_FE1F,
+        ("zen4", "umc_act_cmd.rd"): 0x105,
+        ("zen5", "l3_xi_sampled_latency.dram_near"): 0x0303_C000_0000_01AC,
+    }
+    got = {(m, n): vendor_bits.amd(raws[m][n], m).config for m, n in expected}
+    assert got == expected
+    standard = {}
+    for name in arm.STANDARD_FILES:
+        for raw in pmuevents.read_json(ARM_DIR / name):
+            standard.setdefault(str(raw.get("EventName")).lower(), raw)
+    n1 = kernel_check.model_raws(ARM_DIR / "arm" / "neoverse-n1")
+    hip08 = kernel_check.model_raws(ARM_DIR / "hisilicon" / "hip08")
+    assert vendor_bits.arm(n1["cpu_cycles"], standard).config == 0x11
+    assert vendor_bits.arm(hip08["prefetch_drop"], standard).config == 0x42

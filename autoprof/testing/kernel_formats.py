@@ -22,7 +22,7 @@ open. Transcribed from the kernel's format attributes (Linux 6.x):
   ``cncu``/``sncu``);
 - free-running counters: uncore.c ``uncore_freerunning_formats_attr`` (event, umask).
 AMD and Arm (NON-INTEL.md sec. 2): arch/x86/events/amd/core.c, amd/uncore.c,
-drivers/perf/arm_pmuv3.c.
+drivers/perf/arm_pmuv3.c, drivers/perf/hisilicon/hisi_uncore_{ddrc,hha,l3c}_pmu.c.
 
 Each platform lists its PMUs as (kernel PMU name, format set, boxes): a type with several boxes
 is ``uncore_<name>_<N>`` (uncore.c ``uncore_pmu_register``), perf expands ``uncore_<name>/``
@@ -178,6 +178,9 @@ AMD_DF = {"event": "config:0-7,32-35,59-60", "umask": "config:8-15"}
 AMD_DF_V2 = {"event": "config:0-7,32-37", "umask": "config:8-15,24-27"}
 AMD_UMC = _EV | {"rdwrmask": "config:8-9"}
 ARM_PMUV3 = {"event": "config:0-15", "long": "config1:0", "rdpmc": "config1:1"}
+# drivers/perf/hisilicon/hisi_uncore_{ddrc,hha,l3c}_pmu.c, v1 (HIP08): ``event`` only
+HISI_DDRC_V1 = {"event": "config:0-4"}
+HISI_V1 = {"event": "config:0-7"}
 
 Pmus = list[tuple[str, Formats, int]]
 
@@ -372,8 +375,37 @@ OTHER: dict[str, Pmus] = {
         ("amd_umc", AMD_UMC, 2),
     ],
     "arm64-neoverse": [("armv8_pmuv3_0", ARM_PMUV3, 1)],  # ACPI: arm_pmu_acpi.c names it
+    # HIP08: hisi_sccl<S>_<unit><N> (devm_kasprintf in each driver), two SCCLs' worth
+    "arm64-hip08": [
+        ("armv8_pmuv3_0", ARM_PMUV3, 1),
+        *[(f"hisi_sccl{s}_ddrc{n}", HISI_DDRC_V1, 1) for s in (1, 3) for n in (0, 1)],
+        *[(f"hisi_sccl{s}_hha{n}", HISI_V1, 1) for s in (1, 3) for n in (0, 1)],
+        *[(f"hisi_sccl{s}_l3c{n}", HISI_V1, 1) for s in (1, 3) for n in (0, 1)],
+    ],
 }
 PLATFORMS = INTEL | OTHER
+# The tree of each AMD model (perf's amdzenN folders): the kernel picks formats by family and
+# PerfMonV2, not by model (amd/uncore.c: ``boot_cpu_data.x86 >= 0x19`` -> the Fam 19h L3
+# formats, ``X86_FEATURE_PERFMON_V2`` -> the DF umask/event of PerfMonV2 and the UMC PMU), so
+# Fam 17h (Zen 1, 2) share one tree, Zen 3 (Fam 19h, no PerfMonV2) has its own, and Zen 4 (Fam
+# 19h) and Zen 5, 6 (Fam 1Ah) share the PerfMonV2 one.
+AMD_TREES = {
+    "zen1": "amd-zen1",
+    "zen2": "amd-zen1",
+    "zen3": "amd-zen3",
+    "zen4": "amd-zen4",
+    "zen5": "amd-zen4",
+    "zen6": "amd-zen4",
+}
+# Every Arm core has the same PMUv3 formats (arm_pmuv3.c), under its ACPI name; HIP08 has its
+# HiSilicon uncore PMUs beside it.
+ARM_TREES = {"hisilicon/hip08": "arm64-hip08"}
+
+
+def arm_tree(model_folder: str) -> str:
+    return ARM_TREES.get(model_folder, "arm64-neoverse")
+
+
 # Core PMUs that serve a set of CPUs (a `cpus` file): hybrid x86 core types, Arm's.
 _CPUS = {"cpu_core": "0", "cpu_atom": "1", "cpu_lowpower": "1", "armv8_pmuv3_0": "0-1"}
 

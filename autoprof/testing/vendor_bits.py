@@ -1,4 +1,4 @@
-"""The control-register bits Intel's perfmon data asks for, computed from the JSON fields alone.
+"""The control-register bits the vendors' event data asks for, computed from the JSON fields alone.
 
 An oracle for `tests/test_kernel_formats.py`, written without autoprof's encoding code: the
 PerfEvtSel layout of Intel's SDM (vol. 3B 20.2: event 0-7, umask 8-15, edge 18, any 21,
@@ -19,6 +19,22 @@ Exceptions, each decided by the kernel:
   nothing; all states of the range are asked for, as far as the kernel's state filter reaches
   (hswep ``filter_state3`` config1:17-23; ivbep ``filter_state2`` config1:17-22, so IVT's
   bit 23 is not there).
+
+AMD (perf's amdzenN data) and Arm (perf's arm64 data), from the hardware register layouts:
+- AMD core PERF_CTL (PPR, Core::X86::Msr::PERF_CTL): EventSelect[7:0] bits 0-7, UnitMask
+  8-15, Edge 18, Inv 23, CntMask 24-31, EventSelect[11:8] 32-35;
+- AMD L3 PMC (ChL3PmcCfg): EventSel 0-7, UnitMask 8-15; Fam 17h SliceMask 48-51, ThreadMask
+  56-63; Fam 19h and later CoreId 42-44, EnAllSlices 46, EnAllCores 47, SliceId 48-50,
+  ThreadMask 56-57;
+- AMD DF PMC (DF::DfPmcCfg): EventSel[7:0] 0-7, UnitMask[7:0] 8-15; with PerfMonV2 (Zen 4
+  and later) EventSel[13:8] 32-37 and UnitMask[11:8] 24-27, before it EventSel[11:8] 32-35
+  and EventSel[13:12] 59-60;
+- AMD UMC PMC (UMC::PerfMonCtl, PerfMonV2): EventSel 0-7, RdWrMask 8-9;
+- Arm PMEVTYPER<n>_EL0 (Arm ARM D23.5): evtCount bits 0-15 (PMUv3p1 and later; 0-9 before).
+  A standard event (``ArchStdEvent``) has the code of the architecture's table, the model's
+  own fields winning;
+- HiSilicon HIP08 uncore (DDRC, HHA, L3C; hisi_uncore_*_pmu.c): an 8-bit event type per
+  counter, the data's ``ConfigCode``.
 """
 
 from __future__ import annotations
@@ -100,3 +116,55 @@ def uncore(raw: dict[str, Any], platform: str) -> Attr | None:
         high, low = min(int(state.group(1)), _STATE_TOP[platform]), int(state.group(2))
         config1 = ((1 << (high - low + 1)) - 1) << low
     return Attr(0, config, config1)
+
+
+# AMD model -> (family, PerfMonV2): PPR of each family; PerfMonV2 is CPUID 0x80000022 EAX[0],
+# set from Zen 4 on.
+ZEN = {
+    "zen1": (0x17, False),
+    "zen2": (0x17, False),
+    "zen3": (0x19, False),
+    "zen4": (0x19, True),
+    "zen5": (0x1A, True),
+    "zen6": (0x1A, True),
+}
+
+
+def _bits(value: int, low: int, high: int, at: int) -> int:
+    """Bits low..high of `value`, placed from bit `at`."""
+    return (value >> low & (1 << (high - low + 1)) - 1) << at
+
+
+def amd(raw: dict[str, Any], model: str) -> Attr:
+    """config of an AMD event (core, L3, DF or UMC, told by its Unit) on a Zen model."""
+    family, perfmon_v2 = ZEN[model]
+    code, umask = _num(raw, "EventCode"), _num(raw, "UMask")
+    unit = str(raw.get("Unit") or "")
+    if unit == "UMCPMC":
+        return Attr(0, _bits(code, 0, 7, 0) | _bits(_num(raw, "RdWrMask"), 0, 1, 8))
+    low = _bits(code, 0, 7, 0) | _bits(umask, 0, 7, 8)
+    if unit == "DFPMC":
+        if perfmon_v2:
+            return Attr(0, low | _bits(code, 8, 13, 32) | _bits(umask, 8, 11, 24))
+        return Attr(0, low | _bits(code, 8, 11, 32) | _bits(code, 12, 13, 59))
+    if unit == "L3PMC":
+        if family == 0x17:
+            return Attr(0, low | _bits(_num(raw, "ThreadMask"), 0, 7, 56))
+        return Attr(
+            0,
+            low
+            | _num(raw, "EnAllSlices") << 46
+            | _num(raw, "EnAllCores") << 47
+            | _bits(_num(raw, "SliceId"), 0, 2, 48)
+            | _bits(_num(raw, "ThreadMask"), 0, 1, 56),
+        )
+    return Attr(0, low | _bits(code, 8, 11, 32))
+
+
+def arm(raw: dict[str, Any], standard: dict[str, dict[str, Any]]) -> Attr:
+    """config of an Arm event; `standard` are the architecture's events by lower-case name."""
+    name = raw.get("ArchStdEvent")
+    merged = standard[str(name).lower()] | raw if name else raw
+    if str(merged.get("Unit") or "").startswith("hisi_"):
+        return Attr(0, _bits(_num(merged, "ConfigCode"), 0, 7, 0))
+    return Attr(0, _bits(_num(merged, "EventCode"), 0, 15, 0))
