@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof.catalog import pmuevents, vendor
-from autoprof.catalog.model import Catalog, ReadOptions
+from autoprof.catalog.model import Catalog, Exclusion, ReadOptions
 from autoprof.errors import AutoprofError
 
 DEFAULT_CORE_PMU = "armv8_pmuv3_0"
@@ -90,6 +90,15 @@ def resolve(raw: dict[str, Any], standard: dict[str, dict[str, Any]]) -> dict[st
     return base | {k: v for k, v in raw.items() if k != "ArchStdEvent"}
 
 
+# perf takes jevents' comma unit (hisi_sccl,l3c: every hisi_sccl<N>_l3c<M>) for its own table
+# aliases only (tools/perf/util/pmu.c pmu_uncore_alias_match); in an event string its parser
+# wants one PMU name or a box prefix (hisi_sccl1_l3c), which only the machine's sysfs can give
+WILDCARD = (
+    "perf cannot parse the wildcard PMU name in a string (it needs the machine's own "
+    "hisi_scclN_... boxes, which autoprof does not name yet)"
+)
+
+
 def uncore_pmu(unit: str) -> str:
     """jevents.py `unit_to_pmu`: HiSilicon's names verbatim (perf expands the comma)."""
     return unit if unit.startswith("hisi_") else f"uncore_{unit.lower()}"
@@ -121,6 +130,9 @@ def load(events_dir: str | Path, cpu: str, options: ReadOptions | None = None) -
             if pmu == core_pmu and cycles_fixed and code == CPU_CYCLES and "EventCode" in raw:
                 builder.add(raw, pmu, path, fixed=0)
                 cycles_fixed = False  # a second CPU_CYCLES takes a generic counter
+                continue
+            if "," in pmu:
+                builder.excluded.append(Exclusion(str(raw.get("EventName") or ""), pmu, WILDCARD))
                 continue
             if pmu != core_pmu:
                 builder.system_wide.add(pmu)

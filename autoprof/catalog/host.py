@@ -342,9 +342,6 @@ def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:
     boxes = {re.sub(r"_\d+$", "", name) for name in here}
 
     def present(pmu: str) -> bool:
-        if "," in pmu:  # perf's wildcard: hisi_sccl,l3c is every hisi_sccl<N>_l3c<M>
-            wildcard = re.compile(r"\d*_".join(map(re.escape, pmu.split(","))) + r"\d*")
-            return any(wildcard.fullmatch(name) for name in here)
         return pmu in here or pmu in boxes
 
     absent = {e.pmu for e in catalog.events if not present(e.pmu)}
