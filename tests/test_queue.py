@@ -89,7 +89,7 @@ GOOD = {"command": ["./w", "1"], "profile_id": str(uuid.uuid4())}
         (GOOD | {"command": []}, "non-empty list of strings"),
         (GOOD | {"command": "rm -rf /"}, "non-empty list of strings"),
         (GOOD | {"options": {"repeat": True}}, "--repeat True is not a whole number"),
-        (GOOD | {"options": {"repeat": 0}}, "--repeat 0 is not in the range x>=1"),
+        (GOOD | {"options": {"repeat": 0}}, "--repeat 0 is not in the range 1<=x<=10000"),
         (GOOD | {"options": {"force": True}}, "unknown spec options field 'force'"),
         (GOOD | {"selection": {"cpu": "SKX"}}, "unknown spec selection field 'cpu'"),
         (GOOD | {"part": 3, "parts": 2}, "not a valid part"),
