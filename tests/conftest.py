@@ -1,6 +1,10 @@
 """Shared test helpers: the Intel perfmon data autoprof ships, PostgreSQL databases made per test,
 and skips (saying why) when either is absent.
 
+Redis tests (`redis_url`) claim an empty database index of their own per module (atomically,
+`autoprof.testing.workers.claim`) and flush it afterwards; they skip when no server answers at
+$AUTOPROF_TEST_REDIS (default redis://127.0.0.1:6379).
+
 PostgreSQL tests create a randomly named database through the `postgres` maintenance database
 and drop it afterwards; they skip when no server answers at $AUTOPROF_TEST_PG
 (default postgresql://postgres@127.0.0.1:5432/postgres).
@@ -21,12 +25,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import redis
 from psycopg import sql
 
 from autoprof.catalog import embedded
 from autoprof.examples import build_writes
 from autoprof.perf.selfcheck import breakpoint_miscount
 from autoprof.testing.cli import CliResult, invoke
+from autoprof.testing.workers import claim
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -105,3 +111,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def cli_run() -> Callable[..., CliResult]:
     """`cli_run("schedule", "--cpu", "SKX")` -> CliResult (returncode, stdout, stderr)."""
     return invoke
+
+
+REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
+
+
+@pytest.fixture(scope="module")
+def redis_url():
+    """An empty Redis database index of our own, flushed afterwards; a skip without Redis."""
+    try:
+        claimed = claim(REDIS)
+    except (redis.RedisError, ValueError) as err:
+        pytest.skip(f"Redis not reachable at {REDIS}: {err}")
+    if claimed is None:
+        pytest.skip(f"no empty Redis database index at {REDIS}")
+    url, client = claimed
+    yield url
+    client.flushdb()

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import redis
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
@@ -35,27 +34,12 @@ from autoprof.results.live import Tail
 from autoprof.run import outdir
 from autoprof.run.options import EventSelection
 from autoprof.store import engine, queries
-from autoprof.testing.workers import WorkerProcess, claim, wait_ready
+from autoprof.testing.workers import WorkerProcess, wait_ready
 from autoprof.web.app import TOKEN_HEADER, Settings, create_app
 
-REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
 TOKEN = "p" * 24
 RESERVE = 8  # more than any core PMU can give up (it keeps one counter), and more than none
 TERMINAL = {"finished", "failed", "stopped", "canceled"}
-
-
-@pytest.fixture
-def redis_url():
-    """An empty Redis database index of our own, flushed afterwards; a skip without Redis."""
-    try:
-        claimed = claim(REDIS)
-    except (redis.RedisError, ValueError) as err:
-        pytest.skip(f"Redis not reachable at {REDIS}: {err}")
-    if claimed is None:
-        pytest.skip(f"no empty Redis database index at {REDIS}")
-    url, client = claimed
-    yield url
-    client.flushdb()
 
 
 def reserve_refusal() -> str:

@@ -37,10 +37,9 @@ from autoprof.queue.worker import wait_until_quiet
 from autoprof.results import aggregate
 from autoprof.run import outdir
 from autoprof.testing.synthetic_out import make_out
-from autoprof.testing.workers import WorkerProcess, claim, wait_ready
+from autoprof.testing.workers import WorkerProcess, wait_ready
 from tests.conftest import SECRET
 
-REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
 TERMINAL = {"finished", "failed", "stopped", "canceled"}
 pytestmark = pytest.mark.slow  # real workers, real profiles
 
@@ -151,20 +150,6 @@ def test_store_refuses_a_part_with_another_plan(tmp_path):
 
 
 # --- real Redis, PostgreSQL, perf --------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def redis_url():
-    """An empty Redis database index of our own, flushed afterwards."""
-    try:
-        claimed = claim(REDIS)
-    except (redis.RedisError, ValueError) as err:
-        pytest.skip(f"Redis not reachable at {REDIS}: {err}")
-    if claimed is None:
-        pytest.skip(f"no empty Redis database index at {REDIS}")
-    url, client = claimed
-    yield url
-    client.flushdb()
 
 
 @pytest.fixture
