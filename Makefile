@@ -37,9 +37,10 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 test: install system-deps
 	$(PYTEST) -q
 
-# Everything but the tests marked slow (real profiles, workers): under a minute.
+# Everything but the tests marked slow (real profiles, workers): under a minute, on two
+# processes (pytest-xdist; the fast tests share nothing: own tmp paths, databases, Redis indexes).
 test-fast: install system-deps
-	$(PYTEST) -q -m "not slow"
+	$(PYTEST) -q -m "not slow" -n 2
 
 lint: install
 	$(VENV)/bin/ruff check .
