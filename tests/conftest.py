@@ -34,12 +34,10 @@ from autoprof.perf.selfcheck import breakpoint_miscount
 from autoprof.testing.cli import CliResult, invoke
 from autoprof.testing.workers import claim
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 _SHIPPED = embedded.directory("intel")
 assert _SHIPPED is not None, "autoprof/events/intel/perfmon.tar.xz is missing"
 INTEL_DIR: Path = _SHIPPED
-SAMPLES = SHARED / "samples"
+SAMPLES = Path(__file__).parent / "data" / "samples"  # real output (README.md there)
 
 
 @pytest.fixture
@@ -51,9 +49,7 @@ def intel_dir() -> Path:
 
 @pytest.fixture
 def samples_dir() -> Path:
-    """The shared samples directory; skips when absent."""
-    if not SAMPLES.is_dir():
-        pytest.skip(f"shared samples not found at {SAMPLES} (a fresh clone has no ../shared)")
+    """Samples of real perf and autoperf output kept with the tests (tests/data/samples)."""
     return SAMPLES
 
 

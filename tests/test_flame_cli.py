@@ -27,7 +27,10 @@ def one_error_line(proc: CliResult) -> str:
 def test_folded_output_of_gzip_input_matches_stackcollapse(samples_dir: Path):
     proc = invoke("flamegraph", str(samples_dir / "example-perf-stacks.txt.gz"), "--folded")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == (samples_dir / "example-perf-stacks.folded").read_text()
+    assert (
+        proc.stdout
+        == gzip.decompress((samples_dir / "example-perf-stacks.folded.gz").read_bytes()).decode()
+    )
 
 
 def test_svg_and_speedscope(tmp_path: Path):
