@@ -211,19 +211,13 @@ def test_live_tail_sees_intervals_within_a_second(tmp_path):
 
 
 @pytest.mark.slow  # a real RQ worker runs the job
-def test_jobs_go_to_rq_when_redis_is_set(stored, tmp_path):
-    from autoprof.testing.workers import WorkerProcess, claim, wait_ready
-    from tests.test_queue import REDIS
+def test_jobs_go_to_rq_when_redis_is_set(stored, tmp_path, redis_url):
+    from autoprof.queue import connection
+    from autoprof.testing.workers import WorkerProcess, wait_ready
 
     if shutil.which("perf") is None:
         pytest.skip("needs perf")
-    try:
-        claimed = claim(REDIS)
-    except Exception as err:
-        pytest.skip(f"Redis not reachable at {REDIS}: {err}")
-    if claimed is None:
-        pytest.skip(f"no empty Redis database index at {REDIS}")
-    redis_url, conn = claimed
+    conn = connection.connect(redis_url)
     url, _ = stored
     host = socket.gethostname()
     worker = WorkerProcess(tmp_path, redis_url, url, host, "dd .*")
