@@ -365,20 +365,14 @@ def test_listening_beyond_loopback_needs_a_token_file(tmp_path, cli_run):
     ) in log.read_text()
 
 
-# item 16: the queue
-REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")
+# item 16: the queue (a Redis database index of the tests' own: conftest's redis_url)
 
 
 @pytest.fixture
-def rq_conn():
+def rq_conn(redis_url):
     import redis
 
-    conn = redis.Redis.from_url(REDIS)
-    try:
-        conn.ping()
-    except redis.RedisError as err:
-        pytest.skip(f"no Redis at {REDIS}: {err}")
-    return conn
+    return redis.Redis.from_url(redis_url)
 
 
 def test_a_job_that_inflates_past_the_cap_is_refused_unread(rq_conn):
@@ -411,10 +405,10 @@ def test_a_job_that_inflates_past_the_cap_is_refused_unread(rq_conn):
 
 
 @pytest.mark.slow  # a real worker and submit
-def test_a_worker_runs_system_wide_jobs_only_when_allowed(rq_conn, tmp_path):
+def test_a_worker_runs_system_wide_jobs_only_when_allowed(redis_url, tmp_path):
     host = f"secweb-{os.getpid()}"
     store = f"sqlite:///{tmp_path}/r.db"
-    common = ["--redis", REDIS]
+    common = ["--redis", redis_url]
     submitted = subprocess.run(
         [sys.executable, "-m", "autoprof", "submit", *common, "--host", host, "-a",
          "-e", "task-clock", "--", "true"],
