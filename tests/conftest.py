@@ -34,6 +34,7 @@ from autoprof.perf.selfcheck import breakpoint_miscount
 from autoprof.testing.cli import CliResult, invoke
 from autoprof.testing.workers import claim
 
+REPO = Path(__file__).resolve().parents[1]
 _SHIPPED = embedded.directory("intel")
 assert _SHIPPED is not None, "autoprof/events/intel/perfmon.tar.xz is missing"
 INTEL_DIR: Path = _SHIPPED
