@@ -14,9 +14,16 @@ def test_the_shipped_intel_data_is_a_perfmon_directory_with_its_license(tmp_path
     platforms = intel.platform_cpu_ids(root)
     assert len(platforms) >= 40 and "SKX" in platforms
     assert (root / "SKX" / "metrics").is_dir()  # TMA metrics travel with the events
-    folder = embedded.archive("intel").parent
-    assert "BSD 3-Clause" in (folder / "LICENSE").read_text()
-    assert "intel/perfmon" in (folder / "SOURCE").read_text()
+    assert "BSD 3-Clause" in (root / "LICENSE").read_text()  # the data set travels whole
+    assert "intel/perfmon" in (root / "SOURCE").read_text()
+
+
+def test_every_shipped_data_set_carries_its_license_and_source(tmp_path):
+    for vendor, license_text in (("amd", "GPL-2.0"), ("arm64", "GPL-2.0")):
+        root = embedded.directory(vendor, tmp_path)
+        assert root is not None and (root / "mapfile.csv").is_file()
+        assert license_text in (root / "LICENSE").read_text()
+        assert "linux" in (root / "SOURCE").read_text().lower()
 
 
 def test_it_is_extracted_once_and_reused(tmp_path):

@@ -1,8 +1,9 @@
 """The vendor event data shipped inside autoprof, so that a machine needs nothing placed by hand.
 
 Each vendor's data set lives in its own folder of the package (`autoprof/events/<vendor>/`: one
-compressed archive, its LICENSE and SOURCE) and is read as the readers expect it, a directory
-laid out as the vendor's own (`mapfile.csv` + platform folders). The archive is extracted once
+compressed archive holding the data with its LICENSE and SOURCE, and a README) and is read as
+the readers expect it, a directory laid out as the vendor's own (`mapfile.csv` + platform
+folders, LICENSE, SOURCE). The archive is extracted once
 into the user's cache, in a folder named by the archive's digest: a new autoprof with new data
 extracts again, and an old folder is never half-written (it is extracted beside its final name
 and renamed into place; when two processes race, the first rename wins and the other's copy
