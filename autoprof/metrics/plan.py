@@ -34,12 +34,23 @@ class Needs:
 
     @property
     def measured(self) -> list[Event]:
-        return [r.event for r in self.events.values() if r.event is not None]
+        """The events to count, each once (two aliases may read one event)."""
+        found = {r.event.key: r.event for r in self.events.values() if r.event is not None}
+        return list(found.values())
 
 
 def smt_constants(smt: bool) -> dict[str, float]:
     """The constants that choose formula branches, known when a profile is planned."""
-    return {"HYPERTHREADING_ON": float(smt), "THREADS_PER_CORE": 2.0 if smt else 1.0}
+    return {"HYPERTHREADING_ON": float(smt), "THREADS_PER_CORE": 2.0 if smt else 1.0} | {
+        "#smt_on": float(smt)
+    }
+
+
+def known_constants(cpu: str, smt: bool, metrics: Sequence[Metric]) -> dict[str, float]:
+    """What is known of the CPU planned for: its SMT state, its model table's literals and
+    the ``strcmp_cpuid_str`` tests of perf's metrics (they choose formula branches)."""
+    names = {c for m in metrics for c in m.constants.values()}
+    return smt_constants(smt) | constants.from_model(cpu) | constants.cpuid_tests(cpu, names)
 
 
 class _Resolver:
@@ -58,8 +69,10 @@ class _Resolver:
     def __call__(self, text: str, pmu: str) -> metric_events.Resolved:
         key = (text, pmu)
         if key not in self.cache:
-            base = metric_events.split(text)[0].upper()
-            names = [text.upper(), base, metric_events.PERF_EVENTS.get(base, ("",))[0].upper()]
+            inner = metric_events.counted(text) or text
+            form = metric_events.pmu_form(inner)
+            base = (form[1] or "" if form else metric_events.split(inner)[0]).upper()
+            names = [inner.upper(), base, metric_events.PERF_EVENTS.get(base, ("",))[0].upper()]
             if base in metric_events.TOPDOWN:
                 names.append(metric_events.SLOTS)
             events = list({e.key: e for n in names for e in self.by_name.get(n, [])}.values())
@@ -73,9 +86,13 @@ def metric_needs(
     catalog: Catalog,
     known: dict[str, float],
     retire: dict[str, float] | None = None,
+    system_wide: bool = True,
 ) -> list[Needs]:
-    """Resolve what each metric reads, given the constants `known` now (SMT state)."""
+    """Resolve what each metric reads, given the constants `known` now (SMT state, CPU id).
+    An event of a PMU that counts system-wide only leaves the metric unmeasurable in a
+    profile that is not `system_wide` (a command's or a process's)."""
     resolver = _Resolver(catalog, retire or {})
+    wide = {name for name, pmu in catalog.pmus.items() if pmu.system_wide}
     result = []
     for metric in metrics:
         read = metric.formula.needed(constants.for_metric(metric.constants, known))
@@ -85,6 +102,11 @@ def metric_needs(
             needs.events[alias] = resolved
             if resolved.missing:
                 needs.missing.append(f"{resolved.text}: {resolved.missing}")
+            elif not system_wide and resolved.event is not None and resolved.event.pmu in wide:
+                needs.missing.append(
+                    f"{resolved.text}: {resolved.event.pmu} counts system-wide only "
+                    "(profile -a counts it)"
+                )
         result.append(needs)
     return result
 
@@ -164,10 +186,13 @@ def plan_metrics(
     consistent: bool = False,
     retire: dict[str, float] | None = None,
     extra: Sequence[str] = (),
+    system_wide: bool = True,
 ) -> MetricPlan:
     """The co-scheduled plan measuring exactly what `metrics` need (plus `extra` events such
-    as an anchor, resolved by name); an error when none of them can be measured."""
-    needs = metric_needs(metrics, catalog, smt_constants(smt), retire)
+    as an anchor, resolved by name); an error when none of them can be measured. A profile
+    that is not `system_wide` cannot count the metrics of system-wide-only PMUs."""
+    known = known_constants(catalog.cpu, smt, metrics)
+    needs = metric_needs(metrics, catalog, known, retire, system_wide)
     wanted = needed_catalog(catalog, needs)
     if extra:
         wanted = wanted.merge(catalog.select([e for e in extra if not wanted.find(e)]))
