@@ -22,7 +22,7 @@ from autoprof.metrics import catalog as metric_catalog
 from autoprof.metrics import constants, perfexpr, perfjson
 from autoprof.metrics.events import result_name
 from autoprof.metrics.formula import FormulaError
-from autoprof.metrics.plan import known_constants, metric_needs, plan_metrics
+from autoprof.metrics.plan import known_constants, metric_needs, plan_metrics, unavailable_pmus
 from autoprof.testing import synthetic_out
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import profile_from_plan
@@ -324,7 +324,8 @@ def test_every_metric_of_every_model_evaluates_or_is_listed(kind):
         catalog = reader.load(directory, cpu, ReadOptions(deprecated=True, experimental=True))
         known = known_constants(catalog.cpu, True, metrics)
         for system_wide in (True, False):
-            needs = metric_needs(metrics, catalog, known, system_wide=system_wide)
+            unavailable = unavailable_pmus(catalog, system_wide)
+            needs = metric_needs(metrics, catalog, known, unavailable=unavailable)
             events = {e.key: e for n in needs if not n.missing for e in n.measured}
             frame = counts_frame([list(events.values())], _synthetic_rate)
             values = analysis.compute(frame, metrics, known)
@@ -351,7 +352,8 @@ def test_uncore_metrics_of_a_task_profile_are_listed_never_computed():
     found = metric_catalog.for_machine(None, "zen4")
     catalog = amd.load(AMD_DIR, "zen4", ReadOptions(deprecated=True))
     metric = found.metrics["dram_read_data_for_local_processor"]
-    planned = plan_metrics(catalog, [metric, found.metrics["retiring"]], True, system_wide=False)
+    task = unavailable_pmus(catalog, system_wide=False)
+    planned = plan_metrics(catalog, [metric, found.metrics["retiring"]], True, unavailable=task)
     assert list(planned.unmeasurable) == [metric.name]
     assert "amd_df counts system-wide only" in planned.unmeasurable[metric.name][0]
     some = [e for e in catalog.events if e.name.startswith("local_processor_read_data_beats_cs")]

@@ -41,8 +41,18 @@ ALIASES = {"neoverse-n2": "0x00000000410fd490", "neoverse-v2": "0x00000000410fd4
 # Slots per cycle (PMMIR_EL1.SLOTS, which the kernel shows as the core PMU's caps/slots and
 # perf reads for its #slots) by (implementer, part number), for planning another machine: the
 # num_slots of Arm's Telemetry Specifications (Arm's telemetry-solution repository,
-# data/pmu/cpu/neoverse/neoverse-n2.json, -v2.json, -n3.json).
-SLOTS = {(0x41, 0xD49): 5, (0x41, 0xD4F): 8, (0x41, 0xD8E): 5}
+# data/pmu/cpu/neoverse/neoverse-n2.json 5, -v2.json 8, -n3.json 5, -v3.json 10 for part
+# 0xd84), and the slot counts perf's own formulas write out for the cores its mapfile serves
+# (arm/neoverse-v1/metrics.json "CPU_CYCLES * 8", part 0xd40; arm/neoverse-v3/metrics.json
+# "10 * CPU_CYCLES", part 0xd83). Not known (AmpereOne, ...): the machine's sysfs, or --set.
+SLOTS = {
+    (0x41, 0xD40): 8,
+    (0x41, 0xD49): 5,
+    (0x41, 0xD4F): 8,
+    (0x41, 0xD83): 10,
+    (0x41, 0xD84): 10,
+    (0x41, 0xD8E): 5,
+}
 
 
 def rows(events_dir: Path) -> list[list[str]]:

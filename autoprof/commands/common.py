@@ -358,10 +358,11 @@ def metric_plan(
 ):
     """The co-scheduled plan for `profile --metrics` / `schedule --metrics` (catalog options as
     the commands take them; deprecated and experimental events included, as metrics use them).
-    A profile that is not `system_wide` leaves out the metrics of system-wide-only PMUs."""
+    A profile that is not `system_wide` leaves out the metrics of system-wide-only PMUs; on
+    this machine, one without a hardware PMU (a VM), those of hardware events."""
     from autoprof.catalog import host
     from autoprof.metrics import catalog as metric_catalog
-    from autoprof.metrics.plan import plan_metrics
+    from autoprof.metrics.plan import plan_metrics, unavailable_pmus
 
     metrics = metric_catalog.for_machine(options.get("events_dir"), options.get("cpu"), files)
     chosen = metrics.select(list(words) or ["all"])
@@ -373,11 +374,16 @@ def metric_plan(
     directory = host.events_dir(options.get("events_dir"))
     retire = metric_catalog.retire_latencies(directory, metrics.cpu) if directory else {}
     extra = [anchor] if anchor else []
-    return plan_metrics(built, chosen, smt_on, consistent, retire, extra, system_wide)
+    here = bool(options.get("cpu")) or host.has_core_pmu()  # --cpu: planned for that machine
+    unavailable = unavailable_pmus(built, system_wide, here)
+    return plan_metrics(built, chosen, smt_on, consistent, retire, extra, unavailable)
 
 
 def note_unmeasurable(planned) -> None:
-    """One note line per metric the plan cannot measure, with the first reason."""
+    """One note line per reason the plan cannot measure metrics, naming them all."""
+    by_reason: dict[str, list[str]] = {}
     for name, missing in planned.unmeasurable.items():
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        click.echo(f"autoprof: note: {name} not measured: {missing[0]}{more}", err=True)
+        by_reason.setdefault(missing[0].split(": ", 1)[-1], []).append(name)
+    for reason, names in by_reason.items():
+        what = f"{len(names)} metrics" if len(names) > 1 else "1 metric"
+        click.echo(f"autoprof: note: {what} not measured, {reason}: {', '.join(names)}", err=True)

@@ -8,7 +8,7 @@ catalog of exactly those events, and the groups the co-scheduler keeps together.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autoprof.catalog import host
@@ -81,18 +81,30 @@ class _Resolver:
         return self.cache[key]
 
 
+def unavailable_pmus(catalog: Catalog, system_wide: bool = True, pmu_here: bool = True) -> dict:
+    """PMU -> why its events cannot be counted in this profile: one that is not `system_wide`
+    (a command's or a process's) cannot count system-wide-only PMUs (AMD's amd_l3/df/umc, Arm's
+    uncore); a machine without a hardware PMU (`pmu_here` False: a VM) none but the host's."""
+    found = {}
+    for name, pmu in catalog.pmus.items():
+        if not pmu_here and name not in host.HOST_PMUS:
+            found[name] = "this machine's kernel offers no hardware PMU (a VM?)"
+        elif pmu.system_wide and not system_wide:
+            found[name] = f"{name} counts system-wide only (profile -a counts it)"
+    return found
+
+
 def metric_needs(
     metrics: list[Metric],
     catalog: Catalog,
     known: dict[str, float],
     retire: dict[str, float] | None = None,
-    system_wide: bool = True,
+    unavailable: Mapping[str, str] | None = None,
 ) -> list[Needs]:
     """Resolve what each metric reads, given the constants `known` now (SMT state, CPU id).
-    An event of a PMU that counts system-wide only leaves the metric unmeasurable in a
-    profile that is not `system_wide` (a command's or a process's)."""
+    An event of an `unavailable` PMU (`unavailable_pmus`) leaves the metric unmeasurable."""
     resolver = _Resolver(catalog, retire or {})
-    wide = {name for name, pmu in catalog.pmus.items() if pmu.system_wide}
+    unavailable = unavailable or {}
     result = []
     for metric in metrics:
         read = metric.formula.needed(constants.for_metric(metric.constants, known))
@@ -102,11 +114,8 @@ def metric_needs(
             needs.events[alias] = resolved
             if resolved.missing:
                 needs.missing.append(f"{resolved.text}: {resolved.missing}")
-            elif not system_wide and resolved.event is not None and resolved.event.pmu in wide:
-                needs.missing.append(
-                    f"{resolved.text}: {resolved.event.pmu} counts system-wide only "
-                    "(profile -a counts it)"
-                )
+            elif resolved.event is not None and resolved.event.pmu in unavailable:
+                needs.missing.append(f"{resolved.text}: {unavailable[resolved.event.pmu]}")
         result.append(needs)
     return result
 
@@ -186,13 +195,13 @@ def plan_metrics(
     consistent: bool = False,
     retire: dict[str, float] | None = None,
     extra: Sequence[str] = (),
-    system_wide: bool = True,
+    unavailable: Mapping[str, str] | None = None,
 ) -> MetricPlan:
     """The co-scheduled plan measuring exactly what `metrics` need (plus `extra` events such
-    as an anchor, resolved by name); an error when none of them can be measured. A profile
-    that is not `system_wide` cannot count the metrics of system-wide-only PMUs."""
+    as an anchor, resolved by name); an error when none of them can be measured. Metrics
+    reading events of `unavailable` PMUs (`unavailable_pmus`) are left out, with the reason."""
     known = known_constants(catalog.cpu, smt, metrics)
-    needs = metric_needs(metrics, catalog, known, retire, system_wide)
+    needs = metric_needs(metrics, catalog, known, retire, unavailable)
     wanted = needed_catalog(catalog, needs)
     if extra:
         wanted = wanted.merge(catalog.select([e for e in extra if not wanted.find(e)]))
