@@ -51,7 +51,8 @@ def show_command(events_dir, cpu, metrics_files, name) -> None:
         click.echo(f"{m.name} ({m.source}, level {m.level}, parent {m.parent or '-'})")
         click.echo(f"  {m.description}")
         scale = f" x {m.scale:g}" if m.scale != 1 else ""
-        click.echo(f"  groups: {';'.join(m.groups) or '-'}   unit: {m.unit or '-'}{scale}")
+        shown = f"   perf stat's default: {m.default_group}" if m.default_group else ""
+        click.echo(f"  groups: {';'.join(m.groups) or '-'}   unit: {m.unit or '-'}{scale}{shown}")
         click.echo(f"  formula: {m.formula.text}")
         if m.refs:
             click.echo(f"  reads metrics: {', '.join(m.refs)}")
