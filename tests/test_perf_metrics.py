@@ -522,3 +522,19 @@ def test_unknown_metric_word_names_the_model():
     found = metric_catalog.for_machine(None, "zen4")
     with pytest.raises(AutoprofError, match="no metric or metric group 'TopdownL9' for amdzen4"):
         found.select(["TopdownL9"])
+
+
+def test_source_count_is_how_many_counters_gave_a_value():
+    """perf's source_count(EVENT): here, how many CPUs or boxes gave EVENT's value (VALUES of
+    the per-interval counts), so `x / source_count(x)` is the mean over three L3 boxes."""
+    from autoprof.metrics.catalog import Metric
+
+    formula, symbols = perfexpr.parse("l3_misses / source_count(l3_misses)")
+    events = dict(symbols.names) | {a: f"source_count({n})" for a, n in symbols.counted.items()}
+    metric = Metric("per_box", formula, events)
+    box = _event("l3_misses", "amd_l3")
+    frame = synthetic_out.counts_frame([[box]], lambda e: 600.0, intervals=4)
+    three = pd.concat([frame.assign(UNIT=f"amd_l3_{i}") for i in range(3)], ignore_index=True)
+    computed = analysis.compute(data.prepare(three), [metric], {})["per_box"]
+    assert computed.value == pytest.approx(4 * 600.0)  # (4 intervals x 3 boxes x 600) / 3
+    assert list(computed.series) == [600.0] * 4
