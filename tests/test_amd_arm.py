@@ -315,7 +315,13 @@ def test_this_arm_machine_reads_its_midr_and_core_pmu_from_sysfs(tmp_path):
     assert host.arm_core_pmu(pmus) == "armv8_pmuv3_0"
 
 
-def test_an_amd_machine_has_no_intel_metrics_but_its_own_metric_files(cli_run):
-    run = cli_run("schedule", "--cpu", "zen4", "--metrics", "all")
-    [line] = run.stderr.strip().splitlines()
-    assert line.startswith("autoprof: error: no metrics for zen4: autoprof has Intel's only")
+def test_an_amd_machine_has_perfs_metrics_and_its_own_metric_files(cli_run, tmp_path):
+    """perf's metrics for zen4 (tests/test_perf_metrics.py), plus a YAML file of one's own."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        "- {name: my_ipc, formula: i / c, events: {i: ex_ret_ops, c: ls_not_halted_cyc}}"
+    )
+    run = cli_run("schedule", "--cpu", "zen4", "--metrics", "my_ipc", "--metrics", "retiring",
+                  "--metrics-file", mine)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "2 metrics from 2 events in 1 runs" in " ".join(run.stdout.split())

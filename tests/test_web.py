@@ -329,3 +329,40 @@ def test_a_profile_job_attaches_to_a_running_process(stored, tmp_path):
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_run_metrics_give_the_top_down_tree_of_the_recorded_cpu(tmp_path):
+    """A zen4 run (synthetic counts of a PipelineL1/L2 plan, through `aggregate`): the API
+    returns `analyze metrics`' tree by the CPU id the run recorded; an Intel run without
+    topdown events has no tree rows but no error."""
+    from autoprof.catalog import host
+    from autoprof.metrics import catalog as metric_catalog
+    from autoprof.metrics.plan import plan_metrics
+    from autoprof.results import aggregate
+    from autoprof.testing.synthetic_out import profile_from_plan
+
+    catalog = host.build_catalog(cpu="zen4", deprecated=True)
+    chosen = metric_catalog.for_machine(None, "zen4").select(["PipelineL1", "PipelineL2"])
+    plan = plan_metrics(catalog, chosen, smt=True, consistent=True).plan
+    counts = {
+        e.name: 1000.0 * (i + 1) for i, e in enumerate(e for r in plan.runs for e in r.events)
+    }
+    counts["ls_not_halted_cyc"] = 1e6
+    out = profile_from_plan(tmp_path / "zen4", plan, lambda e: counts[e.name])
+    aggregate.aggregate_to(out)
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    store = engine.open_store(url)
+    zen4 = upload.upload(store, out).uuid
+    intel = upload.upload(store, make_out(tmp_path / "skx", seed=3)).uuid
+    with client(url, tmp_path / "d") as web:
+        tree = web.get(f"/api/runs/{zen4}/metrics").json()
+        other = web.get(f"/api/runs/{intel}/metrics").json()
+        page = web.get(f"/runs/{zen4}").text
+    assert tree["cpu"] == "amdzen4"
+    names = [(row["depth"], row["name"]) for row in tree["tree"]]
+    assert names[:3] == [(0, "frontend_bound"), (1, "frontend_bound_latency"),
+                         (1, "frontend_bound_bandwidth")]  # fmt: skip
+    assert len(names) == 13 and sum(row["bottleneck"] for row in tree["tree"]) == 1
+    assert tree["notes"][0].startswith("16 of 73 metrics computed")
+    assert "error" not in other and other["cpu"] == "GenuineIntel-6-55-4"
+    assert '<section id="topdown">' in page

@@ -302,3 +302,29 @@ def test_record_job_shows_flame_graph_and_top_functions(page, server):
     assert page.evaluate("document.getElementById('flame').contentDocument") is None  # sandboxed
     page.wait_for_timeout(500)
     shot(page, "record")
+
+
+def test_run_page_shows_the_top_down_tree(page, server, tmp_path):
+    """A zen4 run (hand-chosen counts of a PipelineL1/L2 plan, aggregated and uploaded): its
+    page draws the tree `analyze metrics` prints, the bottleneck path in bold."""
+    from tests.test_perf_metrics import _zen4_profile
+
+    out = _zen4_profile(tmp_path)
+    autoprof("upload", out, "--store", server["store"], "--tag", "cpu=zen4")
+    listing = autoprof("runs", "list", "--store", server["store"], "--tag", "cpu=zen4")
+    run = listing.stdout.decode().splitlines()[-1].split()[0]
+    page.goto(f"{server['base']}/runs/{run}")
+    page.wait_for_selector("#tree table.tree tr", timeout=30_000)
+    rows = page.locator("#tree table.tree tr")
+    assert rows.count() == 13
+    first = rows.nth(0).locator("td").all_text_contents()
+    assert first[:2] == ["frontend_bound", "20.0%"]
+    bold = page.locator("#tree tr.path td:first-child").all_text_contents()
+    assert bold == ["retiring", "retiring_fastpath"]  # 35%, then its larger child
+    assert "bottleneck" in rows.nth(11).locator("td").nth(2).text_content()
+    indent = page.evaluate(
+        "[...document.querySelectorAll('#tree tr td:first-child')].map(td => td.style.paddingLeft)"
+    )
+    assert indent[0] != indent[1]  # level 2 is indented under level 1
+    assert page.locator("#topdown-cpu").text_content() == "amdzen4"
+    shot(page, "run-topdown")

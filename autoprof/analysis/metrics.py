@@ -11,6 +11,7 @@ programs that do not repeat exactly). Per-interval values align intervals by ind
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -79,6 +80,7 @@ class Value:
     series: pd.Series | None = None  # per interval INDEX
     times: np.ndarray | None = None  # the intervals' mean TIME (s)
     crossed: bool | None = None
+    read: frozenset[str] = frozenset()  # the aliases the formula read
     multiplexed: bool = False  # an input count was multiplexed (perf scaled it)
     percore: bool = False  # reads an EVENT:percore (a core's sum over SMT threads) per thread
 
@@ -102,11 +104,13 @@ class Value:
 
 
 def _inputs(metric: Metric, counts: Counts, constants: dict, retire: dict) -> tuple:
-    """(alias -> (label, factor, use_mean), alias -> constant value, missing reasons)."""
+    """(alias -> (label, factor, column), alias -> constant value, missing reasons): the
+    column of the per-interval counts an alias reads, SUM over the CPUs/boxes, their MEAN
+    (``:one_unit``) or how many gave a value (perf's ``source_count``)."""
     known = consts.for_metric(metric.constants, constants)  # retire latencies join them
     read = metric.formula.needed(known)
     missing = [
-        f"constant {c} (give --set {c}=VALUE)"
+        f"constant {c} (give --set {shlex.quote(c + '=VALUE')})"
         for a, c in metric.constants.items()
         if a in read and a not in known and c not in (consts.DURATION_MS, consts.DURATION_S)
     ]
@@ -121,19 +125,21 @@ def _inputs(metric: Metric, counts: Counts, constants: dict, retire: dict) -> tu
                 missing.append(f"{text}: retire latency (needs perf record sampling)")
             continue
         name, factor, use_mean = metric_events.result_name(text)
+        column = "VALUES" if metric_events.counted(text) else "MEAN" if use_mean else "SUM"
         # a name on two PMUs (hybrid cores) is labelled pmu/name in the results
         label = counts.labels.get(f"{metric.pmu}/{name}".upper()) or counts.labels.get(name.upper())
         if label is None:
             missing.append(f"{text}: not in the results")
         else:
-            labels[alias] = (label, factor, use_mean)
+            labels[alias] = (label, factor, column)
     return labels, known, missing
 
 
 def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> Value:
     """One metric's total and per-interval value."""
     labels, known, missing = _inputs(metric, counts, constants, retire)
-    result = Value(metric, missing=missing)
+    read = metric.formula.needed(consts.for_metric(metric.constants, constants))
+    result = Value(metric, missing=missing, read=read)
     if missing:
         return result
     frames = {a: counts.by_event[label] for a, (label, _, _) in labels.items()}
@@ -148,9 +154,9 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
         frames = {a: f[f["RUN"] == result.run] for a, f in frames.items()}
     total, per_interval = {}, {}
     for alias, frame in frames.items():
-        _, factor, use_mean = labels[alias]
-        column = "MEAN" if use_mean else "SUM"
-        runs = frame.groupby(["RUN", "REPEAT"], observed=True)[column].sum(min_count=1)
+        _, factor, column = labels[alias]
+        by_run = frame.groupby(["RUN", "REPEAT"], observed=True)[column]
+        runs = by_run.max() if column == "VALUES" else by_run.sum(min_count=1)
         total[alias] = runs.mean() * factor
         per_interval[alias] = frame.groupby("INDEX")[column].mean() * factor
     lengths = counts.lengths
@@ -162,7 +168,7 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
         seconds = float(durations.mean())
         values = {**consts.for_metric(metric.constants, consts.with_duration(constants, seconds))}
         values.update(known)
-        result.value = float(metric.formula({**values, **total}))
+        result.value = float(metric.formula({**values, **total})) * metric.scale
         index = (
             sorted(set().union(*(s.index for s in per_interval.values()))) if per_interval else []
         )
@@ -173,7 +179,8 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
         timed = {**constants, consts.DURATION_MS: length * 1000, consts.DURATION_S: length}
         every = {**consts.for_metric(metric.constants, timed), **known}
         result.series = pd.Series(
-            np.broadcast_to(metric.formula({**every, **series_values}), (len(index),)),
+            np.broadcast_to(metric.formula({**every, **series_values}), (len(index),))
+            * metric.scale,
             index=pd.Index(index, name="INDEX"),
         )
     except FormulaError as err:
@@ -251,12 +258,17 @@ def series(values: dict[str, Value]) -> pd.DataFrame:
 @dataclass
 class Metrics:
     """The metric values of a results file for the renderers: a terminal shows the top-down
-    tree of CPU `cpu` (every node with `show_all`, else only under crossed thresholds) and the
-    other metrics' values, one line each."""
+    tree of CPU `cpu` (every node with `show_all`, else only under crossed thresholds; a tree
+    without thresholds, perf's AMD and Arm ones, whole) and, unless `tree_only`, the other
+    metrics' values, one line each. `refines`: the metric groups under a tree node (Arm's
+    methodology); `sources`: where the constants read came from, for the notes."""
 
     values: dict[str, Value]
     cpu: str = ""
     show_all: bool = False
+    refines: dict[str, list[str]] = field(default_factory=dict)
+    tree_only: bool = False
+    sources: dict[str, str] = field(default_factory=dict)
 
     FIGURES: ClassVar[tuple[str, ...]] = ()
 
@@ -264,19 +276,41 @@ class Metrics:
     def done(self) -> list[Value]:
         return [v for v in self.values.values() if not v.missing]
 
+    @property
+    def thresholds(self) -> bool:
+        """Whether the tree's nodes have thresholds (Intel's TMA) to choose what is shown."""
+        return any(v.metric.threshold is not None for v in self.values.values() if v.metric.tma)
+
     def tables(self) -> list[Table]:
         return [Table("metrics", table(self.values)), Table("metrics_series", series(self.values))]
 
+    def nodes(self) -> list[Node]:
+        """The tree: one node per computed tree metric, and under a node each group refining
+        it, holding the group's computed metrics."""
+
+        def node(v: Value, name: str, parent: str | None) -> Node:
+            m = v.metric
+            return Node(name, parent, v.value, m.unit, v.crossed, v.scope, v.flag, m.name)
+
+        done = self.done
+        nodes = [node(v, v.metric.name, v.metric.parent) for v in done if v.metric.tma]
+        shown = {n.name for n in nodes}
+        for parent, groups in self.refines.items():
+            for group in groups if parent in shown else ():
+                key = f"{parent}/{group}"
+                members = [node(v, f"{key}/{v.metric.name}", key) for v in done
+                           if group in v.metric.groups]  # fmt: skip
+                if members:
+                    nodes += [Node(key, parent, math.nan, label=group, group=True), *members]
+        return nodes
+
     def shown(self) -> list[Table | str]:
         lines: list[Table | str] = []
-        nodes = [
-            Node(v.metric.name, v.metric.parent, v.value, v.metric.unit, v.crossed, v.scope, v.flag)
-            for v in self.done
-            if v.metric.tma
-        ]
+        nodes = self.nodes()
         if nodes:
-            lines += [f"[bold]Top-down tree[/] ({self.cpu})", *tree_lines(nodes, self.show_all)]
-        for v in self.done:
+            tree = tree_lines(nodes, self.show_all, self.thresholds)
+            lines += [f"[bold]Top-down tree[/] ({self.cpu})", *tree]
+        for v in [] if self.tree_only else self.done:
             if not v.metric.tma:
                 flag = f" [red]! {v.flag}[/]" if v.flag else ""
                 m = v.metric
@@ -287,8 +321,13 @@ class Metrics:
         done = self.done
         same = sum(v.scope == SAME_RUN for v in done)
         flagged = sum(bool(v.flag) for v in done)
+        read = {c for v in done for a, c in v.metric.constants.items() if a in v.read}
+        constants = [
+            f"{name} from {self.sources[name]}" for name in sorted(read & set(self.sources))
+        ]
         return [
             f"{len(done)} of {len(self.values)} metrics computed ({same} same-run, "
             f"{len(done) - same} cross-run), {flagged} flagged; {len(self.values) - len(done)} "
-            "lack events or constants (MISSING in metrics.csv)"
+            "lack events or constants (MISSING in metrics.csv)",
+            *([f"constants: {'; '.join(constants)}"] if constants else []),
         ]

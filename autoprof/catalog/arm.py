@@ -35,8 +35,24 @@ GENERIC = {"fujitsu/a64fx": 8, "hisilicon/hip08": 12, "ampere/emag": 4}
 DEFAULT_GENERIC = 6
 NO_CYCLE_COUNTER = {"nvidia/t410"}  # armv8pmu_avoid_pmccntr_cpus (NVIDIA Olympus)
 UNCORE_COUNTERS = {"hisi_sccl,l3c": 8, "hisi_sccl,ddrc": 8, "hisi_sccl,hha": 16, "hisi_sicl,cpa": 8}
-# Names the NON-INTEL tables use for a folder that serves two cores.
-ALIASES = {"neoverse-n2": "arm/neoverse-n2-v2", "neoverse-v2": "arm/neoverse-n2-v2"}
+# Names the NON-INTEL tables use for each core of a folder that serves two: the core's own
+# mapfile row (V2's MIDR, not N2's, picks the V2: their slot counts differ, `SLOTS`).
+ALIASES = {"neoverse-n2": "0x00000000410fd490", "neoverse-v2": "0x00000000410fd4f0"}
+# Slots per cycle (PMMIR_EL1.SLOTS, which the kernel shows as the core PMU's caps/slots and
+# perf reads for its #slots) by (implementer, part number), for planning another machine: the
+# num_slots of Arm's Telemetry Specifications (Arm's telemetry-solution repository,
+# data/pmu/cpu/neoverse/neoverse-n2.json 5, -v2.json 8, -n3.json 5, -v3.json 10 for part
+# 0xd84), and the slot counts perf's own formulas write out for the cores its mapfile serves
+# (arm/neoverse-v1/metrics.json "CPU_CYCLES * 8", part 0xd40; arm/neoverse-v3/metrics.json
+# "10 * CPU_CYCLES", part 0xd83). Not known (AmpereOne, ...): the machine's sysfs, or --set.
+SLOTS = {
+    (0x41, 0xD40): 8,
+    (0x41, 0xD49): 5,
+    (0x41, 0xD4F): 8,
+    (0x41, 0xD83): 10,
+    (0x41, 0xD84): 10,
+    (0x41, 0xD8E): 5,
+}
 
 
 def rows(events_dir: Path) -> list[list[str]]:
@@ -50,10 +66,18 @@ def models(events_dir: Path) -> dict[str, str]:
         if len(row) >= 3 and row[3:4] == ["core"]:
             found.setdefault(row[2], row[0])
             found.setdefault(row[2].rsplit("/", 1)[-1], row[0])
-    for alias, folder in ALIASES.items():
-        if folder in found:
-            found.setdefault(alias, found[folder])
+    midrs = {row[0] for row in rows(events_dir)}
+    found.update((alias, midr) for alias, midr in ALIASES.items() if midr in midrs)
     return found
+
+
+def slots(midr: str) -> int | None:
+    """The slots per cycle of a core by its MIDR (`SLOTS`), None when not known."""
+    try:
+        value = int(midr, 16)
+    except ValueError:
+        return None
+    return SLOTS.get((value >> 24 & 0xFF, value >> 4 & 0xFFF))
 
 
 def model_for(events_dir: Path, midr: str) -> tuple[str, str]:

@@ -31,3 +31,6 @@ class MachineFacts:
     # (CHAS_PER_SOCKET), when the machine tells them (see host.tsc_hz, host.chas_per_socket)
     tsc_hz: float | None = None
     chas_per_socket: int | None = None
+    # Arm: the core PMU's slots per cycle (perf's #slots, from sysfs caps/slots), see
+    # host.arm_slots
+    slots: int | None = None

@@ -57,6 +57,18 @@ def arm_core_pmu(sysfs: Path = SYSFS_PMUS) -> str:
     return next((p.name for p in sorted(sysfs.iterdir()) if (p / "cpus").is_file()), "")
 
 
+def arm_slots(sysfs: Path = SYSFS_PMUS) -> int | None:
+    """Slots per cycle of this Arm machine's core PMU, as perf reads its ``#slots``
+    (tools/perf/arch/arm64/util/pmu.c: the core PMU's ``caps/slots``, which the kernel fills
+    from PMMIR_EL1.SLOTS, drivers/perf/arm_pmuv3.c `slots_show`); None without one, or 0."""
+    pmu = arm_core_pmu(sysfs)
+    text = _read(sysfs / pmu / "caps" / "slots") if pmu else ""
+    try:
+        return int(text, 0) or None
+    except ValueError:
+        return None
+
+
 def cpu_id(cpuinfo: str | None = None) -> str:
     """perf's CPU id string, e.g. ``GenuineIntel-6-55-4`` (family decimal, model and stepping
     hex), from /proc/cpuinfo; on Arm64 the MIDR of CPU 0."""
@@ -160,6 +172,7 @@ def read_facts(catalog: Catalog | None = None) -> MachineFacts:
         topology=topology(),
         tsc_hz=tsc_hz(),
         chas_per_socket=chas_per_socket(),
+        slots=arm_slots(),
     )
 
 

@@ -252,11 +252,13 @@ def _checked_out(ctx: click.Context, param: click.Parameter, out: Path | None) -
     is_flag=True,
     help="Show every TMA node, not only under crossed thresholds.",
 )
+@click.option("--tree", "tree_only", is_flag=True, help="Print the top-down tree only.")
 def analyze_metrics(
-    results, events_dir, cpu, metrics_files, out, metric_words, sets, show_all
+    results, events_dir, cpu, metrics_files, out, metric_words, sets, show_all, tree_only
 ) -> None:
     """Metric values from RESULTS (a results.csv or a profile folder): metrics.csv,
-    metrics_series.csv and the TMA tree."""
+    metrics_series.csv and the top-down tree (Intel's TMA, AMD's Pipeline levels, Arm's
+    Topdown levels)."""
     from dataclasses import asdict
 
     from autoprof.analysis import data, renderers
@@ -268,14 +270,16 @@ def analyze_metrics(
     manifest = data.read_manifest_beside(path)
     cpu = cpu or (manifest.machine.cpu_id if manifest else None)
     found = catalog.for_machine(events_dir, cpu, metrics_files)
-    known = constants.from_machine(asdict(manifest.machine) if manifest else None)
-    known.update(constants.parse_sets(sets))
+    chosen = found.select(list(metric_words) or ["all"])
+    for note in found.notes:
+        click.echo(f"autoprof: note: {note}", err=True)
+    names = {c for m in chosen for c in m.constants.values()}
+    machine = asdict(manifest.machine) if manifest else None
+    known, sources = constants.gather(machine, found.cpu, constants.parse_sets(sets), names)
     directory = host.events_dir(events_dir)
     retire = catalog.retire_latencies(directory, found.cpu) if directory else {}
-    values = analysis.compute(
-        data.load(path), found.select(list(metric_words) or ["all"]), known, retire
-    )
-    shown = analysis.Metrics(values, found.cpu, show_all)
+    values = analysis.compute(data.load(path), chosen, known, retire)
+    shown = analysis.Metrics(values, found.title, show_all, found.refines, tree_only, sources)
     folder = path.parent / "analysis"
     written = renderers.render(shown, out, folder, console(highlight=False))
     for line in shown.notes():

@@ -49,6 +49,7 @@ __all__ = [
     "metric_catalog_options",
     "metric_file_option",
     "metric_plan",
+    "note_unmeasurable",
     "planning_options",
     "profile_flags",
     "redis_option",
@@ -323,7 +324,9 @@ def metric_catalog_options(func: Callable) -> Callable:
     func = metric_file_option(func)
     func = click.option("--cpu", help="CPU id or platform (SKX); default: this machine.")(func)
     return click.option(
-        "--events-dir", type=click.Path(file_okay=False), help="Intel perfmon directory."
+        "--events-dir",
+        type=click.Path(file_okay=False),
+        help="Event data directory (Intel perfmon, or perf's x86 or arm64 pmu-events).",
     )(func)
 
 
@@ -345,18 +348,42 @@ def planning_options(func: Callable) -> Callable:
     )(func)
 
 
-def metric_plan(options: dict, words, files, consistent: bool, anchor: str | None = None):
+def metric_plan(
+    options: dict,
+    words,
+    files,
+    consistent: bool,
+    anchor: str | None = None,
+    system_wide: bool = True,
+):
     """The co-scheduled plan for `profile --metrics` / `schedule --metrics` (catalog options as
-    the commands take them; deprecated and experimental events included, as metrics use them)."""
+    the commands take them; deprecated and experimental events included, as metrics use them).
+    A profile that is not `system_wide` leaves out the metrics of system-wide-only PMUs; on
+    this machine, one without a hardware PMU (a VM), those of hardware events."""
     from autoprof.catalog import host
     from autoprof.metrics import catalog as metric_catalog
-    from autoprof.metrics.plan import plan_metrics
+    from autoprof.metrics.plan import plan_metrics, unavailable_pmus
 
     metrics = metric_catalog.for_machine(options.get("events_dir"), options.get("cpu"), files)
     chosen = metrics.select(list(words) or ["all"])
+    for note in metrics.notes:
+        click.echo(f"autoprof: note: {note}", err=True)
     built = build_catalog(**{**options, "deprecated": True, "experimental": True})
     smt = options.get("smt")
     smt_on = host.smt_active() if smt is None and not options.get("cpu") else smt != "off"
     directory = host.events_dir(options.get("events_dir"))
     retire = metric_catalog.retire_latencies(directory, metrics.cpu) if directory else {}
-    return plan_metrics(built, chosen, smt_on, consistent, retire, [anchor] if anchor else [])
+    extra = [anchor] if anchor else []
+    here = bool(options.get("cpu")) or host.has_core_pmu()  # --cpu: planned for that machine
+    unavailable = unavailable_pmus(built, system_wide, here)
+    return plan_metrics(built, chosen, smt_on, consistent, retire, extra, unavailable)
+
+
+def note_unmeasurable(planned) -> None:
+    """One note line per reason the plan cannot measure metrics, naming them all."""
+    by_reason: dict[str, list[str]] = {}
+    for name, missing in planned.unmeasurable.items():
+        by_reason.setdefault(missing[0].split(": ", 1)[-1], []).append(name)
+    for reason, names in by_reason.items():
+        what = f"{len(names)} metrics" if len(names) > 1 else "1 metric"
+        click.echo(f"autoprof: note: {what} not measured, {reason}: {', '.join(names)}", err=True)

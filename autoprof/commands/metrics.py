@@ -1,4 +1,5 @@
-"""`autoprof metrics list|show`: the metric catalog (Intel's perfmon metrics and YAML files)."""
+"""`autoprof metrics list|show`: the metric catalog (Intel's perfmon metrics, perf's own AMD
+and Arm metrics, and YAML files)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from autoprof.commands import common
 
 @click.group("metrics")
 def metrics() -> None:
-    """The metric catalog: Intel's perfmon metrics (TMA tree, Info, Bottlenecks) and yours."""
+    """The metric catalog: Intel's perfmon metrics (TMA tree, Info, Bottlenecks), perf's own
+    for AMD Zen and Arm cores (Pipeline and Topdown levels, ...) and yours."""
 
 
 @metrics.command("list")
@@ -23,12 +25,18 @@ def list_command(events_dir, cpu, metrics_files, group) -> None:
 
     found = metric_catalog.for_machine(events_dir, cpu, metrics_files)
     chosen = found.select([group]) if group else list(found.metrics.values())
-    table = Table(title=f"{found.cpu}: {len(chosen)} metrics", title_justify="left")
+    for note in found.notes:
+        click.echo(f"autoprof: note: {note}", err=True)
+    table = Table(title=f"{found.title}: {len(chosen)} metrics", title_justify="left")
     for column in ("metric", "level", "parent", "groups", "unit"):
         table.add_column(column)
     for m in chosen:
-        table.add_row(m.name, str(m.level), m.parent or "", ";".join(m.groups), m.unit)
-    common.console(highlight=False).print(table)
+        unit = f"{m.scale:g} {m.unit}".strip() if m.scale != 1 else m.unit
+        table.add_row(m.name, str(m.level), m.parent or "", ";".join(m.groups), unit)
+    out = common.console(highlight=False)
+    out.print(table)
+    for name, why in [] if group else found.unreadable.items():
+        out.print(f"not read: {name}: {why}", markup=False)
 
 
 @metrics.command("show")
@@ -42,8 +50,12 @@ def show_command(events_dir, cpu, metrics_files, name) -> None:
     for m in found.select([name]):
         click.echo(f"{m.name} ({m.source}, level {m.level}, parent {m.parent or '-'})")
         click.echo(f"  {m.description}")
-        click.echo(f"  groups: {';'.join(m.groups) or '-'}   unit: {m.unit or '-'}")
+        scale = f" x {m.scale:g}" if m.scale != 1 else ""
+        shown = f"   perf stat's default: {m.default_group}" if m.default_group else ""
+        click.echo(f"  groups: {';'.join(m.groups) or '-'}   unit: {m.unit or '-'}{scale}{shown}")
         click.echo(f"  formula: {m.formula.text}")
+        if m.refs:
+            click.echo(f"  reads metrics: {', '.join(m.refs)}")
         for alias, event in m.events.items():
             click.echo(f"    {alias} = {event}")
         for alias, constant in m.constants.items():

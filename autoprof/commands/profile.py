@@ -89,8 +89,10 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
         if names:
             raise AutoprofError("give events (-e, --events) or --metrics, not both")
         words, files, consistent = metric_args
-        metric = common.metric_plan(opts, words, files, consistent, anchor=options.anchor)
+        wide = options.system_wide or bool(options.cpu_list or options.cgroup)
+        metric = common.metric_plan(opts, words, files, consistent, options.anchor, wide)
         click.echo(metric.summary(), err=True)
+        common.note_unmeasurable(metric)
         planned = measure.Planned(metric.catalog, metric.plan)
     else:
         planned = measure.plan(

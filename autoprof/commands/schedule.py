@@ -12,6 +12,7 @@ from autoprof.commands.common import (
     catalog_options,
     console,
     metric_plan,
+    note_unmeasurable,
     note_without_pmu,
     planning_options,
 )
@@ -39,6 +40,7 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
             raise AutoprofError("give events (-e) or --metrics, not both")
         planned = metric_plan(options, *metric_args)
         catalog, plan, summary = planned.catalog, planned.plan, planned.summary()
+        note_unmeasurable(planned)
     else:
         catalog = build_catalog(**options)
         if not event_names:  # every event of this machine: say when that is software only

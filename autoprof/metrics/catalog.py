@@ -1,5 +1,6 @@
 """The metric catalog: Intel's ``<PLATFORM>/metrics/*.json`` (listed in mapfile.csv as
-``metrics``) and autoprof's own YAML metric files, as `Metric` records.
+``metrics``), perf's own metrics for AMD Zen and Arm64 cores (`autoprof.metrics.perfjson`) and
+autoprof's own YAML metric files, as `Metric` records.
 
 A metric is a formula over named events and constants, e.g. CPI = ``a / b`` with
 ``a = CPU_CLK_UNHALTED.THREAD`` and ``b = INST_RETIRED.ANY``. TMA metrics form a tree
@@ -23,7 +24,9 @@ from autoprof.metrics.formula import ONE_UNIT, Formula, parse
 class Metric:
     """One metric: its formula reads `events` (alias -> event text, modifiers included) and
     `constants` (alias -> constant name); its threshold reads `threshold_metrics` (alias ->
-    metric name)."""
+    metric name). Its value is the formula times `scale` (perf's ScaleUnit), in `unit`.
+    `topdown` makes it a node of the top-down tree of perf's data (AMD's PipelineL1/L2, Arm's
+    TopdownL1 and the metrics refining it); `refs` are the metrics its formula reads (inlined)."""
 
     name: str
     formula: Formula
@@ -39,24 +42,45 @@ class Metric:
     category: str = ""
     pmu: str = "cpu"
     source: str = ""
+    scale: float = 1.0
+    topdown: bool = False
+    default_group: str = ""
+    refs: tuple[str, ...] = ()
 
     @property
     def tma(self) -> bool:
-        """A node of the Top-down tree (the TMA levels, not Info or Bottleneck metrics)."""
+        """A node of the top-down tree: Intel's TMA levels (not its Info or Bottleneck
+        metrics), or a `topdown` metric of perf's AMD and Arm data."""
+        if self.topdown:
+            return True
         return self.category == "TMA" and not self.name.startswith(("Info_", "Bottleneck_"))
 
     @property
     def percent(self) -> bool:
-        return self.unit.lower() in ("percent", "%")
+        return self.unit.lower().startswith(("percent", "%"))
 
 
 @dataclass
 class MetricSet:
-    """The metrics of one CPU (or one file), by name, in file order."""
+    """The metrics of one CPU (or one file), by name, in file order. For perf's AMD and Arm
+    data: the `model` folder and `vendor`, the metrics perf defines that autoprof cannot read
+    (`unreadable`: name -> reason), and the metric groups refining a tree node (`refines`)."""
 
     cpu: str
     metrics: dict[str, Metric] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    model: str = ""
+    vendor: str = ""
+    unreadable: dict[str, str] = field(default_factory=dict)
+    refines: dict[str, list[str]] = field(default_factory=dict)
+    # a group name the data lacks -> (the metrics standing for it, why): Neoverse N1's level 1
+    stand_ins: dict[str, tuple[list[str], str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what `select` chose in place of a word
+
+    @property
+    def title(self) -> str:
+        """The CPU as people name it: the model folder where there is one."""
+        return self.model or self.cpu
 
     def select(self, wanted: list[str]) -> list[Metric]:
         """Metrics by name, by group (``TmaL1``) or ``all``; an unknown word is an error."""
@@ -69,9 +93,13 @@ class MetricSet:
                 found = found or [
                     m for m in self.metrics.values() if word.lower() in map(str.lower, m.groups)
                 ]
+                if not found and word.lower() in self.stand_ins:
+                    names, why = self.stand_ins[word.lower()]
+                    found = [self.metrics[n] for n in names]
+                    self.notes.append(f"{word} for {self.title}: {', '.join(names)} ({why})")
             if not found:
                 raise AutoprofError(
-                    f"no metric or metric group {word!r} for {self.cpu} "
+                    f"no metric or metric group {word!r} for {self.title} "
                     "(see `autoprof metrics list`)"
                 )
             chosen.update((m.name, m) for m in found)
@@ -253,22 +281,40 @@ def load(events_dir: Path | None, cpu: str, extra: Sequence[Path] = ()) -> Metri
 
 def for_machine(events_dir: str | None, cpu: str | None, files: tuple[str, ...] = ()) -> MetricSet:
     """The metric set of --events-dir/--cpu (this machine by default) plus YAML `files`, each a
-    path or the name of one shipped with autoprof (``software``)."""
+    path or the name of one shipped with autoprof (``software``): Intel's perfmon metrics, or
+    perf's own for an AMD or Arm64 CPU (`perfjson`)."""
     from autoprof.catalog import host, vendor
     from autoprof.catalog.yaml import BUILTIN_DIR
+    from autoprof.metrics import perfjson
 
     named, cpu = bool(cpu), cpu or host.cpu_id()
-    # autoprof's metrics are Intel's: an AMD or Arm CPU has those of --metrics-file only
-    chosen = None if events_dir else host.choose_data(None, cpu, named)
-    intel_cpu = chosen is not None and chosen[1] == vendor.INTEL
-    directory = host.events_dir(events_dir) if events_dir or intel_cpu else None
     paths = [_file_or_shipped(f, BUILTIN_DIR / "metrics") for f in files]
-    if directory is None and not paths:
+    chosen = host.choose_data(host.events_dir(events_dir) if events_dir else None, cpu, named)
+    if chosen is None:
+        if not paths:
+            raise AutoprofError(
+                f"no metrics for {cpu}: no event data knows this CPU (give --metrics-file "
+                f"FILE.yaml, or --events-dir / ${host.ENV_EVENTS_DIR} with its data)"
+            )
+        return load(None, cpu, paths)
+    directory, kind, name = chosen
+    if kind == vendor.INTEL:
+        return load(directory, name, paths)
+    try:
+        found = perfjson.load(directory, kind, name)
+    except vendor.UnknownCpu:
+        if not paths:
+            raise
+        found = MetricSet(cpu)
+    if not found.metrics and not found.unreadable and not paths:
         raise AutoprofError(
-            f"no metrics for {cpu}: autoprof has Intel's only; give --metrics-file FILE.yaml "
-            f"(or --events-dir / ${host.ENV_EVENTS_DIR} with metric files)"
+            f"no metrics for {found.title}: perf's data defines none for it "
+            "(give --metrics-file FILE.yaml for your own)"
         )
-    return load(directory, cpu, paths)
+    for path in paths:
+        found.metrics.update((m.name, m) for m in load_yaml(Path(path)))
+        found.sources.append(str(path))
+    return found
 
 
 def _file_or_shipped(name: str, shipped_dir: Path) -> Path:

@@ -1,10 +1,12 @@
-"""A small, safe evaluator for Intel's metric formulas, over Python's `ast` (never `eval`).
+"""A small, safe evaluator for metric formulas, over Python's `ast` (never `eval`).
 
-The language: numbers, names, ``+ - * /``, parentheses, ``min(...)``, ``max(...)``,
-``X if COND else Y``, comparisons (``< <= > >= == !=``) and, in thresholds, ``&`` and ``|``.
-Anything else (attribute access, calls of other functions, subscripts, strings) is a
-`FormulaError` naming the formula. Values may be numbers or numpy arrays (one value per
-interval): every operation is element-wise, a division by zero gives inf or NaN, not an error.
+`parse` reads Intel's language: numbers, names, ``+ - * /``, parentheses, ``min(...)``,
+``max(...)``, ``X if COND else Y``, comparisons (``< <= > >= == !=``) and, in thresholds, ``&``
+and ``|``. Anything else (attribute access, calls of other functions, subscripts, strings) is a
+`FormulaError` naming the formula. perf's language (`autoprof.metrics.perfexpr`) builds its own
+trees for the same evaluator, which also knows perf's ``%``, its integer ``| ^ &`` and
+``d_ratio``. Values may be numbers or numpy arrays (one value per interval): every operation is
+element-wise, a division by zero gives inf or NaN, not an error.
 """
 
 from __future__ import annotations
@@ -41,6 +43,40 @@ _COMPARE = {
 }
 _BOOLEAN: dict[type[ast.boolop], np.ufunc] = {ast.And: np.logical_and, ast.Or: np.logical_or}
 _FUNCTIONS = {"min": np.minimum, "max": np.maximum}
+
+
+def _integer(op: Callable[..., Any]) -> Callable[..., Any]:
+    """perf's ``(long)a OP (long)b`` (expr.y), NaN when either side is NaN."""
+
+    def apply(left, right):
+        left, right = np.asarray(left, np.float64), np.asarray(right, np.float64)
+        valid = np.isfinite(left) & np.isfinite(right)
+        a = np.where(valid, left, 0).astype(np.int64)
+        b = np.where(valid, right, 0).astype(np.int64)
+        return np.where(valid, op(a, b), np.nan)
+
+    return apply
+
+
+def _modulo(left, right):
+    """perf's ``(long)a % (long)b``: C's remainder, with the sign of the dividend."""
+    return np.fmod(np.trunc(left), np.trunc(right))
+
+
+def _d_ratio(left, right):
+    """perf's ``d_ratio(a, b)``: a / b, and 0 when b is 0 (expr.y)."""
+    right = np.asarray(right, np.float64)
+    return np.where(right == 0, 0.0, np.divide(left, np.where(right == 0, 1.0, right)))
+
+
+# perf's operators and functions (only perfexpr builds trees holding them)
+_PERF_BINARY: dict[type[ast.operator], Callable[..., Any]] = {
+    ast.Mod: _modulo,
+    ast.BitOr: _integer(np.bitwise_or),
+    ast.BitAnd: _integer(np.bitwise_and),
+    ast.BitXor: _integer(np.bitwise_xor),
+}
+_PERF_FUNCTIONS = {"d_ratio": _d_ratio}
 _ALLOWED = (
     ast.Expression,
     ast.BinOp,
@@ -142,7 +178,8 @@ def _eval(node: ast.AST, values: Mapping[str, object], text: str):
     if isinstance(node, ast.BinOp):
         left = _eval(node.left, values, text)
         right = _eval(node.right, values, text)
-        return np.asarray(_BINARY[type(node.op)](left, right), dtype=np.float64)
+        apply = _BINARY.get(type(node.op)) or _PERF_BINARY[type(node.op)]
+        return np.asarray(apply(left, right), dtype=np.float64)
     if isinstance(node, ast.Compare):
         result, left = None, _eval(node.left, values, text)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
@@ -165,6 +202,8 @@ def _eval(node: ast.AST, values: Mapping[str, object], text: str):
         return np.where(test != 0, body, orelse)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         args = [_eval(a, values, text) for a in node.args]
+        if node.func.id in _PERF_FUNCTIONS:
+            return np.asarray(_PERF_FUNCTIONS[node.func.id](*args), dtype=np.float64)
         result = args[0]
         for arg in args[1:]:
             result = _FUNCTIONS[node.func.id](result, arg)

@@ -8,7 +8,7 @@ catalog of exactly those events, and the groups the co-scheduler keeps together.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autoprof.catalog import host
@@ -34,12 +34,23 @@ class Needs:
 
     @property
     def measured(self) -> list[Event]:
-        return [r.event for r in self.events.values() if r.event is not None]
+        """The events to count, each once (two aliases may read one event)."""
+        found = {r.event.key: r.event for r in self.events.values() if r.event is not None}
+        return list(found.values())
 
 
 def smt_constants(smt: bool) -> dict[str, float]:
     """The constants that choose formula branches, known when a profile is planned."""
-    return {"HYPERTHREADING_ON": float(smt), "THREADS_PER_CORE": 2.0 if smt else 1.0}
+    return {"HYPERTHREADING_ON": float(smt), "THREADS_PER_CORE": 2.0 if smt else 1.0} | {
+        "#smt_on": float(smt)
+    }
+
+
+def known_constants(cpu: str, smt: bool, metrics: Sequence[Metric]) -> dict[str, float]:
+    """What is known of the CPU planned for: its SMT state, its model table's literals and
+    the ``strcmp_cpuid_str`` tests of perf's metrics (they choose formula branches)."""
+    names = {c for m in metrics for c in m.constants.values()}
+    return smt_constants(smt) | constants.from_model(cpu) | constants.cpuid_tests(cpu, names)
 
 
 class _Resolver:
@@ -58,8 +69,10 @@ class _Resolver:
     def __call__(self, text: str, pmu: str) -> metric_events.Resolved:
         key = (text, pmu)
         if key not in self.cache:
-            base = metric_events.split(text)[0].upper()
-            names = [text.upper(), base, metric_events.PERF_EVENTS.get(base, ("",))[0].upper()]
+            inner = metric_events.counted(text) or text
+            form = metric_events.pmu_form(inner)
+            base = (form[1] or "" if form else metric_events.split(inner)[0]).upper()
+            names = [inner.upper(), base, metric_events.PERF_EVENTS.get(base, ("",))[0].upper()]
             if base in metric_events.TOPDOWN:
                 names.append(metric_events.SLOTS)
             events = list({e.key: e for n in names for e in self.by_name.get(n, [])}.values())
@@ -68,14 +81,30 @@ class _Resolver:
         return self.cache[key]
 
 
+def unavailable_pmus(catalog: Catalog, system_wide: bool = True, pmu_here: bool = True) -> dict:
+    """PMU -> why its events cannot be counted in this profile: one that is not `system_wide`
+    (a command's or a process's) cannot count system-wide-only PMUs (AMD's amd_l3/df/umc, Arm's
+    uncore); a machine without a hardware PMU (`pmu_here` False: a VM) none but the host's."""
+    found = {}
+    for name, pmu in catalog.pmus.items():
+        if not pmu_here and name not in host.HOST_PMUS:
+            found[name] = "this machine's kernel offers no hardware PMU (a VM?)"
+        elif pmu.system_wide and not system_wide:
+            found[name] = f"{name} counts system-wide only (profile -a counts it)"
+    return found
+
+
 def metric_needs(
     metrics: list[Metric],
     catalog: Catalog,
     known: dict[str, float],
     retire: dict[str, float] | None = None,
+    unavailable: Mapping[str, str] | None = None,
 ) -> list[Needs]:
-    """Resolve what each metric reads, given the constants `known` now (SMT state)."""
+    """Resolve what each metric reads, given the constants `known` now (SMT state, CPU id).
+    An event of an `unavailable` PMU (`unavailable_pmus`) leaves the metric unmeasurable."""
     resolver = _Resolver(catalog, retire or {})
+    unavailable = unavailable or {}
     result = []
     for metric in metrics:
         read = metric.formula.needed(constants.for_metric(metric.constants, known))
@@ -85,6 +114,8 @@ def metric_needs(
             needs.events[alias] = resolved
             if resolved.missing:
                 needs.missing.append(f"{resolved.text}: {resolved.missing}")
+            elif resolved.event is not None and resolved.event.pmu in unavailable:
+                needs.missing.append(f"{resolved.text}: {unavailable[resolved.event.pmu]}")
         result.append(needs)
     return result
 
@@ -164,10 +195,13 @@ def plan_metrics(
     consistent: bool = False,
     retire: dict[str, float] | None = None,
     extra: Sequence[str] = (),
+    unavailable: Mapping[str, str] | None = None,
 ) -> MetricPlan:
     """The co-scheduled plan measuring exactly what `metrics` need (plus `extra` events such
-    as an anchor, resolved by name); an error when none of them can be measured."""
-    needs = metric_needs(metrics, catalog, smt_constants(smt), retire)
+    as an anchor, resolved by name); an error when none of them can be measured. Metrics
+    reading events of `unavailable` PMUs (`unavailable_pmus`) are left out, with the reason."""
+    known = known_constants(catalog.cpu, smt, metrics)
+    needs = metric_needs(metrics, catalog, known, retire, unavailable)
     wanted = needed_catalog(catalog, needs)
     if extra:
         wanted = wanted.merge(catalog.select([e for e in extra if not wanted.find(e)]))

@@ -1,8 +1,14 @@
-"""The TMA tree as toplev shows it: the level-1 nodes, and the children of every node that
+"""The top-down tree as toplev shows it: the level-1 nodes, and the children of every node that
 crossed its threshold; the bottleneck path (from level 1, the largest node that crossed, then
 its largest child that crossed, ...) highlighted.
 
-Pure: `tree_lines` takes one `Node` per metric and returns rich-markup lines.
+perf's AMD and Arm metrics have no thresholds: their tree is shown whole, and the bottleneck
+path follows the largest node at each level. A node may be refined by metric groups (Arm's
+methodology: frontend_bound by Branch_Effectiveness, ...): each is a `group` node under it,
+holding the group's metrics.
+
+Pure: `tree_rows` takes one `Node` per metric and returns the rows shown, in order;
+`tree_lines` writes them as rich-markup lines (the web page draws the same rows).
 """
 
 from __future__ import annotations
@@ -20,44 +26,90 @@ class Node:
     crossed: bool | None = None
     scope: str = ""
     flag: str = ""
+    label: str = ""  # what is shown (default: the name)
+    group: bool = False  # a metric group refining its parent, not a metric
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
 
 
-def bottleneck_path(nodes: list[Node]) -> list[str]:
-    """Names from level 1 down: at each level the crossed child with the largest value."""
+@dataclass(frozen=True)
+class Row:
+    node: Node
+    depth: int
+    on_path: bool
+    last_on_path: bool
+
+    @property
+    def value(self) -> str:
+        return "" if self.node.group else value_text(self.node.value, self.node.unit)
+
+
+def _candidates(nodes: list[Node], parent: str | None, thresholds: bool) -> list[Node]:
+    return [
+        n
+        for n in nodes
+        if n.parent == parent
+        and not n.group
+        and not math.isnan(n.value)
+        and (n.crossed if thresholds else True)
+    ]
+
+
+def bottleneck_path(nodes: list[Node], thresholds: bool = True) -> list[str]:
+    """Names from level 1 down: at each level the crossed child with the largest value (the
+    largest child, without thresholds)."""
     path: list[str] = []
     parent: str | None = None
     while True:
-        crossed = [n for n in nodes if n.parent == parent and n.crossed and not math.isnan(n.value)]
-        if not crossed:
+        found = _candidates(nodes, parent, thresholds)
+        if not found:
             return path
-        parent = max(crossed, key=lambda n: n.value).name
+        parent = max(found, key=lambda n: n.value).name
         path.append(parent)
 
 
-def _value(node: Node) -> str:
-    if math.isnan(node.value):
+def value_text(value: float, unit: str) -> str:
+    if math.isnan(value):
         return "n/a"
-    unit = "%" if node.unit.lower() == "percent" else f" {node.unit}" if node.unit else ""
-    return f"{node.value:.1f}{unit}" if unit == "%" else f"{node.value:.4g}{unit}"
+    if unit.lower().startswith(("percent", "%")):
+        rest = unit.removeprefix("%").removeprefix("percent").strip()
+        return f"{value:.1f}%" + (f" {rest}" if rest else "")
+    return f"{value:.4g} {unit}" if unit else f"{value:.4g}"
 
 
-def tree_lines(nodes: list[Node], show_all: bool = False) -> list[str]:
-    """One line per shown node, indented by level; crossed nodes marked, the bottleneck path
-    in bold with ``<==`` on its last node, out-of-range values flagged."""
-    path = bottleneck_path(nodes)
-    lines: list[str] = []
+def tree_rows(nodes: list[Node], show_all: bool = False, thresholds: bool = True) -> list[Row]:
+    """The rows shown, depth first: with `thresholds`, the children of crossed nodes only
+    (every node with `show_all`); without, every node."""
+    path = bottleneck_path(nodes, thresholds)
+    rows: list[Row] = []
 
     def walk(parent: str | None, depth: int) -> None:
         for node in [n for n in nodes if n.parent == parent]:
-            mark = " [yellow]above threshold[/]" if node.crossed else ""
-            scope = f" [dim]{node.scope}[/]" if node.scope == "cross-run" else ""
-            flag = f" [red]! {node.flag}[/]" if node.flag else ""
-            text = f"{'  ' * depth}{node.name:<{max(40 - 2 * depth, 10)}} {_value(node):>10}"
-            if node.name in path:
-                text = f"[bold]{text}[/]" + (" [bold red]<==[/]" if node.name == path[-1] else "")
-            lines.append(text + mark + scope + flag)
-            if node.crossed or show_all:
+            on = node.name in path
+            rows.append(Row(node, depth, on, on and node.name == path[-1]))
+            if node.crossed or show_all or not thresholds:
                 walk(node.name, depth + 1)
 
     walk(None, 0)
+    return rows
+
+
+def tree_lines(nodes: list[Node], show_all: bool = False, thresholds: bool = True) -> list[str]:
+    """One line per shown node, indented by level; crossed nodes marked, the bottleneck path
+    in bold with ``<==`` on its last node, out-of-range values flagged."""
+    lines: list[str] = []
+    for row in tree_rows(nodes, show_all, thresholds):
+        node = row.node
+        mark = " [yellow]above threshold[/]" if node.crossed else ""
+        scope = f" [dim]{node.scope}[/]" if node.scope == "cross-run" else ""
+        flag = f" [red]! {node.flag}[/]" if node.flag else ""
+        name = f"[{node.shown}]" if node.group else node.shown
+        text = f"{'  ' * row.depth}{name:<{max(40 - 2 * row.depth, 10)}} {row.value:>10}"
+        if node.group:  # dim, and its "[" a literal one for rich
+            text = "[dim]" + text.replace("[", "\\[") + "[/]"
+        if row.on_path:
+            text = f"[bold]{text}[/]" + (" [bold red]<==[/]" if row.last_on_path else "")
+        lines.append(text + mark + scope + flag)
     return lines

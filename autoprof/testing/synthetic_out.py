@@ -5,11 +5,16 @@ a manifest, one run.json per (run, repeat), results.csv written by `results.writ
 report.json. Values look like `perf stat -I` output on this kind of machine: software events in
 msec with fractional values, per-CPU and whole-process rows, an uncore box, a breakpoint, a
 multiplexed event (percent running < 100), a `<not counted>` interval and an unsupported event.
+
+`profile_from_plan` writes the folder a real plan leaves before `aggregate` (perf.csv per run,
+counts of our choosing), for tests that must go through `aggregate` on another CPU's plan.
 """
 
 from __future__ import annotations
 
 import uuid as uuidlib
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +22,10 @@ import pandas as pd
 
 from autoprof import results
 from autoprof.catalog.facts import MachineFacts
+from autoprof.catalog.model import Event
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
+from autoprof.schedule.plan import Plan
 from autoprof.util.status import RowStatus, RunStatus
 
 # (name, pmu, unit, per_cpu, value_unit)
@@ -208,3 +215,85 @@ def make_out(
         },
     )
     return root
+
+
+def perf_stat_lines(counts: list[tuple[str, float]], intervals: int, period: float = 0.1) -> str:
+    """`perf stat -x, -I` output (perf 6.1's shape: time, value, unit, event, run time, percent
+    running, metric, metric unit) of events counting `value` in every interval."""
+    lines = ["# started on Sun Nov 22 04:24:29 2026\n", "\n"]
+    for i in range(intervals):
+        stamp = f"{period * (i + 1) + 0.000189783:16.9f}"
+        ns = int(period * 1e9)
+        lines += [f"{stamp},{value:.0f},,{label},{ns},100.00,,\n" for label, value in counts]
+    return "".join(lines)
+
+
+def profile_from_plan(
+    root: Path,
+    plan: Plan,
+    rate: Callable[[Event], float],
+    *,
+    intervals: int = 10,
+    machine_facts: MachineFacts | None = None,
+    command: tuple[str, ...] = ("./w", "1000"),
+) -> Path:
+    """An out/ folder as `autoprof profile` leaves it for `plan`, before `aggregate`: the
+    manifest, and per run its run.json and a perf.csv in which every event counts `rate(event)`
+    per interval (the same in every run that holds it). `aggregate` makes results.csv of it."""
+    root.mkdir(parents=True, exist_ok=True)
+    facts = machine_facts or replace(machine(), cpu_id=plan.cpu, model_name="synthetic")
+    options = ProfileOptions(interval_ms=100)
+    outdir.write_manifest(
+        root,
+        outdir.Manifest(
+            id=str(uuidlib.uuid4()),
+            autoprof_version="0.1.0",
+            created="2024-06-01T10:00:00+00:00",
+            command=list(command),
+            machine=facts,
+            plan=plan.to_json(),
+            options=options,
+        ),
+    )
+    argv = ["perf", "stat", "-x,", "-I", "100", "-o", outdir.PERF_OUTPUT, "--", *command]
+    for number, run in enumerate(plan.runs, 1):
+        folder = outdir.run_dir(root, number, 1)
+        folder.mkdir(parents=True, exist_ok=True)
+        events = list(run.events)
+        refs = [outdir.EventRef(e.name, e.pmu, e.spec, e.label) for e in events]
+        counts = [(e.label, rate(e)) for e in events]
+        (folder / outdir.PERF_OUTPUT).write_text(perf_stat_lines(counts, intervals))
+        record = outdir.RunRecord(
+            number, 1, refs, argv, elapsed_s=0.1 * intervals, perf_exit=0, workload_exit=0,
+            status=RunStatus.OK,
+        )  # fmt: skip
+        outdir.write_run_record(folder, record)
+    return root
+
+
+def counts_frame(
+    runs: list[list[Event]], rate: Callable[[Event], float], intervals: int = 5
+) -> pd.DataFrame:
+    """A results frame (what `aggregate` makes) of a plan's `runs`: every event counts
+    `rate(event)` in each interval of each run holding it, one whole-process row."""
+    rows = [
+        {
+            "EVENT_NAME": event.name,
+            "INDEX": i,
+            "TIME": 0.1 * (i + 1),
+            "UNIT": event.pmu,
+            "SAMPLE_VALUE": rate(event),
+            "RUN": number,
+            "REPEAT": 1,
+            "PMU": event.pmu,
+            "PERCENT_RUNNING": 100.0,
+            "STATUS": RowStatus.OK,
+        }
+        for number, events in enumerate(runs, 1)
+        for event in events
+        for i in range(intervals)
+    ]
+    frame = pd.DataFrame(rows)
+    for column in set(results.COLUMNS) - set(frame.columns):
+        frame[column] = None
+    return results.normalize(frame)

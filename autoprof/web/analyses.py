@@ -1,5 +1,5 @@
-"""The analyses of `autoprof analyze` for the web pages: correlation, stats and compare over a
-run's results frame, as JSON-ready data.
+"""The analyses of `autoprof analyze` for the web pages: correlation, stats, compare and the
+metrics' top-down tree over a run's results frame, as JSON-ready data.
 
 They need the whole frame (`queries.export_frame`), so the run page asks for them after it has
 opened; frames of the last few runs asked for stay in memory (a stored run never changes).
@@ -17,7 +17,11 @@ import pandas as pd
 
 from autoprof.analysis import compare as compare_mod
 from autoprof.analysis import correlation, data, stats
+from autoprof.analysis import metrics as metric_values
 from autoprof.errors import AutoprofError
+from autoprof.metrics import catalog as metric_catalog
+from autoprof.metrics import constants
+from autoprof.metrics.tree import tree_rows
 from autoprof.store.engine import Store
 from autoprof.store.queries import export_frame, find_run
 
@@ -89,6 +93,38 @@ def run_analyses(frame: pd.DataFrame) -> dict[str, Any]:
         "excluded": _records(found.excluded),
     }
     return result
+
+
+def run_metrics(frame: pd.DataFrame, machine: dict[str, Any]) -> dict[str, Any]:
+    """`analyze metrics` of a run, by the CPU id it recorded: the top-down tree as rows
+    (depth, bottleneck path, group headings) and the notes; or why there is none."""
+    cpu = str(machine.get("cpu_id") or "")
+    if not cpu or frame.empty:
+        return {"error": "no CPU id or no counts recorded"}
+    try:
+        found = metric_catalog.for_machine(None, cpu)
+    except AutoprofError as err:
+        return {"error": str(err)}
+    metrics = list(found.metrics.values())
+    names = {c for m in metrics for c in m.constants.values()}
+    known, sources = constants.gather(machine, found.cpu, {}, names)
+    values = metric_values.compute(frame, metrics, known)
+    shown = metric_values.Metrics(values, found.title, refines=found.refines, sources=sources)
+    rows = [
+        {
+            "name": row.node.shown,
+            "depth": row.depth,
+            "value": row.value,
+            "group": row.node.group,
+            "path": row.on_path,
+            "bottleneck": row.last_on_path,
+            "crossed": row.node.crossed,
+            "scope": row.node.scope,
+            "flag": row.node.flag,
+        }
+        for row in tree_rows(shown.nodes(), False, shown.thresholds)
+    ]
+    return {"cpu": found.title, "tree": rows, "notes": shown.notes()}
 
 
 def compare_runs(frame_a: pd.DataFrame, frame_b: pd.DataFrame, test: str) -> list[dict[str, Any]]:

@@ -131,6 +131,16 @@ def api_analysis(request: Request) -> Response:
     return _json(analyses.run_analyses(frame))
 
 
+def api_metrics(request: Request) -> Response:
+    """The metrics of a run (`analyze metrics` by the CPU id it recorded): the top-down tree
+    as rows, with the bottleneck path, and the notes; `error` when the CPU has no metrics."""
+    state = state_of(request)
+    uuid, frame = state.frames.get(state.settings.store, request.path_params["run_id"])
+    with state.settings.store.read() as conn:
+        machine = views.run_machine(conn, uuid)
+    return _json(analyses.run_metrics(frame, machine))
+
+
 def _compare(request: Request) -> dict:
     state = state_of(request)
     a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
@@ -399,6 +409,7 @@ ROUTES = [
     Route("/api/runs/{run_id}", api_delete, methods=["DELETE"]),
     Route("/api/runs/{run_id}/series", api_series),
     Route("/api/runs/{run_id}/analysis", api_analysis),
+    Route("/api/runs/{run_id}/metrics", api_metrics),
     Route("/api/compare", api_compare),
     Route("/api/events", api_events),
     Route("/api/jobs", api_jobs),

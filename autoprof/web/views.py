@@ -257,6 +257,16 @@ def run_overview(conn: Connection, ident: str) -> dict[str, Any]:
     return details
 
 
+def run_machine(conn: Connection, uuid: str) -> dict[str, Any]:
+    """The machine facts the run's first part recorded (its manifest's, topology and slots
+    included): what its metrics' constants come from."""
+    manifests = conn.scalars(
+        select(RunPart.manifest).join(Run).where(Run.uuid == uuid).order_by(RunPart.part)
+    ).all()
+    machine = manifests[0].get("machine") if manifests else None
+    return machine if isinstance(machine, dict) else {}
+
+
 def event_usage(conn: Connection) -> dict[str, int]:
     """How many stored run parts measured each event: the new-measurement page lists the most
     used events first."""

@@ -112,6 +112,7 @@ async function initRun() {
   });
   document.querySelectorAll("button.plot").forEach((b) =>
     b.addEventListener("click", () => plotSeries([b.dataset.event]).catch(showError("series"))));
+  api("GET", `/api/runs/${encodeURIComponent(DATA.id)}/metrics`).then(showTree).catch(showError("tree"));
   try {
     const analysis = await api("GET", `/api/runs/${encodeURIComponent(DATA.id)}/analysis`);
     fillEventTable(analysis.stats);
@@ -134,6 +135,30 @@ async function initRun() {
   } catch (err) {
     showError("heatmap")(err);
   }
+}
+
+// the top-down tree of `analyze metrics`: one row per node, indented by depth, the bottleneck
+// path in bold with its last node marked
+function showTree(metrics) {
+  const target = document.getElementById("tree");
+  if (metrics.error) { target.replaceChildren(el("p", metrics.error, "hint")); return; }
+  document.getElementById("topdown-cpu").textContent = metrics.cpu;
+  const t = el("table", undefined, "tree");
+  const body = t.createTBody();
+  metrics.tree.forEach((row) => {
+    const tr = body.insertRow();
+    tr.className = [row.group ? "group" : "", row.path ? "path" : ""].join(" ").trim();
+    const name = el("td", row.group ? `[${row.name}]` : row.name);
+    name.style.paddingLeft = `${0.4 + 1.5 * row.depth}em`;
+    tr.appendChild(name);
+    tr.appendChild(el("td", row.value, "num"));
+    const notes = [row.bottleneck ? "<== bottleneck" : "", row.crossed ? "above threshold" : "",
+      row.scope === "cross-run" ? "cross-run" : "", row.flag ? `! ${row.flag}` : ""];
+    tr.appendChild(el("td", notes.filter(Boolean).join(" · "), row.flag ? "flag" : ""));
+  });
+  const notes = el("ul", undefined, "hint");
+  metrics.notes.forEach((n) => notes.appendChild(el("li", n)));
+  target.replaceChildren(metrics.tree.length ? t : el("p", "no tree metric could be computed", "hint"), notes);
 }
 
 // the event table's totals come with the stats (the page opens without reading measurements)
