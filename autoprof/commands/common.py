@@ -59,28 +59,22 @@ __all__ = [
 ]
 
 
-def build_catalog(**options) -> Catalog:
+def build_catalog(every_event: bool = False, **options) -> Catalog:
     """The catalog the command-line options describe (`autoprof.catalog.host.build_catalog`,
     imported when a command first needs one), refusing a --reserve that the CPU's counters
-    cannot honour."""
+    cannot honour. `every_event` of this machine (no --cpu) is every event its kernel can
+    count: a VM without a PMU leaves its hardware events out, in one note."""
     from autoprof.catalog import host
     from autoprof.run import preflight
 
     EventSelection.from_json(options).check()
     catalog = host.build_catalog(**options)
     preflight.check_reserve(catalog.pmus.values(), options.get("reserve", 0))
+    if every_event and not options.get("cpu"):
+        catalog = host.countable(catalog)
     if catalog.note:
         click.echo(f"autoprof: note: {catalog.note}", err=True)
     return catalog
-
-
-def note_without_pmu(options: dict[str, Any]) -> None:
-    """One line up front on a machine whose kernel counts no hardware event (a VM without a
-    virtual PMU), unless the catalog is another machine's (--cpu)."""
-    from autoprof.catalog import host
-
-    if not options.get("cpu") and not host.has_core_pmu():
-        click.echo(f"autoprof: note: {host.no_pmu_note()}", err=True)
 
 
 def console(stderr: bool = False, highlight: bool = True) -> Console:

@@ -64,7 +64,6 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     group), keep the finished runs (run the same command again to resume) and exit with
     128 + the signal's number (130 for Ctrl-C).
     """
-    from autoprof.catalog import host
     from autoprof.pipeline import measure
     from autoprof.run import profile as library
     from autoprof.run.options import EventSelection
@@ -96,8 +95,6 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
         planned = measure.plan(
             spec, note=lambda text: click.echo(f"autoprof: note: {text}", err=True)
         )
-        if not names and (dry_run or not host.hardware_events(planned.catalog)):
-            common.note_without_pmu(opts)  # software only, and why (a real run's check says it)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, planned.plan, options):

@@ -12,7 +12,6 @@ from autoprof.commands.common import (
     catalog_options,
     console,
     metric_plan,
-    note_without_pmu,
     planning_options,
 )
 from autoprof.errors import AutoprofError
@@ -40,9 +39,7 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
         planned = metric_plan(options, *metric_args)
         catalog, plan, summary = planned.catalog, planned.plan, planned.summary()
     else:
-        catalog = build_catalog(**options)
-        if not event_names:  # every event of this machine: say when that is software only
-            note_without_pmu(options)
+        catalog = build_catalog(every_event=not event_names, **options)
         if event_names:
             catalog = resolve_events(catalog, list(event_names))
         plan = make_plan(catalog)

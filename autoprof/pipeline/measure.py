@@ -83,7 +83,8 @@ class Measured:
 def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
     """This machine's catalog for the spec's selection, restricted to its events, scheduled;
     refuses a --reserve that the CPU's counters cannot honour. `note` hears what the catalog
-    says of this machine (a CPU no event data knows)."""
+    says of this machine (a CPU no event data knows, a kernel without a hardware PMU). Every
+    event of this machine means every event its kernel can count."""
     selection = spec.selection.check()
     catalog = host.build_catalog(
         events_dir=spec.events_dir,
@@ -92,9 +93,11 @@ def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
         counters=spec.counters,
         **selection.to_json(),
     )
+    preflight.check_reserve(catalog.pmus.values(), selection.reserve)
+    if not spec.events and not spec.cpu:
+        catalog = host.countable(catalog)
     if catalog.note:
         note(catalog.note)
-    preflight.check_reserve(catalog.pmus.values(), selection.reserve)
     options = spec.options
     catalog, schedule = library.plan_for(
         catalog, spec.events, options.anchor, options.system_wide or bool(options.cpu_list)

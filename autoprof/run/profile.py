@@ -148,14 +148,7 @@ def check_machine(
             f"--cpu {cpu} ({catalog.cpu}) is not this machine ({here}): profile counts here; "
             f"plan for another CPU with: autoprof schedule --cpu {cpu}"
         )
-    hardware = host.hardware_events(catalog)
-    if hardware and not host.has_core_pmu():
-        others = f" and {len(hardware) - 1} other hardware events" if len(hardware) > 1 else ""
-        raise AutoprofError(
-            f"{host.no_pmu_note()}; {hardware[0].name}{others} cannot be counted: profile "
-            "software events (-e task-clock -e page-faults ...), or plan for another machine "
-            "with: autoprof schedule --cpu NAME"
-        )
+    host.refuse_uncountable(catalog)
     if options.attached:
         attach.check_target(options)
     elif shutil.which(command[0]) is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -34,7 +35,7 @@ from autoprof.web.app import (
     static_file,
     token_matches,
 )
-from autoprof.web.jobs import JobRequest, check_allowed, check_env
+from autoprof.web.jobs import JobRequest, check_allowed, check_env, check_events
 
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -170,12 +171,22 @@ def api_delete(request: Request) -> Response:
     return _json({"deleted": uuid, "rows": rows})
 
 
+def machine_catalog(state):
+    """This machine's catalog, tracepoints included (built once: it takes a second or two)."""
+    if state.catalog is None:
+        from autoprof.catalog import host
+
+        state.catalog = host.build_catalog(tracepoints=True)
+    return state.catalog
+
+
 def catalog_events(state) -> list[dict]:
-    """This machine's events, tracepoints included (built once: it takes a second or two)."""
+    """The events of this machine that its kernel can count (a VM without a PMU: no
+    hardware events), for the form's picker."""
     if state.catalog_events is None:
         from autoprof.catalog import host
 
-        catalog = host.build_catalog(tracepoints=True)
+        catalog = host.countable(machine_catalog(state))
         state.catalog_events = [
             {"name": e.name, "pmu": e.pmu, "description": e.description} for e in catalog.events
         ]
@@ -252,6 +263,7 @@ async def api_submit(request: Request) -> Response:
         raise HTTPException(400, "expected a JSON object") from None
     check_allowed(job_request, state.settings.allow)
     check_env(job_request, state.settings.allow_env)
+    check_events(job_request, await run_in_threadpool(machine_catalog, state))
     job = state.queue.submit(job_request)
     return Response(json.dumps(job.to_dict()), status_code=202, media_type="application/json")
 
