@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from autoprof.catalog import host
+from autoprof.errors import AutoprofError
 
 
 def _perf_lists_tracepoints() -> list[str]:
@@ -44,8 +45,9 @@ def test_no_tracepoints_says_why(tmp_path, monkeypatch, made, says):
     monkeypatch.setattr(host, "TRACEFS", tmp_path / "tracing" / "events")
     monkeypatch.setattr(host, "_perf_tracepoints", list)  # perf cannot list them either
     assert says in host.tracepoint_hint()
-    catalog = host.host_catalog()
-    with pytest.raises(host.AutoprofError, match=f"unknown event 'sched:sched_switch': .*{says}"):
+    catalog = host.host_catalog(with_tracepoints=True)
+    assert catalog.note == f"--tracepoints: {host.tracepoint_hint()}"
+    with pytest.raises(AutoprofError, match=f"unknown event 'sched:sched_switch': .*{says}"):
         host.resolve_events(catalog, ["sched:sched_switch"])
 
 

@@ -286,12 +286,13 @@ def _msr_catalog() -> Catalog:
 
 
 def _tracepoint_catalog() -> Catalog:
+    """The tracepoints (--tracepoints); none, with a note saying why, where none are listed."""
     events = [
         Event(name=t, pmu="tracepoint", spec=t, description="tracepoint") for t in tracepoints()
     ]
-    return Catalog(
-        "", {"tracepoint": Pmu("tracepoint", unconstrained=True)}, events, source="tracefs"
-    )
+    note = "" if events else f"--tracepoints: {tracepoint_hint()}"
+    pmus = {"tracepoint": Pmu("tracepoint", unconstrained=True)}
+    return Catalog("", pmus, events, source="tracefs", note=note)
 
 
 def host_catalog(
