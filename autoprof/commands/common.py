@@ -237,7 +237,8 @@ def _flag(cls: type, name: str, default: Any, option: Option) -> Callable:
 
 
 def event_names(event_names: tuple[str, ...], events_file: str | None) -> list[str]:
-    """The -e events, then the --events file's (one per line, # comments)."""
+    """The -e events, then the --events file's (one per line, # comments). A file that names
+    no event is an error: an empty list would mean "every event" (57 runs on a Zen 4)."""
     names = list(event_names)
     if events_file:
         try:
@@ -251,7 +252,12 @@ def event_names(event_names: tuple[str, ...], events_file: str | None) -> list[s
                 f"--events file {events_file} is not UTF-8 text (byte {err.object[err.start]:#04x} "
                 f"at offset {err.start})"
             ) from None
-        names += [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+        listed = [line.split("#")[0].strip() for line in lines]
+        if not any(listed):
+            raise AutoprofError(
+                f"--events file {events_file} names no event (one per line, # starts a comment)"
+            )
+        names += [name for name in listed if name]
     return names
 
 
