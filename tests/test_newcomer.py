@@ -13,6 +13,7 @@ def test_an_events_file_that_names_no_event_is_an_error(cli_run, tmp_path, text)
     """Not "every event": that would be the longest profile the machine offers."""
     events = tmp_path / "events.txt"
     events.write_text(text)
-    for command in (["profile", "--dry-run"], ["bench", "-n", "2"], ["submit", "--host", "nowhere"]):
+    commands = (["profile", "--dry-run"], ["bench", "-n", "2"], ["submit", "--host", "nowhere"])
+    for command in commands:
         line = one_error_line(cli_run(*command, "--events", events, "--", "true"))
         assert "names no event" in line and str(events) in line
