@@ -67,6 +67,7 @@ def render(report: Report, out: Any) -> None:
     summary.add_row("runs ok", f"[{style}]{runs.ok} of {expected}[/{style}]")
     for name, items in (
         ("runs failed", runs.failed),
+        ("runs broken", runs.broken),
         ("runs missing", runs.missing),
         ("runs retried", runs.retried),
         ("events multiplexed", events.multiplexed),
@@ -81,6 +82,7 @@ def render(report: Report, out: Any) -> None:
         summary.add_row(name, f"[{style}]{len(items)}[/{style}]")
     out.print(summary)
     _detail(out, "failed runs", runs.failed, ["run", "repeat", "status", "error"])
+    _detail(out, "broken runs", runs.broken, ["run", "repeat", "reason"])
     _detail(out, "missing runs", runs.missing, ["run", "repeat"])
     _detail(out, "retried runs", runs.retried, ["run", "repeat", "attempt"])
     _detail(out, "multiplexed", events.multiplexed, ["event", "pmu", "min_percent_running"])

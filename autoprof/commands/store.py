@@ -144,7 +144,7 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
         click.echo(
             f"  report   {report.events_measured} events measured; runs "
             f"{runs.finished}/{'?' if runs.expected is None else runs.expected} finished, "
-            f"{len(runs.failed)} failed, {len(runs.missing)} missing; "
+            f"{len(runs.failed)} failed, {len(runs.broken)} broken, {len(runs.missing)} missing; "
             f"{len(events.multiplexed)} multiplexed, "
             f"{len(events.not_counted)} not counted, "
             f"{len(events.not_supported)} not supported, "
