@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,35 @@ def test_one_broken_run_leaves_the_others_ok(cli_run, tmp_path):
     assert report["runs"]["ok"] == 2 and report["runs"]["finished"] == 3
     assert [(b["run"], b["repeat"]) for b in report["runs"]["broken"]] == [(1, 2)]
     assert "line 1: 1 fields" in report["runs"]["broken"][0]["reason"]
+
+
+# --- serve on a busy port; runs delete without a terminal ---------------------------------------
+
+
+def test_serve_on_a_busy_port_is_one_line_before_any_banner(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = [sys.executable, "-m", "autoprof", "serve", "--port", str(port)]
+        proc = subprocess.run(
+            [*argv, "--store", str(tmp_path / "s.db")], capture_output=True, text=True, timeout=120
+        )
+    assert proc.returncode == 2 and proc.stdout == ""  # no banner first
+    line = one_error_line(proc)
+    assert f"cannot listen on 127.0.0.1 port {port}: Address already in use" in line
+    assert "--port" in line
+
+
+def test_runs_delete_without_a_terminal_is_refused_in_one_line(cli_run, tmp_path):
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    assert cli_run("upload", out, "--store", store).returncode == 0
+    run_id = json.loads((out / "manifest.json").read_text())["id"]
+    argv = [sys.executable, "-m", "autoprof", "runs", "delete", run_id, "--store", store]
+    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = one_error_line(proc)
+    assert run_id in line and "no terminal" in line and "--yes" in line
+    assert run_id in cli_run("runs", "list", "--store", store).stdout  # kept

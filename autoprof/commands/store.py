@@ -232,10 +232,22 @@ def delete_command(run_id: str, yes: bool, store_text: str | None) -> None:
     if not yes:
         with store.read() as conn:
             run = queries.find_run(conn, run_id)
-        click.confirm(f"delete run {run.uuid} ({run.rows} rows) from {store.shown}?", abort=True)
+        if not _confirmed(f"delete run {run.uuid} ({run.rows} rows) from {store.shown}?"):
+            click.echo(f"autoprof: run {run.uuid} not deleted", err=True)
+            sys.exit(1)
     with store.write() as conn:
         uuid, rows = queries.delete_run(conn, run_id)
     click.echo(f"deleted run {uuid} ({rows} rows) from {store.shown}")
+
+
+def _confirmed(question: str) -> bool:
+    """The user's yes to `question`, asked on the terminal; where stdin is none (a script,
+    cron, `< /dev/null`) nobody can answer: one error line naming --yes."""
+    if not sys.stdin.isatty():
+        raise AutoprofError(
+            f"{question.rstrip('?')}: stdin is no terminal to confirm on; add --yes"
+        )
+    return click.confirm(question, default=False)
 
 
 @click.group("store")
