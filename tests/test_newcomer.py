@@ -133,3 +133,67 @@ def test_runs_delete_without_a_terminal_is_refused_in_one_line(cli_run, tmp_path
     line = one_error_line(proc)
     assert run_id in line and "no terminal" in line and "--yes" in line
     assert run_id in cli_run("runs", "list", "--store", store).stdout  # kept
+
+
+# --- messages ------------------------------------------------------------------------------------
+
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+
+
+def test_aggregate_to_a_path_that_cannot_be_written_names_that_path(cli_run, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    target = tmp_path / "no-such-folder" / "results.csv"
+    line = one_error_line(cli_run("aggregate", out, "-o", target))
+    assert f"{target}: No such file or directory" in line and ".partial" not in line
+
+
+@needs_perf
+def test_a_bad_output_folder_fails_before_the_profiling_banner(cli_run, tmp_path):
+    (tmp_path / "file").write_text("")
+    line = one_error_line(cli_run("profile", "-e", "task-clock", "-o", tmp_path / "file" / "o",
+                                  "--", "true"))  # fmt: skip
+    assert "Not a directory" in line
+    first = tmp_path / "first"
+    assert cli_run("profile", "-e", "task-clock", "-o", first, "--", "true").returncode == 0
+    again = one_error_line(cli_run("profile", "-e", "task-clock", "-o", first, "--", "ls"))
+    assert "holds a profile of another command" in again
+
+
+@needs_perf
+@pytest.mark.slow  # a real profile that waits for its timeout
+def test_a_single_run_that_times_out_says_so(cli_run, tmp_path):
+    run = cli_run("profile", "-e", "task-clock", "--timeout", "1", "-o", tmp_path / "out",
+                  "--", "sleep", "60")  # fmt: skip
+    assert run.returncode == 2
+    error = run.stderr.strip().splitlines()[-1]
+    assert error == (
+        "autoprof: error: the run failed (timed out after --timeout 1 s: perf and the command "
+        f"were stopped); its output is kept in {tmp_path / 'out'}/"
+    )
+
+
+@needs_perf
+def test_record_of_a_missing_command_says_it_once(cli_run, tmp_path):
+    line = one_error_line(cli_run("record", "-o", tmp_path / "rec", "--", "nosuchprog"))
+    assert line == "autoprof: error: command not found: nosuchprog"
+
+
+@needs_perf
+@pytest.mark.slow  # attaches to a real process for its duration
+def test_a_one_run_attached_profile_does_not_warn_about_moments(cli_run, tmp_path):
+    with subprocess.Popen(["sleep", "60"]) as target:
+        try:
+            run = cli_run("profile", "-p", target.pid, "--duration", "0.3", "-e", "task-clock",
+                          "-o", tmp_path / "out")  # fmt: skip
+        finally:
+            target.kill()
+    assert run.returncode == 0, run.stderr
+    assert "different moment" not in run.stderr
+
+
+def test_no_metrics_for_amd_points_at_the_shipped_software_metrics(cli_run):
+    line = one_error_line(cli_run("schedule", "--cpu", "zen4", "--metrics", "all"))
+    assert "--metrics-file software" in line
+    here = cli_run("schedule", "--metrics", "all", "--metrics-file", "software")
+    assert here.returncode == 0, here.stderr  # this machine's software events

@@ -164,11 +164,14 @@ def _run(measure, spec, planned, out, resume) -> None:
             f"autoprof profile -o {out} -p NEWPID --resume ..."
         )
     if failed:
-        listed = ", ".join(f"{run}.{rep}" for run, rep in failed[:10])
-        raise AutoprofError(
-            f"{len(failed)} runs failed (run.repeat {listed}); the others' "
-            f"results are kept in {out}/"
+        kept = (
+            "its output is"
+            if outcome.planned == 1
+            else "the others' results are"
+            if len(failed) < outcome.planned
+            else "their output is"
         )
+        raise AutoprofError(f"{outcome.failure()}; {kept} kept in {out}/")
 
 
 class _Lines:

@@ -265,7 +265,8 @@ def for_machine(events_dir: str | None, cpu: str | None, files: tuple[str, ...] 
     paths = [_file_or_shipped(f, BUILTIN_DIR / "metrics") for f in files]
     if directory is None and not paths:
         raise AutoprofError(
-            f"no metrics for {cpu}: autoprof has Intel's only; give --metrics-file FILE.yaml "
+            f"no metrics for {cpu}: autoprof has Intel's only; the shipped software metrics "
+            "count anywhere (--metrics-file software), or give --metrics-file FILE.yaml "
             f"(or --events-dir / ${host.ENV_EVENTS_DIR} with metric files)"
         )
     return load(directory, cpu, paths)

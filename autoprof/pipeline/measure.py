@@ -108,7 +108,7 @@ def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
 def check(spec: MeasureSpec, planned: Planned) -> list[str]:
     """Refuse what cannot work here (AutoprofError, one line); return the warnings."""
     warnings = library.check_machine(planned.catalog, spec.options, spec.command, cpu=spec.cpu)
-    if spec.options.attached:
+    if spec.options.attached and len(planned.plan.runs) > 1:  # one run sees one moment
         warnings.append(attach.WARNING)
     return warnings
 
@@ -133,10 +133,13 @@ def measure(
     warnings = check(spec, planned)
     for warning in warnings:
         hooks.warn(warning)
-    job = hooks.ready(planned)
     facts = host.read_facts(planned.catalog)
     if hostname:  # the name a worker was given (--hostname), not the kernel's
         facts = replace(facts, hostname=hostname)
+    # the folder is made (or found to hold this very profile) before anything says "profiling":
+    # an -o that cannot be written, or holds another profile, is the one line said
+    library.open_profile(out, spec.command, planned.plan, spec.options, facts, spec.profile_id)
+    job = hooks.ready(planned)
     hooks.phase("profiling")
     outcome = library.profile(
         out,

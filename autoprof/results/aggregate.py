@@ -14,6 +14,7 @@ supported`) stay in the report and out of results.csv; `exact_only` keeps only r
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -83,10 +84,16 @@ def aggregate_to(
     try:
         with results.ResultsWriter(partial) as writer:
             aggregation = _aggregate(out, writer.write, results_name or str(path), exact_only)
+        os.replace(partial, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        if err.filename == str(partial):  # the file asked for, not the scratch name, is news
+            raise OSError(err.errno, err.strerror, str(path)) from None
+        raise
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    os.replace(partial, path)
     write_report(out / outdir.REPORT, aggregation.report)
     return aggregation
 
