@@ -197,3 +197,14 @@ def test_no_metrics_for_amd_points_at_the_shipped_software_metrics(cli_run):
     assert "--metrics-file software" in line
     here = cli_run("schedule", "--metrics", "all", "--metrics-file", "software")
     assert here.returncode == 0, here.stderr  # this machine's software events
+
+
+@pytest.mark.parametrize("group", [[], ["events"], ["runs"], ["store"], ["jobs"], ["analyze"],
+                                   ["metrics"]])  # fmt: skip
+def test_help_lists_every_summary_whole(cli_run, group):
+    """Each command's help opens with a one-line summary short enough for an 80-column
+    listing: click cut every long first sentence with "..."."""
+    listing = cli_run(*group, "--help").stdout.split("Commands:")[1]
+    rows = [line for line in listing.splitlines() if line.strip()]
+    assert rows and not [row for row in rows if row.endswith("...")], listing
+    assert all(row.rstrip().endswith(".") for row in rows), listing

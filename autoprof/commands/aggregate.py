@@ -35,7 +35,9 @@ SHOWN = 25  # items of a list printed; the rest are in report.json
     "multiplexed ones marked in STATUS)",
 )
 def aggregate(out: Path, output: Path | None, exact_only: bool) -> None:
-    """Parse every run of the profile folder OUT into one long-format results.csv."""
+    """Turn a profile folder into results.csv and a report.
+
+    Parses every run of the profile folder OUT into one long-format results.csv."""
     from autoprof.results import aggregate as agg
     from autoprof.results.sanity_report import not_planned
 

@@ -101,7 +101,9 @@ def list_events(pmu: str | None, as_json: bool, **options) -> None:
 @click.argument("pattern")
 @catalog_options
 def search_events(pattern: str, **options) -> None:
-    """Events whose name or description matches PATTERN (a regex, case-insensitive)."""
+    """Search the events by name or description.
+
+    PATTERN is a regular expression, matched ignoring case."""
     try:
         regex = re.compile(pattern, re.IGNORECASE)
     except re.error as err:
@@ -177,7 +179,9 @@ def show_event(name: str, **options) -> None:
     help="Only this vendor's data (a Linux checkout holds AMD's and Arm64's).",
 )
 def update_events(source: str, vendor: str | None) -> None:
-    """Replace the event data autoprof ships with a newer copy (kept in the user's cache)."""
+    """Use a newer copy of the event data autoprof ships.
+
+    The copy is kept in the user's cache and replaces the shipped data from then on."""
     from pathlib import Path
 
     from autoprof.catalog import update

@@ -9,7 +9,9 @@ from autoprof.commands import common
 
 @click.group("metrics")
 def metrics() -> None:
-    """The metric catalog: Intel's perfmon metrics (TMA tree, Info, Bottlenecks) and yours."""
+    """List and describe the metrics of a CPU.
+
+    Intel's perfmon metrics (TMA tree, Info, Bottlenecks) and your own (--metrics-file)."""
 
 
 @metrics.command("list")
@@ -35,7 +37,9 @@ def list_command(events_dir, cpu, metrics_files, group) -> None:
 @common.metric_catalog_options
 @click.argument("name")
 def show_command(events_dir, cpu, metrics_files, name) -> None:
-    """Everything about one metric: formula, events, constants, threshold."""
+    """Everything about one metric.
+
+    Its formula, events, constants and threshold."""
     from autoprof.metrics import catalog as metric_catalog
 
     found = metric_catalog.for_machine(events_dir, cpu, metrics_files)

@@ -57,8 +57,11 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
 @common.planning_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
-    """Measure every event (or the chosen ones) for COMMAND, without multiplexing; or attach
-    to running processes (-p), a cgroup or the whole system (-a) for --duration per group.
+    """Measure every event for a command, without multiplexing.
+
+    Every event of this machine (or the chosen ones) for COMMAND, one perf stat run per
+    group; or attach to running processes (-p), a cgroup or the whole system (-a) for
+    --duration per group.
 
     Ctrl-C, SIGTERM or SIGHUP stop the run in progress (perf and the command's whole process
     group), keep the finished runs (run the same command again to resume) and exit with

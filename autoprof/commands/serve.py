@@ -86,7 +86,9 @@ def serve(
     max_connections,
     header_timeout,
 ) -> None:
-    """Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
+    """Serve web pages of the runs and new measurements.
+
+    Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
     measurements with live plots. Binds 127.0.0.1 unless told otherwise."""
     import os
 

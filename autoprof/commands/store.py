@@ -26,7 +26,9 @@ from autoprof.util.clock import naive_now, when
 )
 @store_option
 def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: str | None) -> None:
-    """Store aggregated profiles (OUT folders with results.csv) in the results store."""
+    """Store aggregated profiles in the results store.
+
+    Each OUT is a profile folder with results.csv (run `autoprof aggregate OUT` first)."""
     from autoprof.store import engine
     from autoprof.store import upload as store_upload
 
@@ -106,7 +108,9 @@ def list_command(machine, command_text, since, tags, kind, store_text) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 @store_option
 def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
-    """Show one run: command, machine, parts, tags and its sanity report summary."""
+    """Show one stored run and its sanity report.
+
+    Its command, machine, parts, tags and a summary of its sanity report."""
     from autoprof.results.sanity_report import Report
     from autoprof.store import engine, queries
 
@@ -176,7 +180,9 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
 def export_command(
     run_id, output, force, partial, report, recording, excel_safe, store_text
 ) -> None:
-    """Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
+    """Write a stored run's results.csv.
+
+    Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
     per-function CSV of its sampled recording, as `autoprof report --csv` wrote it); with
     --excel-safe, text cells that a spreadsheet would run as formulas are quoted."""
     from autoprof import results
@@ -258,7 +264,9 @@ def store_group() -> None:
 @store_group.command("migrate")
 @store_option
 def migrate_command(store_text: str | None) -> None:
-    """Upgrade the store's schema to this autoprof's version (back it up first)."""
+    """Upgrade the store's schema (back it up first).
+
+    To this autoprof's version of the schema."""
     from autoprof.store import engine
 
     before, after = engine.migrate(store_text)
@@ -272,7 +280,9 @@ def migrate_command(store_text: str | None) -> None:
 @store_group.command("info")
 @store_option
 def info_command(store_text: str | None) -> None:
-    """Print the store's URL (password masked), schema version and size."""
+    """Print the store's URL, schema version and size.
+
+    The password in the URL is masked."""
     from autoprof.store import engine, queries
 
     store = engine.open_store(store_text, create=False)
