@@ -208,3 +208,78 @@ def test_help_lists_every_summary_whole(cli_run, group):
     rows = [line for line in listing.splitlines() if line.strip()]
     assert rows and not [row for row in rows if row.endswith("...")], listing
     assert all(row.rstrip().endswith(".") for row in rows), listing
+
+
+# --- consistency -------------------------------------------------------------------------------
+
+
+def test_runs_show_quotes_the_command_as_list_and_web_do(cli_run, tmp_path):
+    from autoprof.testing.synthetic_out import make_out
+
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    out = make_out(tmp_path / "out", command=("sh", "-c", "echo hi there"))
+    assert cli_run("upload", out, "--store", store).returncode == 0
+    run_id = json.loads((out / "manifest.json").read_text())["id"]
+    shown = cli_run("runs", "show", run_id, "--store", store).stdout
+    assert "command    sh -c 'echo hi there'" in shown.splitlines()
+    assert "sh -c 'echo hi there'" in cli_run("runs", "list", "--store", store).stdout
+
+
+def test_the_png_and_the_web_page_colour_a_correlation_alike(tmp_path):
+    """r = +1 is red and r = -1 blue in both (the web page had them the other way round)."""
+    import numpy as np
+    import pandas as pd
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_rgb
+
+    from autoprof.analysis.correlation import Correlation, colour_scale
+    from autoprof.analysis.renderers.png import figure
+
+    events = ["a", "b"]
+    matrix = pd.DataFrame([[1.0, -1.0], [-1.0, 1.0]], index=events, columns=events)
+    fig = figure(Correlation(matrix, pd.DataFrame(columns=["event", "reason"]), "pearson", 20))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    pixels = np.asarray(canvas.buffer_rgba())[:, :, :3] / 255
+    ax = fig.axes[0]
+
+    def cell(i: int, j: int) -> np.ndarray:
+        x, y = ax.transData.transform((j - 0.3, i - 0.3))  # off the printed coefficient
+        return pixels[int(pixels.shape[0] - y), int(x)]
+
+    scale = dict(colour_scale())  # what the web page's heatmap is given
+    assert np.allclose(cell(0, 0), to_rgb(scale[1.0]), atol=0.02)  # r = +1
+    assert np.allclose(cell(0, 1), to_rgb(scale[0.0]), atol=0.02)  # r = -1
+    red, _, blue = to_rgb(scale[1.0])
+    assert red > 0.3 > blue
+
+
+def test_served_pages_have_an_icon_and_no_token_field_once_logged_in(tmp_path):
+    from starlette.testclient import TestClient
+
+    from autoprof.queue.spec import compile_allow
+    from autoprof.store import engine
+    from autoprof.web.app import Settings, create_app
+
+    token = "t" * 24
+    settings = Settings(
+        engine.open_store(f"sqlite:///{tmp_path / 's.db'}"),
+        tmp_path / "data",
+        token,
+        compile_allow(["true"]),
+    )
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as web:
+        icon = web.get("/favicon.ico")
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+        assert icon.text.startswith("<svg") and 'rel="icon"' in web.get("/").text
+        assert 'id="token"' in web.get("/new").text  # not logged in: the field asks for it
+        web.get(f"/login?token={token}")  # sets the cookie
+        assert 'id="token"' not in web.get("/new").text
+
+
+def test_the_package_license_is_an_spdx_string():
+    """pip warned on every install that a TOML table license is deprecated (PEP 639)."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "MIT"

@@ -8,6 +8,7 @@ create a store; the others refuse one that does not exist.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
         click.echo(json.dumps(info, indent=2, default=str))
         return
     click.echo(f"run        {info['id']}")
-    click.echo(f"command    {' '.join(info['command'])}")
+    click.echo(f"command    {shlex.join(info['command'])}")  # as runs list and the web show it
     click.echo(f"created    {when(info['created'])} UTC")
     click.echo(f"ran        {when(info['started'])} .. {when(info['ended'])} UTC")
     parts = f"{len(info['parts'])} of {info['parts_expected']} parts"

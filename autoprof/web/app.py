@@ -118,6 +118,11 @@ def static_file(request: Request) -> Response:
     return FileResponse(path)
 
 
+def favicon(request: Request) -> Response:
+    """The tab's icon, where browsers ask for it by default (an SVG: no binary kept here)."""
+    return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
+
+
 def local_out(state: State, uuid: str) -> Path | None:
     """The run's out/ folder when a job of this server made it (else None)."""
     for manifest in state.settings.data_dir.glob(f"*/out/{outdir.MANIFEST}"):

@@ -26,6 +26,7 @@ from autoprof.web import analyses, views
 from autoprof.web.app import (
     TOKEN_COOKIE,
     download,
+    favicon,
     has_token,
     local_out,
     plotly_js,
@@ -251,7 +252,9 @@ def new_html(request: Request) -> Response:
     state = state_of(request)
     if state.settings.read_only:
         raise HTTPException(404, "this server is read-only (start it with --allow REGEX)")
-    return page(request, "new.html", form=_form_defaults(request), jobs=state.queue.list())
+    form, jobs = _form_defaults(request), state.queue.list()
+    # logged in (the cookie): the token goes with every request, no field asks for it
+    return page(request, "new.html", form=form, jobs=jobs, logged_in=has_token(request))
 
 
 async def api_submit(request: Request) -> Response:
@@ -403,6 +406,7 @@ ROUTES = [
     Route("/records/{job_id}", record_html),
     Route("/records/{job_id}/files/{path:path}", record_file),
     Route("/login", login),
+    Route("/favicon.ico", favicon),
     Route("/static/plotly.min.js", plotly_js),
     Route("/static/{name}", static_file),
     Route("/api/schema", openapi, include_in_schema=False),
