@@ -64,7 +64,7 @@ def test_an_empty_search_points_at_the_tracepoints(cli_run):
         pytest.skip("this machine has no sched:sched_switch tracepoint")
     run = cli_run("events", "search", "sched_switch")
     assert run.returncode == 0 and "sched:sched_switch" not in run.stdout
-    assert "1 tracepoints do (sched:sched_switch)" in run.stderr
+    assert "1 tracepoint does (sched:sched_switch)" in run.stderr
     assert "autoprof events search sched_switch --tracepoints" in run.stderr
     found = cli_run("events", "search", "sched_switch", "--tracepoints")
     assert "sched:sched_switch" in found.stdout

@@ -131,7 +131,8 @@ def _no_match_hint(pattern: str, regex: re.Pattern, options) -> None:
         if found:
             again = shlex.join(["autoprof", "events", "search", pattern, "--tracepoints"])
             click.echo(
-                f"autoprof: note: no event matches {pattern!r}, but {len(found)} tracepoints do "
+                f"autoprof: note: no event matches {pattern!r}, but {len(found)} "
+                f"{'tracepoint does' if len(found) == 1 else 'tracepoints do'} "
                 f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}): {again}",
                 err=True,
             )
