@@ -255,25 +255,14 @@ def test_the_png_and_the_web_page_colour_a_correlation_alike(tmp_path):
 
 
 def test_served_pages_have_an_icon_and_no_token_field_once_logged_in(tmp_path):
-    from starlette.testclient import TestClient
+    from tests.test_web import TOKEN, client
 
-    from autoprof.queue.spec import compile_allow
-    from autoprof.store import engine
-    from autoprof.web.app import Settings, create_app
-
-    token = "t" * 24
-    settings = Settings(
-        engine.open_store(f"sqlite:///{tmp_path / 's.db'}"),
-        tmp_path / "data",
-        token,
-        compile_allow(["true"]),
-    )
-    with TestClient(create_app(settings), base_url="http://127.0.0.1") as web:
+    with client(f"sqlite:///{tmp_path / 's.db'}", tmp_path / "data", ["true"]) as web:
         icon = web.get("/favicon.ico")
         assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
         assert icon.text.startswith("<svg") and 'rel="icon"' in web.get("/").text
         assert 'id="token"' in web.get("/new").text  # not logged in: the field asks for it
-        web.get(f"/login?token={token}")  # sets the cookie
+        web.get(f"/login?token={TOKEN}")  # sets the cookie
         assert 'id="token"' not in web.get("/new").text
 
 

@@ -158,19 +158,12 @@ def test_bench_refuses_hardware_events_before_any_run(cli_run, tmp_path):
 @NO_PMU_HERE
 def test_the_web_api_refuses_a_job_of_hardware_events(tmp_path):
     """A job that `profile` would refuse is a 400 at once, not a job queued to fail."""
-    from starlette.testclient import TestClient
+    from autoprof.web.app import TOKEN_HEADER
+    from tests.test_web import TOKEN, client
 
-    from autoprof.queue.spec import compile_allow
-    from autoprof.store import engine
-    from autoprof.web.app import TOKEN_HEADER, Settings, create_app
-
-    token = "t" * 24
-    store = engine.open_store(f"sqlite:///{tmp_path / 's.db'}")
-    settings = Settings(store, tmp_path / "data", token, compile_allow(["true"]))
-    with TestClient(create_app(settings), base_url="http://127.0.0.1") as web:
-        auth = {TOKEN_HEADER: token}
+    with client(f"sqlite:///{tmp_path / 's.db'}", tmp_path / "data", ["true"]) as web:
         job = {"tool": "profile", "command": "true", "events": ["task-clock", "instructions"]}
-        answer = web.post("/api/jobs", json=job, headers=auth)
+        answer = web.post("/api/jobs", json=job, headers={TOKEN_HEADER: TOKEN})
         assert answer.status_code == 400
         assert "instructions cannot be counted" in answer.json()["error"]
         assert web.get("/api/jobs").json() == []
