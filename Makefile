@@ -2,44 +2,58 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed
-# Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG,
-# Graphviz (callgraph), valgrind (memory, and the trace flame graph's reference counts) and
-# QEMU user mode and a RISC-V cross compiler (instruction traces for `flamegraph --trace`).
-APT_PKGS := linux-perf gcc chromium graphviz valgrind qemu-user gcc-riscv64-linux-gnu
-APT_BINS := perf cc chromium dot valgrind qemu-x86_64 riscv64-linux-gnu-gcc
 
-.PHONY: install system-deps test test-fast lint bench demo clean
+# Debian packages, one PACKAGE:COMMAND per package (COMMAND on PATH shows it is there), in a
+# list per purpose: add a package to the list of what uses it. `make demo` installs the demo's
+# only; `make test` (and test-fast) the tests'. As root with apt-get they are installed
+# (scripts/apt-need: apt waits up to APT_LOCK_WAIT seconds for another apt's lock); elsewhere,
+# or for a package apt cannot have, a warning names them and what needs them skips.
+# The demo: perf, and a C compiler for its example.
+DEMO_PKGS := linux-perf:perf gcc:cc
+# The tests: a headless browser (flame graph SVG, web pages), Graphviz (callgraph), valgrind
+# (memory, the trace flame graph's reference counts), QEMU user mode and a RISC-V cross compiler
+# (instruction traces for `flamegraph --trace`).
+TEST_PKGS := $(DEMO_PKGS) chromium:chromium graphviz:dot valgrind:valgrind \
+             qemu-user:qemu-x86_64 gcc-riscv64-linux-gnu:riscv64-linux-gnu-gcc
+APT_LOCK_WAIT ?= 600
+export APT_LOCK_WAIT
 
+.PHONY: install system-deps demo-deps test-deps test test-fast lint bench demo clean
+
+# The package and what the tests and linters use (pytest, ruff, mypy, Playwright).
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+$(STAMP): $(RUNTIME_STAMP)
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-# Installs missing Debian packages when we may (root + apt); otherwise the tests that need
-# them skip with a reason.
-system-deps:
-	@missing=""; for b in $(APT_BINS); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian packages for:$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS) >/dev/null; \
-	  else echo "warning: missing$$missing (tests that need them will skip)"; fi; \
-	fi
+# The package alone: what `make demo` needs.
+$(RUNTIME_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+demo-deps:
+	@sh scripts/apt-need $(DEMO_PKGS)
+
+test-deps:
+	@sh scripts/apt-need $(TEST_PKGS)
+
+system-deps: test-deps
 
 # pytest keeps its assertion-rewritten test modules in __pycache__; where the environment sets
 # PYTHONDONTWRITEBYTECODE it rewrites and compiles every module again on each run (~15 s).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
-test: install system-deps
+test: install test-deps
 	$(PYTEST) -q
 
 # Everything but the tests marked slow (real profiles, workers): under a minute, on two
 # processes (pytest-xdist; the fast tests share nothing: own tmp paths, databases, Redis indexes).
-test-fast: install system-deps
+test-fast: install test-deps
 	$(PYTEST) -q -m "not slow" -n 2
 
 lint: install
@@ -50,7 +64,7 @@ lint: install
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-demo: install system-deps
+demo: $(RUNTIME_STAMP) demo-deps
 	$(VENV)/bin/autoprof demo
 
 clean:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import shlex
 import signal
 import subprocess
@@ -228,10 +229,10 @@ def test_closed_pipe_ends_quietly(stored_run):
 
 
 def _wait_for_read(pid: int, timeout_s: float = 30.0) -> None:
-    """Until process `pid` (its main thread) sleeps reading a pipe: the test's stdin."""
+    """Until process `pid` (its main thread) sleeps reading its terminal: the test's pty."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if "pipe" in Path(f"/proc/{pid}/wchan").read_text():  # pipe_read, anon_pipe_read
+        if Path(f"/proc/{pid}/wchan").read_text() in ("wait_woken", "n_tty_read"):
             return
         time.sleep(0.01)
     raise AssertionError(f"process {pid} never waited for input")
@@ -242,9 +243,9 @@ def test_ctrl_c_exits_130_without_a_traceback(stored_run, cli_run):
     """Ctrl-C at `runs delete`'s confirmation prompt, sent as SIGINT to the real process."""
     store, run_id = stored_run
     argv = [sys.executable, "-m", "autoprof", "runs", "delete", run_id, "--store", store]
-    with subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as proc:
+    terminal, tty = pty.openpty()  # the prompt is asked on a terminal only
+    with subprocess.Popen(argv, stdin=tty, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        os.close(tty)
         assert proc.stdout.read(len("delete run")) == b"delete run"  # the prompt is up
         # as a user would, press Ctrl-C while the prompt waits: a SIGINT that lands between
         # the prompt and the read is lost inside CPython's input(), which flushes stderr first
@@ -254,6 +255,7 @@ def test_ctrl_c_exits_130_without_a_traceback(stored_run, cli_run):
         # stdin stays open: closing it would race the signal with an EOF, a "no" to click
         proc.wait(timeout=30)
         stderr = proc.stderr.read()
+    os.close(terminal)
     assert proc.returncode == 130
     assert stderr.decode().strip() == "autoprof: interrupted"
     assert run_id in cli_run("runs", "list", "--store", store).stdout  # nothing was deleted

@@ -109,4 +109,22 @@ def test_pages_as_heap_and_a_missing_program(heap: Path, tmp_path: Path):
     profile = json.loads((tmp_path / "p" / "memory.json").read_text())
     assert profile["peak_bytes"] >= 40 * MIB  # pages: the heap's blocks plus code and stacks
     missing = runner.invoke(cli, ["memory", "-o", str(tmp_path / "m"), "--", "/no/such/prog"])
-    assert missing.exit_code != 0 and "valgrind wrote no massif output" in missing.output
+    assert missing.exit_code != 0 and "command not found: /no/such/prog" in missing.output
+
+
+@pytest.mark.slow
+def test_a_wrapper_script_is_followed_to_the_program_it_runs(heap: Path, tmp_path: Path):
+    """Issue #29: `memory -- python3 ...` where python3 is a script that execs the real one
+    (pyenv's shim) failed with valgrind's banner as the reason. The command's process is
+    followed through exec; what it started has its own profile under children/."""
+    wrapper = tmp_path / "heap-wrapper"
+    wrapper.write_text(f'#!/bin/sh\nversion=$(/bin/echo 1)\nexec {heap} "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "mem"
+    result = CliRunner().invoke(cli, ["memory", "-o", str(out), "--", str(wrapper)])
+    assert result.exit_code == 0, result.output
+    profile = json.loads((out / "memory.json").read_text())
+    assert profile["status"] == "ok" and profile["peak_bytes"] == 40 * MIB
+    assert parse((out / "massif.out").read_text()).cmd == str(heap)
+    assert [p.name.split(".")[:2] for p in (out / "children").iterdir()] == [["massif", "out"]]
+    assert "1 process that" in result.output and "children" in result.output

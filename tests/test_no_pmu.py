@@ -3,10 +3,14 @@ so in one line, and a profile of hardware events is refused before any run."""
 
 from __future__ import annotations
 
+import json
+
+import pandas as pd
 import pytest
 
 from autoprof.catalog import host
 from autoprof.catalog.model import Catalog, Event, Pmu
+from autoprof.errors import AutoprofError
 
 NO_PMU_HERE = pytest.mark.skipif(
     host.has_core_pmu(), reason="this machine has a hardware PMU: nothing to refuse"
@@ -58,3 +62,110 @@ def test_every_event_of_this_machine_says_up_front_that_there_is_no_pmu(cli_run,
     assert run.returncode == 0, run.stderr
     assert run.stderr.splitlines()[0].startswith("autoprof: note: this machine's kernel offers no")
     assert "task-clock" in run.stdout  # the software events are still profiled
+
+
+def _catalog_of_a_vm() -> Catalog:
+    events = [Event("task-clock", "software"), Event("msr/tsc/", "msr"), Event("r01c2", "cpu")]
+    pmus = {"cpu": Pmu("cpu", generic=4), "software": Pmu("software", unconstrained=True)}
+    pmus["msr"] = Pmu("msr", unconstrained=True)
+    return Catalog("AuthenticAMD-25-11-1", pmus, events)
+
+
+def test_every_event_of_a_machine_without_pmu_is_what_its_kernel_counts(tmp_path):
+    """Issue #29: "every event" of a VM without a PMU plans its software events and msr (the
+    hardware ones are left out with the reason, in a note), not a refusal; a machine with a
+    core PMU keeps them all."""
+    vm = _sysfs(tmp_path / "vm", software=["type"], msr=["type"], breakpoint=["type"])
+    counted = host.countable(_catalog_of_a_vm(), vm)
+    assert [e.name for e in counted.events] == ["task-clock", "msr/tsc/"]
+    assert set(counted.pmus) == {"software", "msr"}
+    assert [(x.name, x.reason) for x in counted.excluded] == [
+        ("r01c2", "no hardware PMU on this machine")
+    ]
+    assert "offers no hardware PMU" in counted.note and "1 hardware events left out" in counted.note
+    with pytest.raises(AutoprofError, match="r01c2 cannot be counted: measure software events"):
+        host.refuse_uncountable(_catalog_of_a_vm(), vm)
+    real = _sysfs(tmp_path / "real", software=["type"], cpu=["type"])
+    assert host.countable(_catalog_of_a_vm(), real).events == _catalog_of_a_vm().events
+    host.refuse_uncountable(_catalog_of_a_vm(), real)
+
+
+@NO_PMU_HERE
+def test_a_profile_of_every_event_counts_the_software_events(cli_run, tmp_path):
+    """`autoprof profile -- true` on a VM without a PMU profiles what it can count."""
+    out = tmp_path / "out"
+    run = cli_run("profile", "-o", out, "--", "true")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith("autoprof: note: this machine's kernel offers no hardware PMU")
+    assert "hardware events left out" in run.stderr.splitlines()[0]
+    assert cli_run("aggregate", out).returncode == 0
+    frame = pd.read_csv(out / "results.csv")
+    assert {"task-clock", "page-faults", "context-switches"} <= set(frame["EVENT_NAME"])
+    assert set(frame["PMU"]) <= set(host.HOST_PMUS)
+
+
+@NO_PMU_HERE
+def test_a_schedule_of_every_event_plans_only_what_counts_here(cli_run):
+    run = cli_run("schedule", "--json")
+    assert run.returncode == 0, run.stderr
+    [note] = run.stderr.strip().splitlines()
+    assert note.startswith("autoprof: note: this machine's kernel offers no hardware PMU")
+    plan = json.loads(run.stdout)
+    pmus = {e["pmu"] for r in plan["runs"] for e in r["events"]}
+    assert pmus and pmus <= set(host.HOST_PMUS) and len(plan["runs"]) == 1
+    # another machine's plan (--cpu) keeps every hardware event
+    other = json.loads(cli_run("schedule", "--json", "--cpu", "SKX").stdout)
+    assert len(other["runs"]) > 100
+
+
+@NO_PMU_HERE
+def test_events_list_marks_what_this_machine_cannot_count(cli_run):
+    run = cli_run("events", "list", "--json")
+    assert run.returncode == 0, run.stderr
+    events = json.loads(run.stdout)
+    hardware = [e for e in events if e["pmu"] not in host.HOST_PMUS]
+    assert hardware and not any(e["countable"] for e in hardware)
+    assert all(e["countable"] for e in events if e["pmu"] in host.HOST_PMUS)
+    assert "marked 'not countable here'" in run.stderr
+    table = cli_run("events", "list", "--pmu", "software").stdout
+    assert "task-clock" in table and "not countable here" not in table
+
+
+@NO_PMU_HERE
+def test_a_worker_plans_every_countable_event(tmp_path):
+    """The queue worker's and the web's jobs plan through `measure.plan`, as the CLI does."""
+    from autoprof.pipeline import measure
+
+    notes: list[str] = []
+    planned = measure.plan(measure.MeasureSpec(["true"]), notes.append)
+    assert {e.pmu for e in planned.catalog.events} <= set(host.HOST_PMUS)
+    assert len(notes) == 1 and "hardware events left out" in notes[0]
+    with pytest.raises(AutoprofError, match="instructions cannot be counted"):
+        spec = measure.MeasureSpec(["true"], ["task-clock", "instructions"])
+        measure.check(spec, measure.plan(spec))
+
+
+@NO_PMU_HERE
+def test_bench_refuses_hardware_events_before_any_run(cli_run, tmp_path):
+    marker = tmp_path / "ran"
+    run = cli_run("bench", "-n", "2", "-e", "instructions", "--", "touch", marker)
+    assert run.returncode == 2
+    [line] = run.stderr.strip().splitlines()
+    assert "instructions cannot be counted" in line and "--cpu" in line
+    assert not marker.exists()
+
+
+@NO_PMU_HERE
+def test_the_web_api_refuses_a_job_of_hardware_events(tmp_path):
+    """A job that `profile` would refuse is a 400 at once, not a job queued to fail."""
+    from autoprof.web.app import TOKEN_HEADER
+    from tests.test_web import TOKEN, client
+
+    with client(f"sqlite:///{tmp_path / 's.db'}", tmp_path / "data", ["true"]) as web:
+        job = {"tool": "profile", "command": "true", "events": ["task-clock", "instructions"]}
+        answer = web.post("/api/jobs", json=job, headers={TOKEN_HEADER: TOKEN})
+        assert answer.status_code == 400
+        assert "instructions cannot be counted" in answer.json()["error"]
+        assert web.get("/api/jobs").json() == []
+        picker = {e["pmu"] for e in web.get("/api/events").json()}
+        assert picker and picker <= set(host.HOST_PMUS)

@@ -123,7 +123,8 @@ def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
         "profile", *watch_args(writes), "-o", str(out), "--", str(writes), "500", str(state), "2"
     )
     assert proc.returncode == 2
-    assert "1 runs failed" in proc.stderr and proc.stderr.count("autoprof: error") == 1
+    assert "1 of 3 runs failed (run.repeat 2.1; 2.1: workload exited with status 1)" in proc.stderr
+    assert proc.stderr.count("autoprof: error") == 1
     records = {
         outdir.read_run_record(f).run: outdir.read_run_record(f) for f in outdir.run_folders(out)
     }

@@ -94,7 +94,7 @@ def real_out(writes, tmp_path_factory) -> Path:
     events = [f"mem:{a}:w" for a in slot_addresses(writes)]
     events += ["task-clock", "page-faults", "syscalls:sys_enter_write"]
     argv = [sys.executable, "-m", "autoprof", "profile", "--interval", "20", "--repeat", "2"]
-    argv += ["--retries", "2"]  # an unclaimed SIGTRAP now and then on this VM (README)
+    argv += ["--retries", "2"]  # an unclaimed SIGTRAP now and then on this VM (docs/REFERENCE.md)
     argv += [arg for e in events for arg in ("-e", e)]
     for step in ([*argv, "-o", str(out), "--", str(writes), "5000"],
                  [sys.executable, "-m", "autoprof", "aggregate", str(out)]):  # fmt: skip

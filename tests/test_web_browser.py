@@ -183,6 +183,12 @@ def test_run_page_search_plot_and_download(page, server, tmp_path):
     assert sorted(plotted) == sorted(len(v) for v in intervals.values())
     page.wait_for_selector("#heatmap .heatmaplayer, #heatmap p", timeout=30_000)
     page.wait_for_selector("#stats table")
+    if page.locator("#heatmap .heatmaplayer").count():  # r = +1 is red, as in the PNG (#29)
+        scale = page.evaluate("document.getElementById('heatmap').data[0].colorscale")
+        assert scale[0] == [0, "#053061"] and scale[-1] == [1, "#67001f"]
+        assert (
+            page.evaluate("document.getElementById('heatmap')._fullData[0].reversescale") is False
+        )
     shot(page, "run")
 
 
@@ -250,6 +256,19 @@ def test_live_stat_job_stop_and_queue(page, server):
     assert page.locator("span.tag", has_text=XSS).count() == 1
     assert XSS in page.text_content("p.command")
     assert page.evaluate("window.pwned") is None
+
+
+def test_new_page_after_login_asks_no_token_and_the_tab_has_an_icon(page, server):
+    page.goto(server["base"] + "/new")
+    assert page.locator("#token").count() == 1  # not logged in yet
+    login(page, server)
+    page.goto(server["base"] + "/new")
+    assert page.locator("#token").count() == 0
+    icon = page.evaluate(
+        "fetch('/favicon.ico').then(r => [r.status, r.headers.get('content-type')])"
+    )
+    assert icon == [200, "image/svg+xml"]
+    shot(page, "new-logged-in")
 
 
 def test_refusals(page, server):

@@ -25,6 +25,18 @@ from autoprof.analysis.tables import Table
 from autoprof.errors import AutoprofError
 
 LABEL_LIMIT = 60  # more events than this and the heatmap is unreadable: number them instead
+# The heatmap's colours from r = -1 (blue) through 0 (near white) to +1 (red): ColorBrewer's
+# RdBu, 11 classes, reversed (Matplotlib's RdBu_r). The PNG and the web page both draw with
+# these stops, so one colour means one r in both.
+COLOURS = ("#053061", "#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7",
+           "#fddbc7", "#f4a582", "#d6604d", "#b2182b", "#67001f")  # fmt: skip
+
+
+def colour_scale() -> list[tuple[float, str]]:
+    """COLOURS as (position 0..1 for r = -1..1, colour) stops: Plotly's colorscale."""
+    return [(i / (len(COLOURS) - 1), c) for i, c in enumerate(COLOURS)]
+
+
 SHOWN_PAIRS = 20  # the strongest pairs a terminal shows
 SHORT_COLUMNS = ["event_a", "event_b", "common_intervals"]
 TIE_DIGITS = 12  # Spearman: values equal to this many significant digits are ties

@@ -139,7 +139,7 @@ def summarize(frame: pd.DataFrame, table: pd.DataFrame, report: Report | None) -
         metrics.append((f"{kind.replace('_', ' ')} events", int(count)))
     warnings = []
     if report is not None:
-        for key, items in (("failed", report.runs.failed), ("missing", report.runs.missing)):
+        for key, items in report.runs.lists():
             if items:
                 metrics.append((f"runs {key}", len(items)))
                 warnings.append(f"{len(items)} run(s) {key}: see report.json")

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autoprof.catalog import host
 from autoprof.catalog.model import Catalog, Event
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
@@ -101,11 +102,13 @@ class BenchInterrupted(Interrupted):
 
 
 def one_run_events(catalog: Catalog, names: list[str]) -> list[Event]:
-    """The events `names` stand for, refused when they do not fit one run of the counters:
-    a benchmark never multiplexes. The scheduler says how many runs `profile` would need."""
+    """The events `names` stand for, refused when they do not fit one run of the counters
+    (a benchmark never multiplexes: the scheduler says how many runs `profile` would need) or
+    when this machine cannot count them (hardware events without a PMU), before any run."""
     from autoprof.run.profile import plan_for
 
     catalog, plan = plan_for(catalog, names or DEFAULT_EVENTS)
+    host.refuse_uncountable(catalog)
     if len(plan) > 1:
         raise AutoprofError(
             f"these {len(catalog.events)} events do not fit one run of the counters: they need "

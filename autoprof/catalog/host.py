@@ -29,6 +29,7 @@ ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 # Debug registers for hardware breakpoints (mem:ADDR) on x86; other architectures vary.
 BREAKPOINT_SLOTS = {"x86_64": 4, "i686": 4, "i386": 4}
 _BREAKPOINT = re.compile(r"^mem:(0x[0-9a-fA-F]+|\d+)(?:/\d+)?(?::[rwx]+)?$")
+_TRACEPOINT = re.compile(r"[\w-]+:[\w-]+")  # subsystem:event
 
 
 # The PMUs of every Linux machine, hardware counters or not (host_catalog adds their events).
@@ -137,9 +138,11 @@ def perf_version() -> str:
 
 
 def tracepoints() -> list[str]:
-    """``subsystem:event`` for every tracepoint in tracefs (empty when tracefs is absent)."""
+    """``subsystem:event`` for every tracepoint of this machine, from tracefs; where nothing
+    mounted tracefs yet (a fresh VM), perf's list: perf mounts it when it may (root), as it
+    does for `perf stat -e sys:event`. Empty when neither can read them (`tracepoint_hint`)."""
     try:
-        return sorted(
+        found = sorted(
             f"{sub.name}:{ev.name}"
             for sub in TRACEFS.iterdir()
             if sub.is_dir()
@@ -147,7 +150,38 @@ def tracepoints() -> list[str]:
             if (ev / "id").exists()
         )
     except OSError:
+        found = []
+    return found or _perf_tracepoints()
+
+
+def _perf_tracepoints() -> list[str]:
+    perf = shutil.which("perf")
+    if not perf:
         return []
+    argv = [perf, "list", "--raw-dump", "tracepoint"]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted(w for w in out.stdout.split() if _TRACEPOINT.fullmatch(w))
+
+
+def tracepoint_hint() -> str:
+    """Why this machine lists no tracepoint, and the fix; "" when it lists some."""
+    if tracepoints():
+        return ""
+    root = TRACEFS.parent
+    if not root.is_dir():
+        return f"this kernel has no tracefs ({root}): it offers no tracepoints"
+    if not os.access(root, os.R_OK | os.X_OK):
+        return (
+            f"tracepoints are read from tracefs ({root}), which only root may read: run as "
+            f"root, or let this user read it (sudo chmod go+rx {root} {TRACEFS})"
+        )
+    return (
+        f"tracefs is not mounted at {root}: as root, mount -t tracefs nodev {root} "
+        "(perf does it itself when run as root)"
+    )
 
 
 def read_facts(catalog: Catalog | None = None) -> MachineFacts:
@@ -265,12 +299,13 @@ def _msr_catalog() -> Catalog:
 
 
 def _tracepoint_catalog() -> Catalog:
+    """The tracepoints (--tracepoints); none, with a note saying why, where none are listed."""
     events = [
         Event(name=t, pmu="tracepoint", spec=t, description="tracepoint") for t in tracepoints()
     ]
-    return Catalog(
-        "", {"tracepoint": Pmu("tracepoint", unconstrained=True)}, events, source="tracefs"
-    )
+    note = "" if events else f"--tracepoints: {tracepoint_hint()}"
+    pmus = {"tracepoint": Pmu("tracepoint", unconstrained=True)}
+    return Catalog("", pmus, events, source="tracefs", note=note)
 
 
 def host_catalog(
@@ -344,6 +379,42 @@ def hardware_events(catalog: Catalog) -> list[Event]:
     return [e for e in catalog.events if e.pmu not in HOST_PMUS]
 
 
+def uncountable(catalog: Catalog, sysfs: Path = SYSFS_PMUS) -> list[Event]:
+    """The events of `catalog` (this machine's) that its kernel cannot count: every hardware
+    event where it offers no core PMU (perf would answer <not supported> for each)."""
+    return [] if has_core_pmu(sysfs) else hardware_events(catalog)
+
+
+def countable(catalog: Catalog, sysfs: Path = SYSFS_PMUS) -> Catalog:
+    """Every event of this machine that its kernel counts, for a plan of "every event": the
+    catalog less `uncountable`, each left out with the reason, and a note saying so (a VM
+    without a virtual PMU profiles its software events, msr and breakpoints)."""
+    dropped = uncountable(catalog, sysfs)
+    if not dropped:
+        return catalog
+    gone = {e.key for e in dropped}
+    kept = [e for e in catalog.events if e.key not in gone]
+    reason = "no hardware PMU on this machine"
+    excluded = catalog.excluded + [Exclusion(e.name, e.pmu, reason) for e in dropped]
+    pmus = {n: p for n, p in catalog.pmus.items() if n in HOST_PMUS}
+    note = f"{no_pmu_note(sysfs)}; {len(dropped)} hardware events left out"
+    notes = "; ".join(n for n in (catalog.note, note) if n)
+    return Catalog(catalog.cpu, pmus, kept, excluded, catalog.source, notes)
+
+
+def refuse_uncountable(catalog: Catalog, sysfs: Path = SYSFS_PMUS) -> None:
+    """Refuse, before any run and with the fix, a measurement of events this machine's kernel
+    cannot count (hardware events asked for by name on a machine without a PMU)."""
+    dropped = uncountable(catalog, sysfs)
+    if dropped:
+        others = f" and {len(dropped) - 1} other hardware events" if len(dropped) > 1 else ""
+        raise AutoprofError(
+            f"{no_pmu_note(sysfs)}; {dropped[0].name}{others} cannot be counted: measure "
+            "software events (-e task-clock -e page-faults ...), or plan for another machine "
+            "with: autoprof schedule --cpu NAME"
+        )
+
+
 def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:
     """The catalog of this machine less the events of PMUs its kernel does not offer (an ARL-S
     has no cpu_lowpower, a smaller Xeon fewer uncore box types), each left out with the reason:
@@ -374,10 +445,12 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
     perf's generic, raw and sysfs-alias events (`perfnames.resolve`)."""
     chosen = Catalog(catalog.cpu, {}, [], source=catalog.source)
     sysfs = SYSFS_PMUS if catalog.cpu == cpu_id() else None  # None: planning for another CPU
+    shaped = [spec for spec in specs if _TRACEPOINT.fullmatch(spec)]
+    here = set(tracepoints()) if shaped else set()
     for spec in specs:
         if spec.startswith("mem:"):
             extra = Catalog(catalog.cpu, {"breakpoint": breakpoint_pmu()}, [breakpoint_event(spec)])
-        elif re.fullmatch(r"[\w-]+:[\w-]+", spec) and spec in set(tracepoints()):
+        elif spec in here:
             extra = Catalog(
                 catalog.cpu,
                 {"tracepoint": Pmu("tracepoint", unconstrained=True)},
@@ -385,8 +458,12 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
             )
         elif catalog.find(spec):
             extra = catalog.select([spec])
+        elif (named := perfnames.resolve(catalog, spec, sysfs)) is not None:
+            extra = named
+        elif spec in shaped:
+            raise _unknown_tracepoint(spec, sorted(here))
         else:
-            extra = perfnames.resolve(catalog, spec, sysfs) or catalog.select([spec])
+            extra = catalog.select([spec])
         known = {e.key: e for e in chosen.events}
         for event in extra.events:
             same = known.get(event.key)
@@ -398,6 +475,20 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
         chosen = chosen.merge(extra)
     chosen.excluded = []
     return chosen
+
+
+def _unknown_tracepoint(spec: str, known: list[str]) -> AutoprofError:
+    """`sys:event` that is no tracepoint here: the close ones, or why there are none."""
+    if not known:
+        return AutoprofError(f"unknown event {spec!r}: no tracepoints here: {tracepoint_hint()}")
+    close = difflib.get_close_matches(spec, known, n=3)
+    subsystem = spec.partition(":")[0]
+    hint = (
+        f"did you mean {', '.join(close)}?"
+        if close
+        else f"list them with: autoprof events search --tracepoints '^{subsystem}:'"
+    )
+    return AutoprofError(f"unknown tracepoint {spec!r} ({hint})")
 
 
 def build_catalog(

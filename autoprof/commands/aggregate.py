@@ -35,7 +35,9 @@ SHOWN = 25  # items of a list printed; the rest are in report.json
     "multiplexed ones marked in STATUS)",
 )
 def aggregate(out: Path, output: Path | None, exact_only: bool) -> None:
-    """Parse every run of the profile folder OUT into one long-format results.csv."""
+    """Turn a profile folder into results.csv and a report.
+
+    Parses every run of the profile folder OUT into one long-format results.csv."""
     from autoprof.results import aggregate as agg
     from autoprof.results.sanity_report import not_planned
 
@@ -67,6 +69,7 @@ def render(report: Report, out: Any) -> None:
     summary.add_row("runs ok", f"[{style}]{runs.ok} of {expected}[/{style}]")
     for name, items in (
         ("runs failed", runs.failed),
+        ("runs broken", runs.broken),
         ("runs missing", runs.missing),
         ("runs retried", runs.retried),
         ("events multiplexed", events.multiplexed),
@@ -81,6 +84,7 @@ def render(report: Report, out: Any) -> None:
         summary.add_row(name, f"[{style}]{len(items)}[/{style}]")
     out.print(summary)
     _detail(out, "failed runs", runs.failed, ["run", "repeat", "status", "error"])
+    _detail(out, "broken runs", runs.broken, ["run", "repeat", "reason"])
     _detail(out, "missing runs", runs.missing, ["run", "repeat"])
     _detail(out, "retried runs", runs.retried, ["run", "repeat", "attempt"])
     _detail(out, "multiplexed", events.multiplexed, ["event", "pmu", "min_percent_running"])

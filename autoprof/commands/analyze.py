@@ -78,7 +78,9 @@ class _Names(click.Group):
 
 @click.group("analyze", cls=_Names)
 def analyze() -> None:
-    """Analyses of a results.csv: correlation, event-detail, stats, compare, metrics."""
+    """Analyse a results.csv: correlation, stats, compare.
+
+    correlation, event-detail, stats, compare and metrics."""
 
 
 @analyze.command("correlation")
@@ -109,7 +111,9 @@ def analyze() -> None:
     f"least {choices.CORRELATION_FEWEST_OVERLAP}].",
 )
 def correlation(results, out, method, anchor, top, events, repeat, min_overlap) -> None:
-    """Correlation matrix and clustered heatmap of the events' interval series.
+    """Correlation matrix and heatmap of the events.
+
+    Over the events' interval series, clustered.
 
     Events of different runs are aligned by interval index, so two events share only the
     intervals of the shorter run; pairs that share fewer than --min-overlap get no correlation.
@@ -137,7 +141,9 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
 @click.option("--rate", is_flag=True, help="Plot counts per second of each interval's real length.")
 @click.option("--log", is_flag=True, help="Logarithmic value axis.")
 def event_detail(results, out, names, events, shared, rate, log) -> None:
-    """Line plot of chosen events over time (the TIME column), as PNG and SVG. autoperf's
+    """Plot chosen events over time.
+
+    Line plot of chosen events over time (the TIME column), as PNG and SVG. autoperf's
     AVG./MAX./MIN./STD. prefixes (-e MAX.EVENT) plot that statistic over CPUs/boxes.
 
     With no -e/--events, plots the most variable events.
@@ -154,7 +160,9 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
 @_out_option
 @_top_option(10, "Rows in the top-K tables.")
 def stats(results, out, k) -> None:
-    """Summary of a results file: events, samples, zero and untrustworthy events, top events."""
+    """Summary of a results file: events, samples, sanity.
+
+    Events, samples, zero and untrustworthy events, top events."""
     from autoprof.analysis import data
     from autoprof.analysis import stats as stats_
 
@@ -182,7 +190,9 @@ def stats(results, out, k) -> None:
 )
 @_top_option(20, "Changes to show and plot.")
 def compare(a, b, out, test, alpha, k) -> None:
-    """What changed from results A to results B: ratios, p-values, the largest changes."""
+    """What changed from results A to results B.
+
+    Ratios, p-values, the largest changes."""
     from autoprof.analysis import compare as compare_
     from autoprof.analysis import data
 
@@ -256,7 +266,9 @@ def _checked_out(ctx: click.Context, param: click.Parameter, out: Path | None) -
 def analyze_metrics(
     results, events_dir, cpu, metrics_files, out, metric_words, sets, show_all, tree_only
 ) -> None:
-    """Metric values from RESULTS (a results.csv or a profile folder): metrics.csv,
+    """Metric values of a results file (top-down tree too).
+
+    Metric values from RESULTS (a results.csv or a profile folder): metrics.csv,
     metrics_series.csv and the top-down tree (Intel's TMA, AMD's Pipeline levels, Arm's
     Topdown levels)."""
     from dataclasses import asdict

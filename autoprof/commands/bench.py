@@ -103,7 +103,9 @@ def bench(
     runs, warmup, event_names, events_file, prepare, timeout, startup_correction, events_dir,
     reserve, export_json, export_csv, output, excel_safe, words,
 ) -> None:  # fmt: skip
-    """Run each COMMAND (separated by --) many times under perf stat: times and counts per
+    """Time commands and count their events, many runs each.
+
+    Run each COMMAND (separated by --) many times under perf stat: times and counts per
     run, mean +- sd, outliers, and the ratio of each command to the first."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 

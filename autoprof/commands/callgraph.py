@@ -33,7 +33,9 @@ def callgraph_command(
     leaf: str | None,
     kernel: bool,
 ) -> None:
-    """Draw the call graph of RECORDING (an `autoprof record` folder, a perf.data or `perf
+    """Draw the call graph of a recording (Graphviz).
+
+    Draw the call graph of RECORDING (an `autoprof record` folder, a perf.data or `perf
     script` text): nodes coloured by total time, labelled total % and (self %).
 
     \b

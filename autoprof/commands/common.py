@@ -60,28 +60,22 @@ __all__ = [
 ]
 
 
-def build_catalog(**options) -> Catalog:
+def build_catalog(every_event: bool = False, **options) -> Catalog:
     """The catalog the command-line options describe (`autoprof.catalog.host.build_catalog`,
     imported when a command first needs one), refusing a --reserve that the CPU's counters
-    cannot honour."""
+    cannot honour. `every_event` of this machine (no --cpu) is every event its kernel can
+    count: a VM without a PMU leaves its hardware events out, in one note."""
     from autoprof.catalog import host
     from autoprof.run import preflight
 
     EventSelection.from_json(options).check()
     catalog = host.build_catalog(**options)
     preflight.check_reserve(catalog.pmus.values(), options.get("reserve", 0))
+    if every_event and not options.get("cpu"):
+        catalog = host.countable(catalog)
     if catalog.note:
         click.echo(f"autoprof: note: {catalog.note}", err=True)
     return catalog
-
-
-def note_without_pmu(options: dict[str, Any]) -> None:
-    """One line up front on a machine whose kernel counts no hardware event (a VM without a
-    virtual PMU), unless the catalog is another machine's (--cpu)."""
-    from autoprof.catalog import host
-
-    if not options.get("cpu") and not host.has_core_pmu():
-        click.echo(f"autoprof: note: {host.no_pmu_note()}", err=True)
 
 
 def console(stderr: bool = False, highlight: bool = True) -> Console:
@@ -244,7 +238,8 @@ def _flag(cls: type, name: str, default: Any, option: Option) -> Callable:
 
 
 def event_names(event_names: tuple[str, ...], events_file: str | None) -> list[str]:
-    """The -e events, then the --events file's (one per line, # comments)."""
+    """The -e events, then the --events file's (one per line, # comments). A file that names
+    no event is an error: an empty list would mean "every event" (57 runs on a Zen 4)."""
     names = list(event_names)
     if events_file:
         try:
@@ -258,7 +253,12 @@ def event_names(event_names: tuple[str, ...], events_file: str | None) -> list[s
                 f"--events file {events_file} is not UTF-8 text (byte {err.object[err.start]:#04x} "
                 f"at offset {err.start})"
             ) from None
-        names += [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+        listed = [line.split("#")[0].strip() for line in lines]
+        if not any(listed):
+            raise AutoprofError(
+                f"--events file {events_file} names no event (one per line, # starts a comment)"
+            )
+        names += [name for name in listed if name]
     return names
 
 

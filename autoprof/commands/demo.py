@@ -19,7 +19,9 @@ from autoprof.util import xdg
 @click.option("-o", "--output", default="out/demo", show_default=True, type=click.Path())
 @click.option("--writes", default=20000, show_default=True, help="Writes per slot unit.")
 def demo(output: str, writes: int) -> None:
-    """Build the example workload, watch its 12 slots with hardware breakpoints plus software
+    """Profile the bundled example and check its counts.
+
+    Build the example workload, watch its 12 slots with hardware breakpoints plus software
     events (3 runs: 4 debug registers), aggregate, and check every count against the writes
     the example made."""
     from autoprof import results

@@ -17,7 +17,28 @@ def events() -> None:
     """List, search and describe the events of a CPU."""
 
 
-def _table(catalog, chosen) -> None:
+NOT_HERE = "not countable here"  # the notes of an event this machine's kernel cannot count
+
+
+def _uncountable(catalog, chosen: list[Event], options) -> set[tuple[str, str]]:
+    """The keys of the `chosen` events that this machine's kernel cannot count (none for
+    --cpu), said once in a note: a VM without a virtual PMU lists its CPU's events all the
+    same, marked."""
+    from autoprof.catalog import host
+
+    if options.get("cpu"):
+        return set()
+    keys = {e.key for e in host.uncountable(catalog)} & {e.key for e in chosen}
+    if keys:
+        click.echo(
+            f"autoprof: note: {host.no_pmu_note()}; the {len(keys)} hardware events listed are "
+            f"marked {NOT_HERE!r}",
+            err=True,
+        )
+    return keys
+
+
+def _table(catalog, chosen, not_here: set[tuple[str, str]]) -> None:
     from rich.table import Table
 
     table = Table(title=f"{len(chosen)} events of {catalog.cpu}", show_lines=False)
@@ -35,6 +56,7 @@ def _table(catalog, chosen) -> None:
                 "alone" if e.taken_alone else "",
                 "pair" if e.pair else "",
                 "msr " + ",".join(sorted(e.registers)) if e.registers else "",
+                NOT_HERE if e.key in not_here else "",
             )
             if n
         )
@@ -42,8 +64,9 @@ def _table(catalog, chosen) -> None:
     console().print(table)
 
 
-def event_json(e: Event) -> dict:
-    """One event as `events list --json` prints it: what perf is given and what it needs."""
+def event_json(e: Event, countable: bool = True) -> dict:
+    """One event as `events list --json` prints it: what perf is given, what it needs, and
+    whether this machine's kernel can count it."""
     return {
         "name": e.name,
         "pmu": e.pmu,
@@ -55,6 +78,7 @@ def event_json(e: Event) -> dict:
         "registers": sorted(e.registers),
         "leader": e.leader,
         "description": e.description,
+        "countable": countable,
     }
 
 
@@ -66,25 +90,52 @@ def list_events(pmu: str | None, as_json: bool, **options) -> None:
     """List every event of the catalog."""
     catalog = build_catalog(**options)
     chosen = [e for e in catalog.events if pmu is None or e.pmu == pmu]
+    not_here = _uncountable(catalog, chosen, options)
     if as_json:
-        click.echo(json.dumps([event_json(e) for e in chosen], indent=1))
+        click.echo(json.dumps([event_json(e, e.key not in not_here) for e in chosen], indent=1))
         return
-    _table(catalog, chosen)
+    _table(catalog, chosen, not_here)
 
 
 @events.command("search")
 @click.argument("pattern")
 @catalog_options
 def search_events(pattern: str, **options) -> None:
-    """Events whose name or description matches PATTERN (a regex, case-insensitive)."""
+    """Search the events by name or description.
+
+    PATTERN is a regular expression, matched ignoring case."""
     try:
         regex = re.compile(pattern, re.IGNORECASE)
     except re.error as err:
         raise AutoprofError(f"bad pattern {pattern!r}: {err}") from None
     catalog = build_catalog(**options)
-    _table(
-        catalog, [e for e in catalog.events if regex.search(e.name) or regex.search(e.description)]
-    )
+    chosen = [e for e in catalog.events if regex.search(e.name) or regex.search(e.description)]
+    not_here = _uncountable(catalog, chosen, options)
+    _table(catalog, chosen, not_here)
+    if not chosen and not options.get("cpu"):
+        _no_match_hint(pattern, regex, options)
+
+
+def _no_match_hint(pattern: str, regex: re.Pattern, options) -> None:
+    """After an empty search of this machine: the tracepoints that match (listed only with
+    --tracepoints, there are thousands), or why there are none."""
+    import shlex
+
+    from autoprof.catalog import host
+
+    hint = host.tracepoint_hint()
+    if hint:
+        click.echo(f"autoprof: note: no event matches {pattern!r}; {hint}", err=True)
+    elif not options.get("tracepoints"):
+        found = [t for t in host.tracepoints() if regex.search(t)]
+        if found:
+            again = shlex.join(["autoprof", "events", "search", pattern, "--tracepoints"])
+            click.echo(
+                f"autoprof: note: no event matches {pattern!r}, but {len(found)} "
+                f"{'tracepoint does' if len(found) == 1 else 'tracepoints do'} "
+                f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}): {again}",
+                err=True,
+            )
 
 
 @events.command("show")
@@ -129,7 +180,9 @@ def show_event(name: str, **options) -> None:
     help="Only this vendor's data (a Linux checkout holds AMD's and Arm64's).",
 )
 def update_events(source: str, vendor: str | None) -> None:
-    """Replace the event data autoprof ships with a newer copy (kept in the user's cache)."""
+    """Use a newer copy of the event data autoprof ships.
+
+    The copy is kept in the user's cache and replaces the shipped data from then on."""
     from pathlib import Path
 
     from autoprof.catalog import update

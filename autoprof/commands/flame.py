@@ -57,7 +57,9 @@ def record_command(
     output: Path,
     command: tuple[str, ...],
 ) -> None:
-    """Sample where COMMAND spends its time (perf record, call graphs on).
+    """Sample where a command spends its time (perf record).
+
+    perf record with call graphs on.
 
     \b
     Example:  autoprof record -o out/rec -- ./myprog --input data
@@ -97,7 +99,9 @@ def record_command(
 )
 @common.declared_flags(FoldOptions)
 def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **values: Any) -> None:
-    """Draw a flame graph of INPUT: a perf.data (or a `record` folder), `perf script` text
+    """Draw a flame graph of a recording or a trace.
+
+    Draw a flame graph of INPUT: a perf.data (or a `record` folder), `perf script` text
     (plain or .gz), or folded stacks. With --diff, INPUTS are BEFORE AFTER. With --trace, of
     every instruction of a trace (no INPUT).
 

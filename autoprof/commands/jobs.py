@@ -58,7 +58,9 @@ def list_command(redis_text, status) -> None:
 @redis_option
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 def show_command(job_id, redis_text, as_json) -> None:
-    """Show one job: command, status, worker, load seen, timings, result or error."""
+    """Show one job: command, status, timings, result.
+
+    Also its worker, the load it saw, and its result or error."""
     from autoprof.queue import connection, jobs
 
     text, conn = _connect(redis_text)
@@ -95,7 +97,9 @@ def show_command(job_id, redis_text, as_json) -> None:
 @redis_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per interval.")
 def watch_command(job_id, redis_text, as_json) -> None:
-    """Print a job's intervals as its worker measures them (perf stat -I), until it ends."""
+    """Print a job's intervals as its worker counts them.
+
+    The perf stat -I intervals, until the job ends."""
     from autoprof.queue import connection, jobs, live
 
     text, conn = _connect(redis_text)
@@ -126,7 +130,9 @@ def _interval(point: dict) -> str:
 @click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
 @redis_option
 def cancel_command(job_ids, redis_text) -> None:
-    """Cancel queued jobs; stop started ones (their partial results are never stored)."""
+    """Cancel queued jobs; stop started ones.
+
+    A stopped job's partial results are never stored."""
     from autoprof.queue import connection, jobs
 
     text, conn = _connect(redis_text)

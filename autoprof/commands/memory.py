@@ -44,7 +44,9 @@ def memory_command(
     top: int,
     command: tuple[str, ...],
 ) -> None:
-    """Profile the heap of COMMAND over time (valgrind --tool=massif): a plot stacked by the
+    """Profile the heap of a command over time (massif).
+
+    Profile the heap of COMMAND over time (valgrind --tool=massif): a plot stacked by the
     top allocation sites and the peak's allocation tree.
 
     \b

@@ -10,8 +10,10 @@ from autoprof.commands import common
 
 @click.group("metrics")
 def metrics() -> None:
-    """The metric catalog: Intel's perfmon metrics (TMA tree, Info, Bottlenecks), perf's own
-    for AMD Zen and Arm cores (Pipeline and Topdown levels, ...) and yours."""
+    """List and describe the metrics of a CPU.
+
+    Intel's perfmon metrics (TMA tree, Info, Bottlenecks), perf's own for AMD Zen and Arm cores
+    (Pipeline and Topdown levels, ...) and your own (--metrics-file)."""
 
 
 @metrics.command("list")
@@ -43,7 +45,9 @@ def list_command(events_dir, cpu, metrics_files, group) -> None:
 @common.metric_catalog_options
 @click.argument("name")
 def show_command(events_dir, cpu, metrics_files, name) -> None:
-    """Everything about one metric: formula, events, constants, threshold."""
+    """Everything about one metric.
+
+    Its formula, events, constants and threshold."""
     from autoprof.metrics import catalog as metric_catalog
 
     found = metric_catalog.for_machine(events_dir, cpu, metrics_files)

@@ -57,14 +57,16 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
 @common.planning_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
-    """Measure every event (or the chosen ones) for COMMAND, without multiplexing; or attach
-    to running processes (-p), a cgroup or the whole system (-a) for --duration per group.
+    """Measure every event for a command, without multiplexing.
+
+    Every event of this machine (or the chosen ones) for COMMAND, one perf stat run per
+    group; or attach to running processes (-p), a cgroup or the whole system (-a) for
+    --duration per group.
 
     Ctrl-C, SIGTERM or SIGHUP stop the run in progress (perf and the command's whole process
     group), keep the finished runs (run the same command again to resume) and exit with
     128 + the signal's number (130 for Ctrl-C).
     """
-    from autoprof.catalog import host
     from autoprof.pipeline import measure
     from autoprof.run import profile as library
     from autoprof.run.options import EventSelection
@@ -98,8 +100,6 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
         planned = measure.plan(
             spec, note=lambda text: click.echo(f"autoprof: note: {text}", err=True)
         )
-        if not names and (dry_run or not host.hardware_events(planned.catalog)):
-            common.note_without_pmu(opts)  # software only, and why (a real run's check says it)
     out = Path(output)
     if dry_run:
         for argv in library.dry_run(out, command, planned.plan, options):
@@ -169,11 +169,14 @@ def _run(measure, spec, planned, out, resume) -> None:
             f"autoprof profile -o {out} -p NEWPID --resume ..."
         )
     if failed:
-        listed = ", ".join(f"{run}.{rep}" for run, rep in failed[:10])
-        raise AutoprofError(
-            f"{len(failed)} runs failed (run.repeat {listed}); the others' "
-            f"results are kept in {out}/"
+        kept = (
+            "its output is"
+            if outcome.planned == 1
+            else "the others' results are"
+            if len(failed) < outcome.planned
+            else "their output is"
         )
+        raise AutoprofError(f"{outcome.failure()}; {kept} kept in {out}/")
 
 
 class _Lines:

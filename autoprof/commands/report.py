@@ -25,7 +25,9 @@ from autoprof.errors import AutoprofError
 def report_command(
     recording: Path, sort_event: str | None, top: int, by: str, csv_path: Path | None
 ) -> None:
-    """Per-function samples of every event of RECORDING (an `autoprof record` folder, a
+    """Print the per-function samples of a recording.
+
+    Per-function samples of every event of RECORDING (an `autoprof record` folder, a
     perf.data or `perf script` text): weighted by period, shares, and ratios.
 
     \b

@@ -13,7 +13,6 @@ from autoprof.commands.common import (
     console,
     metric_plan,
     note_unmeasurable,
-    note_without_pmu,
     planning_options,
 )
 from autoprof.errors import AutoprofError
@@ -42,9 +41,7 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
         catalog, plan, summary = planned.catalog, planned.plan, planned.summary()
         note_unmeasurable(planned)
     else:
-        catalog = build_catalog(**options)
-        if not event_names:  # every event of this machine: say when that is software only
-            note_without_pmu(options)
+        catalog = build_catalog(every_event=not event_names, **options)
         if event_names:
             catalog = resolve_events(catalog, list(event_names))
         plan = make_plan(catalog)

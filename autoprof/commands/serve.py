@@ -86,7 +86,9 @@ def serve(
     max_connections,
     header_timeout,
 ) -> None:
-    """Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
+    """Serve web pages of the runs and new measurements.
+
+    Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
     measurements with live plots. Binds 127.0.0.1 unless told otherwise."""
     import os
 
@@ -118,6 +120,8 @@ def serve(
         hosts=host_names(host, allow_hosts),
     )
     data_dir.mkdir(parents=True, exist_ok=True)
+    limits = server.Limits(max_connections=max_connections, header_timeout_s=header_timeout)
+    sock = server.listen(host, port, limits)
     app = create_app(settings)
     where = f"http://{host}:{port}"
     click.echo(f"autoprof serve: {where}/ (store {settings.store.shown})")
@@ -139,8 +143,7 @@ def serve(
             "autoprof: warning: requests naming this machine otherwise than 127.0.0.1 or "
             "localhost get 400: add --allow-host NAME for each name (or address) clients use"
         )
-    limits = server.Limits(max_connections=max_connections, header_timeout_s=header_timeout)
-    server.serve(app, host, port, limits)
+    server.serve(app, sock, limits)
 
 
 def loopback(host: str) -> bool:

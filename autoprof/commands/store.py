@@ -8,6 +8,7 @@ create a store; the others refuse one that does not exist.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -26,7 +27,9 @@ from autoprof.util.clock import naive_now, when
 )
 @store_option
 def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: str | None) -> None:
-    """Store aggregated profiles (OUT folders with results.csv) in the results store."""
+    """Store aggregated profiles in the results store.
+
+    Each OUT is a profile folder with results.csv (run `autoprof aggregate OUT` first)."""
     from autoprof.store import engine
     from autoprof.store import upload as store_upload
 
@@ -106,7 +109,9 @@ def list_command(machine, command_text, since, tags, kind, store_text) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 @store_option
 def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
-    """Show one run: command, machine, parts, tags and its sanity report summary."""
+    """Show one stored run and its sanity report.
+
+    Its command, machine, parts, tags and a summary of its sanity report."""
     from autoprof.results.sanity_report import Report
     from autoprof.store import engine, queries
 
@@ -117,7 +122,7 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
         click.echo(json.dumps(info, indent=2, default=str))
         return
     click.echo(f"run        {info['id']}")
-    click.echo(f"command    {' '.join(info['command'])}")
+    click.echo(f"command    {shlex.join(info['command'])}")  # as runs list and the web show it
     click.echo(f"created    {when(info['created'])} UTC")
     click.echo(f"ran        {when(info['started'])} .. {when(info['ended'])} UTC")
     parts = f"{len(info['parts'])} of {info['parts_expected']} parts"
@@ -144,7 +149,7 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
         click.echo(
             f"  report   {report.events_measured} events measured; runs "
             f"{runs.finished}/{'?' if runs.expected is None else runs.expected} finished, "
-            f"{len(runs.failed)} failed, {len(runs.missing)} missing; "
+            f"{len(runs.failed)} failed, {len(runs.broken)} broken, {len(runs.missing)} missing; "
             f"{len(events.multiplexed)} multiplexed, "
             f"{len(events.not_counted)} not counted, "
             f"{len(events.not_supported)} not supported, "
@@ -176,7 +181,9 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
 def export_command(
     run_id, output, force, partial, report, recording, excel_safe, store_text
 ) -> None:
-    """Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
+    """Write a stored run's results.csv.
+
+    Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
     per-function CSV of its sampled recording, as `autoprof report --csv` wrote it); with
     --excel-safe, text cells that a spreadsheet would run as formulas are quoted."""
     from autoprof import results
@@ -232,10 +239,22 @@ def delete_command(run_id: str, yes: bool, store_text: str | None) -> None:
     if not yes:
         with store.read() as conn:
             run = queries.find_run(conn, run_id)
-        click.confirm(f"delete run {run.uuid} ({run.rows} rows) from {store.shown}?", abort=True)
+        if not _confirmed(f"delete run {run.uuid} ({run.rows} rows) from {store.shown}?"):
+            click.echo(f"autoprof: run {run.uuid} not deleted", err=True)
+            sys.exit(1)
     with store.write() as conn:
         uuid, rows = queries.delete_run(conn, run_id)
     click.echo(f"deleted run {uuid} ({rows} rows) from {store.shown}")
+
+
+def _confirmed(question: str) -> bool:
+    """The user's yes to `question`, asked on the terminal; where stdin is none (a script,
+    cron, `< /dev/null`) nobody can answer: one error line naming --yes."""
+    if not sys.stdin.isatty():
+        raise AutoprofError(
+            f"{question.rstrip('?')}: stdin is no terminal to confirm on; add --yes"
+        )
+    return click.confirm(question, default=False)
 
 
 @click.group("store")
@@ -246,7 +265,9 @@ def store_group() -> None:
 @store_group.command("migrate")
 @store_option
 def migrate_command(store_text: str | None) -> None:
-    """Upgrade the store's schema to this autoprof's version (back it up first)."""
+    """Upgrade the store's schema (back it up first).
+
+    To this autoprof's version of the schema."""
     from autoprof.store import engine
 
     before, after = engine.migrate(store_text)
@@ -260,7 +281,9 @@ def migrate_command(store_text: str | None) -> None:
 @store_group.command("info")
 @store_option
 def info_command(store_text: str | None) -> None:
-    """Print the store's URL (password masked), schema version and size."""
+    """Print the store's URL, schema version and size.
+
+    The password in the URL is masked."""
     from autoprof.store import engine, queries
 
     store = engine.open_store(store_text, create=False)

@@ -54,7 +54,9 @@ def submit(
     command,
     **opts,
 ) -> None:
-    """Queue a profile of COMMAND for a target machine; prints the job ids and the run id."""
+    """Queue a profile of a command for a target machine.
+
+    Prints the job ids and the run id."""
     from autoprof.queue import connection, jobs
     from autoprof.queue.spec import JobSpec
 

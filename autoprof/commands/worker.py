@@ -101,7 +101,9 @@ def worker(
     maintenance,
     burst,
 ) -> None:
-    """Run queued profiles on this machine, one at a time, and store their results."""
+    """Run queued profiles on this machine, one at a time.
+
+    Each profile's results go to the store."""
     from autoprof.queue import connection, spec
     from autoprof.queue import worker as queue_worker
     from autoprof.store import engine

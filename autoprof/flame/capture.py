@@ -10,6 +10,7 @@ Layout of the folder::
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -77,6 +78,8 @@ def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
     # perf samples kernel frames whenever allowed; preflight says when they will be missing
     findings = preflight.check(system_wide=options.system_wide, kernel=True, counters=False)
     preflight.fail_on_fatal(findings)
+    if command and shutil.which(command[0]) is None:  # as `profile` says it, before perf does
+        raise AutoprofError(f"command not found: {command[0]}")
     out.mkdir(parents=True, exist_ok=True)
     argv = record_argv(options, out / PERF_DATA, command)
     info = RecordInfo(command, argv, asdict(options), findings=[str(f) for f in findings])

@@ -2,7 +2,10 @@
 
 Layout of the output folder::
 
-    OUT/massif.out     massif's own file (kept even when the program crashed)
+    OUT/massif.out     massif's own file for the command's process (kept even when the
+                       program crashed); valgrind follows it through exec, so a wrapper
+                       script (`python3` as a pyenv shim, `env`, `nice`) is no obstacle
+    OUT/children/massif.out.PID   the same for each process the command started
     OUT/valgrind.txt   valgrind's messages (and the program's standard error)
     OUT/memory.json    MemoryProfile: command, status, peak, per-snapshot bytes by top site,
                        the peak snapshot's allocation tree
@@ -25,10 +28,15 @@ from autoprof.perf.process import workload_env
 from autoprof.util.status import RunStatus
 
 MASSIF_OUT = "massif.out"
+CHILDREN = "children"
 VALGRIND_LOG = "valgrind.txt"
 MEMORY_JSON = "memory.json"
 OTHER = "other sites"
-_TERMINATING = re.compile(r"Process terminating with default action of signal (\d+) \((\w+)\)")
+_TERMINATING = r"^=={pid}== Process terminating with default action of signal (\d+) \((\w+)\)"
+# valgrind's banner, printed by every process it runs: never the reason for anything
+_BANNER = re.compile(
+    r"(Massif, a heap profiler|Copyright \(C\)|Using Valgrind-|Command: |Parent PID: )"
+)
 
 
 @dataclass(frozen=True)
@@ -42,12 +50,15 @@ class MemoryOptions:
 
 
 def valgrind_argv(options: MemoryOptions, out: Path, command: list[str]) -> list[str]:
-    """The valgrind command line: massif writing `out/massif.out`."""
+    """The valgrind command line: massif writing `out/massif.out.PID` for every process, into
+    which it follows the command through exec (without it, a command that execs another
+    program, as every wrapper script does, leaves valgrind behind and writes nothing)."""
     if not command:
         raise AutoprofError("nothing to profile: give a command after --")
     if not 0 <= options.threshold <= 100:
         raise AutoprofError(f"--threshold is a percentage, not {options.threshold}")
-    argv = ["valgrind", "--tool=massif", f"--massif-out-file={out / MASSIF_OUT}"]
+    argv = ["valgrind", "--tool=massif", "--trace-children=yes"]
+    argv.append(f"--massif-out-file={out / MASSIF_OUT}.%p")
     argv += [f"--threshold={options.threshold}", f"--time-unit={options.time_unit}"]
     argv.append(f"--detailed-freq={options.detailed_freq}")
     if options.pages_as_heap:
@@ -111,21 +122,36 @@ def run(options: MemoryOptions, out: Path, command: list[str]) -> MemoryProfile:
     made from it, then raises one AutoprofError line."""
     if shutil.which("valgrind") is None:
         raise AutoprofError("valgrind not found (Debian: sudo apt-get install valgrind)")
+    argv = valgrind_argv(options, out, command)
+    if shutil.which(command[0]) is None:
+        raise AutoprofError(f"command not found: {command[0]}")
     out.mkdir(parents=True, exist_ok=True)
     (out / MASSIF_OUT).unlink(missing_ok=True)
-    argv = valgrind_argv(options, out, command)
-    with (out / VALGRIND_LOG).open("w") as log:
-        code = subprocess.run(argv, stderr=log, env=workload_env(), check=False).returncode
+    shutil.rmtree(out / CHILDREN, ignore_errors=True)
+    with (
+        (out / VALGRIND_LOG).open("w") as log,
+        subprocess.Popen(argv, stderr=log, env=workload_env()) as proc,
+    ):
+        code = proc.wait()
     messages = (out / VALGRIND_LOG).read_text(errors="replace")
-    status, sig = _status(code, messages)
+    status, sig = _status(code, messages, proc.pid)
+    children = _file_outputs(out, proc.pid)  # valgrind runs the command in its own process
     massif_file = out / MASSIF_OUT
     if not massif_file.is_file() or massif_file.stat().st_size == 0:
-        raise AutoprofError(f"valgrind wrote no massif output: {_last_words(messages)}")
+        raise AutoprofError(
+            f"valgrind wrote no massif output for {command[0]}: {_last_words(messages)} "
+            f"(see {out / VALGRIND_LOG})"
+        )
     massif = parse(massif_file.read_text(errors="replace"))
     summary = summarize(massif, options)
     profile = MemoryProfile(command, argv, status, code, sig, massif.time_unit, **summary)
     if massif.truncated:
         profile.notes.append("massif's file ends inside a snapshot; that snapshot was dropped")
+    if children:
+        profile.notes.append(
+            f"{children} {'process' if children == 1 else 'processes'} that {command[0]} "
+            f"started ran under massif too: heap profiles in {out / CHILDREN}/ (massif.out.PID)"
+        )
     from autoprof.memory.plot import draw
     from autoprof.run.outdir import write_json
 
@@ -138,8 +164,23 @@ def run(options: MemoryOptions, out: Path, command: list[str]) -> MemoryProfile:
     return profile
 
 
-def _status(code: int, messages: str) -> tuple[RunStatus, str | None]:
-    found = _TERMINATING.search(messages)
+def _file_outputs(out: Path, pid: int) -> int:
+    """massif.out.PID of the command's process -> massif.out; those of the processes it
+    started -> children/. Returns how many children there were."""
+    children = 0
+    for path in sorted(out.glob(f"{MASSIF_OUT}.*")):
+        if path.name == f"{MASSIF_OUT}.{pid}":
+            path.replace(out / MASSIF_OUT)
+        else:
+            (out / CHILDREN).mkdir(exist_ok=True)
+            path.replace(out / CHILDREN / path.name)
+            children += 1
+    return children
+
+
+def _status(code: int, messages: str, pid: int) -> tuple[RunStatus, str | None]:
+    """How the command's own process ended (a child's crash is the child's)."""
+    found = re.search(_TERMINATING.format(pid=pid), messages, re.MULTILINE)
     if found is not None:
         return RunStatus.CRASHED, f"signal {found.group(1)}, {found.group(2)}"
     if code < 0:
@@ -149,6 +190,7 @@ def _status(code: int, messages: str) -> tuple[RunStatus, str | None]:
 
 
 def _last_words(messages: str) -> str:
+    """valgrind's last message that is not its banner."""
     lines = [re.sub(r"^==\d+== ?", "", line).strip() for line in messages.splitlines()]
-    lines = [line for line in lines if line]
-    return lines[-1] if lines else "no message"
+    lines = [line for line in lines if line and not _BANNER.match(line)]
+    return lines[-1] if lines else "valgrind said nothing more"

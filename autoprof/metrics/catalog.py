@@ -308,8 +308,9 @@ def for_machine(events_dir: str | None, cpu: str | None, files: tuple[str, ...] 
         found = MetricSet(cpu)
     if not found.metrics and not found.unreadable and not paths:
         raise AutoprofError(
-            f"no metrics for {found.title}: perf's data defines none for it "
-            "(give --metrics-file FILE.yaml for your own)"
+            f"no metrics for {found.title}: perf's data defines none for it; the shipped "
+            "software metrics count anywhere (--metrics-file software), or give "
+            "--metrics-file FILE.yaml for your own"
         )
     for path in paths:
         found.metrics.update((m.name, m) for m in load_yaml(Path(path)))

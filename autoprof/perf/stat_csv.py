@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -113,9 +114,10 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
         quoting=csv.QUOTE_NONE,
         encoding_errors="replace",
         engine="c",
+        lineterminator="\n",  # perf ends lines with \n only: a stray \r is a garbage byte
     )
-    if len(raw) != len(nfields):
-        raise StatCsvError(f"pandas read {len(raw)} lines where the file has {len(nfields)}")
+    if len(raw) != len(nfields):  # pandas' line count is not the file's: not perf's text
+        raise StatCsvError("not perf stat output (its lines do not split as text lines)")
     raw.index = pd.RangeIndex(1, len(raw) + 1)  # line numbers
 
     skip = skip | nul
@@ -144,16 +146,16 @@ def parse(data: bytes | str, sep: str | None = None, interval: bool | None = Non
         frames.append(parsed)
         problems.extend(bad)
     for line in data_rows.index[too_short]:
-        if not _is_continuation(raw.loc[line], prefix + int(interval)):
+        if not _is_continuation(raw.loc[line], prefix, int(interval), nfields[line - 1]):
             problems.append(Problem(int(line), f"{nfields[line - 1]} fields, expected {minimum}"))
 
     frame = pd.concat(frames) if frames else _empty()
     if not frame.empty and frame["LINE"].is_monotonic_increasing is False:
         frame = frame.sort_values("LINE", kind="stable")
     frame = frame.reset_index(drop=True)
+    problems.sort(key=lambda p: p.line)
     if frame.empty and problems and len(problems) == len(data_rows) + int(nul.sum()):
         raise StatCsvError(f"no line is perf stat output ({problems[0]})")
-    problems.sort(key=lambda p: p.line)
     return StatCsv(frame, problems, bool(interval), sep)
 
 
@@ -204,8 +206,12 @@ def _has_noise(rows: pd.DataFrame, counts: np.ndarray) -> bool:
     return bool(sample.str.match(r"^\d+(?:[.,]\d+)?%$").mean() > 0.5)
 
 
-def _is_continuation(row: pd.Series, left: int) -> bool:
-    """A metric-only line: the prefix, then nothing until the metric columns."""
+def _is_continuation(row: pd.Series, prefix: int, t: int, nfields: int) -> bool:
+    """A metric-only line (perf's new_line_csv): the time with -I, the prefix, three empty
+    fields, then the metric columns. Anything shorter is no line of perf's."""
+    left = prefix + t
+    if nfields <= left + 3 or (t and not re.match(_TIME_RE, str(row.iloc[0]))):
+        return False
     rest = row.iloc[left : left + 3]
     return bool((rest.str.strip() == "").all())
 

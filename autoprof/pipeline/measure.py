@@ -83,7 +83,8 @@ class Measured:
 def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
     """This machine's catalog for the spec's selection, restricted to its events, scheduled;
     refuses a --reserve that the CPU's counters cannot honour. `note` hears what the catalog
-    says of this machine (a CPU no event data knows)."""
+    says of this machine (a CPU no event data knows, a kernel without a hardware PMU). Every
+    event of this machine means every event its kernel can count."""
     selection = spec.selection.check()
     catalog = host.build_catalog(
         events_dir=spec.events_dir,
@@ -92,9 +93,11 @@ def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
         counters=spec.counters,
         **selection.to_json(),
     )
+    preflight.check_reserve(catalog.pmus.values(), selection.reserve)
+    if not spec.events and not spec.cpu:
+        catalog = host.countable(catalog)
     if catalog.note:
         note(catalog.note)
-    preflight.check_reserve(catalog.pmus.values(), selection.reserve)
     options = spec.options
     catalog, schedule = library.plan_for(
         catalog, spec.events, options.anchor, options.system_wide or bool(options.cpu_list)
@@ -105,7 +108,7 @@ def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
 def check(spec: MeasureSpec, planned: Planned) -> list[str]:
     """Refuse what cannot work here (AutoprofError, one line); return the warnings."""
     warnings = library.check_machine(planned.catalog, spec.options, spec.command, cpu=spec.cpu)
-    if spec.options.attached:
+    if spec.options.attached and len(planned.plan.runs) > 1:  # one run sees one moment
         warnings.append(attach.WARNING)
     return warnings
 
@@ -130,10 +133,13 @@ def measure(
     warnings = check(spec, planned)
     for warning in warnings:
         hooks.warn(warning)
-    job = hooks.ready(planned)
     facts = host.read_facts(planned.catalog)
     if hostname:  # the name a worker was given (--hostname), not the kernel's
         facts = replace(facts, hostname=hostname)
+    # the folder is made (or found to hold this very profile) before anything says "profiling":
+    # an -o that cannot be written, or holds another profile, is the one line said
+    library.open_profile(out, spec.command, planned.plan, spec.options, facts, spec.profile_id)
+    job = hooks.ready(planned)
     hooks.phase("profiling")
     outcome = library.profile(
         out,

@@ -196,10 +196,9 @@ def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
         )
     result = JobResult.of(done, load1=job.meta.get("load1"))
     if done.failed_runs:  # stored, as a local profile keeps them; the job still says so
-        listed = ", ".join(done.failed_runs[:10])
         raise AutoprofError(
-            f"{len(done.failed_runs)} runs failed (run.repeat {listed}); "
-            f"the results are stored as run {result.run_id}, folder kept in {out}"
+            f"{done.outcome.failure()}; the results are stored as run {result.run_id}, "
+            f"folder kept in {out}"
         )
     if not settings.keep:
         shutil.rmtree(out, ignore_errors=True)

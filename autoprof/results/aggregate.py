@@ -14,6 +14,7 @@ supported`) stay in the report and out of results.csv; `exact_only` keeps only r
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from autoprof.perf.unsupported import Unsupported
 from autoprof.results import rows, tally
 from autoprof.results.sanity_report import (
     BrokenFile,
+    BrokenRun,
     FailedRun,
     Report,
     RetriedRun,
@@ -82,10 +84,16 @@ def aggregate_to(
     try:
         with results.ResultsWriter(partial) as writer:
             aggregation = _aggregate(out, writer.write, results_name or str(path), exact_only)
+        os.replace(partial, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        if err.filename == str(partial):  # the file asked for, not the scratch name, is news
+            raise OSError(err.errno, err.strerror, str(path)) from None
+        raise
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    os.replace(partial, path)
     write_report(out / outdir.REPORT, aggregation.report)
     return aggregation
 
@@ -108,9 +116,9 @@ def _aggregate(
 ) -> Aggregation:
     _check_profile(out)
     broken: list[BrokenFile] = []
-    manifest = _read_manifest(out, broken)
+    manifest = _read_manifest(out)
     topology = _topology(manifest)
-    planned = manifest.event_names() if manifest is not None else None
+    planned = manifest.event_names()
     seen = tally.Tally()
     state = _RunState()
     lines = 0
@@ -125,6 +133,14 @@ def _aggregate(
         seen.rows += int(written.sum())
         sink(rows.table(run, written))
 
+    def finish(mapper: rows.RunMapper) -> None:
+        """The rest of a run: its events that perf printed no line for are not counted,
+        unless the run is broken (its file is at fault, not the events). The reading thread
+        noted a broken run before it read on, so `state.broken` is complete for it here."""
+        record = mapper.record
+        if not any((b.run, b.repeat) == (record.run, record.repeat) for b in state.broken):
+            emit(mapper.rest())
+
     mapper = None
     for kind, item, problems in _prefetched(_pieces(out, state)):
         broken.extend(problems)
@@ -133,18 +149,18 @@ def _aggregate(
             emit(mapper.chunk(item))
             continue
         if mapper is not None:
-            emit(mapper.rest())
+            finish(mapper)
         mapper = (
             None
             if item is None
             else rows.RunMapper(item, _refused(item, state), topology, state.modifiers)
         )
     if mapper is not None:
-        emit(mapper.rest())
+        finish(mapper)
     report = tally.build(
         seen,
         manifest,
-        runs_summary(manifest, state.finished, state.failed, state.retried),
+        runs_summary(manifest, state.finished, state.failed, state.retried, state.broken),
         state.reasons,
         list(state.modifiers.values()),
         broken,
@@ -159,6 +175,7 @@ class _RunState:
     finished: set[tuple[int, int]] = field(default_factory=set)
     failed: list[FailedRun] = field(default_factory=list)
     retried: list[RetriedRun] = field(default_factory=list)
+    broken: list[BrokenRun] = field(default_factory=list)  # appended by the reading thread
     reasons: dict[tally.Label, str] = field(default_factory=dict)
     modifiers: rows.Modifiers = field(default_factory=dict)
     unknown: dict[str, None] = field(default_factory=dict)  # events not in the plan, in order
@@ -174,7 +191,7 @@ def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[Broken
     for folder, record, bad in _finished(out, state):
         yield _RUN, record, bad
         if record is not None:
-            for counts, problems in _read_chunks(folder, folder.relative_to(out), record):
+            for counts, problems in _read_chunks(folder, folder.relative_to(out), record, state):
                 yield _CHUNK, counts, problems
 
 
@@ -231,49 +248,51 @@ def _finished(
 
 
 def runs_summary(
-    manifest: outdir.Manifest | None,
+    manifest: outdir.Manifest,
     finished: set[tuple[int, int]],
     failed: list[FailedRun] | None = None,
     retried: list[RetriedRun] | None = None,
+    broken: list[BrokenRun] | None = None,
 ) -> RunsSummary:
     """The report's runs: expected (a part of a split profile expects only its share of the
-    plan), finished, ok, failed, missing and retried runs."""
-    expected, missing = None, []
-    if manifest is not None:
-        options = manifest.options
-        shape = (len(manifest.plan.get("runs", [])), options.repeat, options.part, options.parts)
-        expected = outdir.planned_count(*shape)
-        missing = [RunId(r, k) for r, k in outdir.planned(*shape) if (r, k) not in finished]
+    plan), finished, ok, failed, broken, missing and retried runs."""
+    options = manifest.options
+    shape = (len(manifest.plan.get("runs", [])), options.repeat, options.part, options.parts)
+    missing = [RunId(r, k) for r, k in outdir.planned(*shape) if (r, k) not in finished]
     failed = sorted(failed or [], key=lambda f: (f.run, f.repeat))
-    bad = {(f.run, f.repeat) for f in failed}
+    broken = sorted(broken or [], key=lambda b: (b.run, b.repeat))
+    bad = {(f.run, f.repeat) for f in failed} | {(b.run, b.repeat) for b in broken}
     return RunsSummary(
-        expected=expected,
+        expected=outdir.planned_count(*shape),
         finished=len(finished),  # reached an end, failed or not
-        ok=len(finished - bad),  # finished with perf and the workload content
+        ok=len(finished - bad),  # finished with perf and the workload content, output read
         failed=failed,
         missing=missing,
         # finished on a later attempt (`profile --retries`); earlier ones are in attempts/
         retried=retried or [],
+        broken=broken,
     )
 
 
-def _read_manifest(out: Path, broken: list[BrokenFile]) -> outdir.Manifest | None:
+def _read_manifest(out: Path) -> outdir.Manifest:
+    """The profile's manifest, or one error line: without its plan nothing can say which runs
+    and events were expected (a report of "2 of ? runs ok" would pass for good), so nothing
+    is written and the runs stay as they are, as `upload` refuses it too."""
+    kept = f"nothing aggregated (the runs in {out / outdir.RUNS} are untouched)"
     if not (out / outdir.MANIFEST).is_file():
-        broken.append(BrokenFile(outdir.MANIFEST, "missing"))
-        return None
+        raise AutoprofError(f"{out / outdir.MANIFEST} is missing: {kept}")
     try:
         return outdir.read_manifest(out)
     except NewerFormat:
         raise
     except AutoprofError as err:
-        broken.append(BrokenFile(outdir.MANIFEST, str(err)))
-        return None
+        raise AutoprofError(f"{err}: {kept}") from None
 
 
-def _topology(manifest: outdir.Manifest | None) -> np.ndarray:
+def _topology(manifest: outdir.Manifest) -> np.ndarray:
     """(socket, core, node) per CPU number from the manifest's machine facts; -1 where unknown.
     Manifests written before topology was recorded have none: their columns stay empty."""
-    cpus = manifest.machine.topology if manifest is not None else []
+    cpus = manifest.machine.topology
     table = np.full((max((c["cpu"] for c in cpus), default=-1) + 1, 3), -1, np.int64)
     for c in cpus:
         table[c["cpu"]] = (c.get("socket", -1), c.get("core", -1), c.get("node", -1))
@@ -289,26 +308,40 @@ def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> tally.Label
 
 
 def _read_chunks(
-    folder: Path, rel: Path, record: outdir.RunRecord
+    folder: Path, rel: Path, record: outdir.RunRecord, state: _RunState
 ) -> Iterator[tuple[stat_arrow.Counts | None, list[BrokenFile]]]:
     """The run's perf.csv as Counts, chunk by chunk (whole intervals each: memory stays that
     of a chunk), with the problems of its lines; (None, [why]) when absent or unreadable (a
-    file that turns out unreadable after some chunks keeps what came before)."""
+    file that turns out unreadable after some chunks keeps what came before). A run that
+    finished well but whose file gave no line of perf's is noted in `state` as broken."""
     perf_path = folder / outdir.PERF_OUTPUT
     name = str(rel / outdir.PERF_OUTPUT)
     if not perf_path.is_file():
-        missing = record.status != RunStatus.PERF_FAILED
-        yield None, [BrokenFile(name, "missing")] if missing else []
+        if record.status != RunStatus.PERF_FAILED:
+            yield None, [BrokenFile(name, "missing")]
+            _broken(state, record, f"{outdir.PERF_OUTPUT} is missing")
         return
     sep, interval = stat_csv.argv_options(record.perf_argv)
-    reported = 0
+    reported = lines = 0
+    first: str | None = None
     try:
         for counts, problems in stat_arrow.read_file(perf_path, sep, interval):
+            lines += len(counts)
+            first = first or (str(problems[0]) if problems else None)
             shown = problems[: max(0, MAX_PROBLEMS_PER_FILE - reported)]
             reported += len(problems)
             yield counts, [BrokenFile(name, str(p)) for p in shown]
     except stat_csv.StatCsvError as err:
+        first = first or str(err)
         yield None, [BrokenFile(name, str(err))]
     if reported > MAX_PROBLEMS_PER_FILE:
         extra = reported - MAX_PROBLEMS_PER_FILE
         yield None, [BrokenFile(name, f"... and {extra} more lines")]
+    if not lines and first is not None:
+        _broken(state, record, f"{outdir.PERF_OUTPUT} holds no count of perf's: {first}")
+
+
+def _broken(state: _RunState, record: outdir.RunRecord, reason: str) -> None:
+    """A run whose output gave nothing: broken, unless it failed already (it says why)."""
+    if record.status == RunStatus.OK:
+        state.broken.append(BrokenRun(record.run, record.repeat, reason))

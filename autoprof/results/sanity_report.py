@@ -75,6 +75,16 @@ class FailedRun(_Record):
 
 
 @dataclass
+class BrokenRun(_Record):
+    """A run that finished, but whose perf output holds no count: unreadable, missing, or no
+    line of it perf's (its problems are in `broken_files`)."""
+
+    run: int = 0
+    repeat: int = 1
+    reason: str = ""
+
+
+@dataclass
 class RetriedRun(_Record):
     """A run that finished on a later attempt (`profile --retries`)."""
 
@@ -86,7 +96,8 @@ class RetriedRun(_Record):
 @dataclass
 class RunsSummary(_Record):
     """The runs of the profile: expected (None without a manifest; a part of a split profile
-    expects only its share), finished (failed or not), ok, and the lists behind the numbers."""
+    expects only its share), finished (failed or not), ok (finished, not failed, and their
+    output read), and the lists behind the numbers."""
 
     expected: int | None = None
     finished: int = 0
@@ -94,14 +105,20 @@ class RunsSummary(_Record):
     failed: list[FailedRun] = field(default_factory=list)
     missing: list[RunId] = field(default_factory=list)
     retried: list[RetriedRun] = field(default_factory=list)
+    broken: list[BrokenRun] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunsSummary:
         known = known_fields(cls, data)
         known["failed"] = _list(FailedRun.from_json, known.get("failed"))
+        known["broken"] = _list(BrokenRun.from_json, known.get("broken"))
         known["missing"] = _list(RunId.from_json, known.get("missing"))
         known["retried"] = _list(RetriedRun.from_json, known.get("retried"))
         return cls(**known)
+
+    def lists(self) -> list[tuple[str, list]]:
+        """The runs not to trust, by what went wrong."""
+        return [("failed", self.failed), ("broken", self.broken), ("missing", self.missing)]
 
 
 @dataclass
@@ -209,7 +226,7 @@ class Report(_Record):
         parts = [
             f"{runs.ok} of {runs.finished if runs.expected is None else runs.expected} runs ok"
         ]
-        for name, items in (("failed", runs.failed), ("missing", runs.missing)):
+        for name, items in runs.lists():
             if items:
                 parts.append(f"{len(items)} {name}")
         if self.broken_files:
@@ -219,7 +236,7 @@ class Report(_Record):
     def flags(self) -> dict[str, int]:
         """How many events (or runs) each sanity list names; empty lists left out."""
         flags = self.events.counts()
-        for name, items in (("failed", self.runs.failed), ("missing", self.runs.missing)):
+        for name, items in self.runs.lists():
             if items:
                 flags[f"runs {name}"] = len(items)
         if self.unknown_events:

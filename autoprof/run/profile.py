@@ -44,6 +44,21 @@ class Outcome:
     failed: list[tuple[int, int]]  # (run, repeat) whose workload or perf failed
     # (run, repeat) not finished after this call: an attached target exited before them
     missing: list[tuple[int, int]] = field(default_factory=list)
+    planned: int = 0  # the (run, repeat) pairs of this profile (of this part)
+
+    def failure(self) -> str:
+        """The failed runs in words: how many of how many, which, and the first one's reason
+        ("the run failed (timed out after --timeout 1 s ...)" for a profile of one run)."""
+        reasons = {(r.run, r.repeat): r.error or str(r.status) for r in self.records}
+        first = self.failed[0]
+        reason = reasons.get(first, "see its run.json")
+        if len(self.failed) == 1 and self.planned == 1:
+            return f"the run failed ({reason})"
+        listed = ", ".join(f"{run}.{rep}" for run, rep in self.failed[:10])
+        listed += " ..." if len(self.failed) > 10 else ""
+        n = len(self.failed)
+        head = f"all {n} runs failed" if n == self.planned else f"{n} of {self.planned} runs failed"
+        return f"{head} (run.repeat {listed}; {first[0]}.{first[1]}: {reason})"
 
 
 def plan_for(
@@ -148,14 +163,7 @@ def check_machine(
             f"--cpu {cpu} ({catalog.cpu}) is not this machine ({here}): profile counts here; "
             f"plan for another CPU with: autoprof schedule --cpu {cpu}"
         )
-    hardware = host.hardware_events(catalog)
-    if hardware and not host.has_core_pmu():
-        others = f" and {len(hardware) - 1} other hardware events" if len(hardware) > 1 else ""
-        raise AutoprofError(
-            f"{host.no_pmu_note()}; {hardware[0].name}{others} cannot be counted: profile "
-            "software events (-e task-clock -e page-faults ...), or plan for another machine "
-            "with: autoprof schedule --cpu NAME"
-        )
+    host.refuse_uncountable(catalog)
     if options.attached:
         attach.check_target(options)
     elif shutil.which(command[0]) is None:
@@ -234,7 +242,7 @@ def profile(
     if options.attached:
         attach.record_runs(out, manifest, records, options)
     done = finished(out)
-    pairs = outdir.planned(len(plan.runs), options.repeat, options.part, options.parts)
-    missing = [pair for pair in pairs if pair not in done]
+    shape = (len(plan.runs), options.repeat, options.part, options.parts)
+    missing = [pair for pair in outdir.planned(*shape) if pair not in done]
     failed = sorted({(r.run, r.repeat) for r in records if r.status != RunStatus.OK} - set(missing))
-    return Outcome(manifest, records, failed, missing)
+    return Outcome(manifest, records, failed, missing, outdir.planned_count(*shape))

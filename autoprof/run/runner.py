@@ -207,7 +207,10 @@ class Runner:
                 with self.stopper.deferred():  # a signal meanwhile must not cut the stop short
                     code = stop_group(proc)
                 record.status = RunStatus.TIMEOUT
-                record.error = f"stopped after --timeout {self.options.timeout:g} s"
+                record.error = (
+                    f"timed out after --timeout {self.options.timeout:g} s: perf and the "
+                    "command were stopped"
+                )
             except Interrupted as stop:
                 record.perf_exit = stop_group(proc)
                 record.status = RunStatus.INTERRUPTED

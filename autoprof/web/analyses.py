@@ -91,6 +91,7 @@ def run_analyses(frame: pd.DataFrame) -> dict[str, Any]:
         "method": found.method,
         "intervals": found.intervals,
         "excluded": _records(found.excluded),
+        "colorscale": correlation.colour_scale(),  # the PNG's colours: red is r = +1
     }
     return result
 

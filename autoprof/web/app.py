@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -38,6 +39,9 @@ from autoprof.store.queries import export_frame, find_run
 from autoprof.web.analyses import FrameCache
 from autoprof.web.guard import TOKEN_COOKIE, Guard, host_names
 from autoprof.web.jobs import Backend, LocalQueue
+
+if TYPE_CHECKING:
+    from autoprof.catalog.model import Catalog
 
 TOKEN_HEADER = "X-Autoprof-Token"
 # what a workload printed: readable with the token only (it may hold anything the program saw)
@@ -72,7 +76,8 @@ class State:
     settings: Settings
     queue: Backend
     frames: FrameCache = field(default_factory=FrameCache)
-    catalog_events: list[dict] | None = None  # this machine's events, built on first use
+    catalog: Catalog | None = None  # this machine's catalog (tracepoints too), built on first use
+    catalog_events: list[dict] | None = None  # the events of it this machine can count
 
 
 def state_of(request: Request) -> State:
@@ -111,6 +116,11 @@ def static_file(request: Request) -> Response:
     if "/" in name or not path.is_file():
         raise HTTPException(404)
     return FileResponse(path)
+
+
+def favicon(request: Request) -> Response:
+    """The tab's icon, where browsers ask for it by default (an SVG: no binary kept here)."""
+    return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
 
 
 def local_out(state: State, uuid: str) -> Path | None:

@@ -26,7 +26,7 @@ import uuid
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from autoprof.errors import AutoprofError
 from autoprof.queue.model import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, JobResult, settle
@@ -35,6 +35,9 @@ from autoprof.results.live import Tail
 from autoprof.run import outdir
 from autoprof.run.runner import stop_leftovers
 from autoprof.util.clock import now_iso
+
+if TYPE_CHECKING:
+    from autoprof.catalog.model import Catalog
 
 TOOLS = ("stat", "profile", "record")
 STOP_GRACE_S = 15
@@ -168,6 +171,16 @@ def check_allowed(request: JobRequest, patterns: list[re.Pattern]) -> None:
             raise AutoprofError(
                 f"refused: command {shlex.join(checked)!r} does not match this server's --allow"
             )
+
+
+def check_events(request: JobRequest, catalog: Catalog) -> None:
+    """A stat/profile job's events, checked against this machine's `catalog` as `profile`
+    checks them before any run (known here, and countable: no hardware event where the
+    kernel offers no PMU), so that the form gets the refusal instead of a job bound to fail."""
+    from autoprof.catalog import host
+
+    if request.tool != "record" and request.events:
+        host.refuse_uncountable(host.resolve_events(catalog, request.events))
 
 
 def refused_env_names(names: list[str]) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -25,6 +26,7 @@ from autoprof.web import analyses, views
 from autoprof.web.app import (
     TOKEN_COOKIE,
     download,
+    favicon,
     has_token,
     local_out,
     plotly_js,
@@ -34,7 +36,7 @@ from autoprof.web.app import (
     static_file,
     token_matches,
 )
-from autoprof.web.jobs import JobRequest, check_allowed, check_env
+from autoprof.web.jobs import JobRequest, check_allowed, check_env, check_events
 
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -180,12 +182,22 @@ def api_delete(request: Request) -> Response:
     return _json({"deleted": uuid, "rows": rows})
 
 
+def machine_catalog(state):
+    """This machine's catalog, tracepoints included (built once: it takes a second or two)."""
+    if state.catalog is None:
+        from autoprof.catalog import host
+
+        state.catalog = host.build_catalog(tracepoints=True)
+    return state.catalog
+
+
 def catalog_events(state) -> list[dict]:
-    """This machine's events, tracepoints included (built once: it takes a second or two)."""
+    """The events of this machine that its kernel can count (a VM without a PMU: no
+    hardware events), for the form's picker."""
     if state.catalog_events is None:
         from autoprof.catalog import host
 
-        catalog = host.build_catalog(tracepoints=True)
+        catalog = host.countable(machine_catalog(state))
         state.catalog_events = [
             {"name": e.name, "pmu": e.pmu, "description": e.description} for e in catalog.events
         ]
@@ -250,7 +262,9 @@ def new_html(request: Request) -> Response:
     state = state_of(request)
     if state.settings.read_only:
         raise HTTPException(404, "this server is read-only (start it with --allow REGEX)")
-    return page(request, "new.html", form=_form_defaults(request), jobs=state.queue.list())
+    form, jobs = _form_defaults(request), state.queue.list()
+    # logged in (the cookie): the token goes with every request, no field asks for it
+    return page(request, "new.html", form=form, jobs=jobs, logged_in=has_token(request))
 
 
 async def api_submit(request: Request) -> Response:
@@ -262,6 +276,7 @@ async def api_submit(request: Request) -> Response:
         raise HTTPException(400, "expected a JSON object") from None
     check_allowed(job_request, state.settings.allow)
     check_env(job_request, state.settings.allow_env)
+    check_events(job_request, await run_in_threadpool(machine_catalog, state))
     job = state.queue.submit(job_request)
     return Response(json.dumps(job.to_dict()), status_code=202, media_type="application/json")
 
@@ -401,6 +416,7 @@ ROUTES = [
     Route("/records/{job_id}", record_html),
     Route("/records/{job_id}/files/{path:path}", record_file),
     Route("/login", login),
+    Route("/favicon.ico", favicon),
     Route("/static/plotly.min.js", plotly_js),
     Route("/static/{name}", static_file),
     Route("/api/schema", openapi, include_in_schema=False),

@@ -14,14 +14,18 @@ the process runs out of file descriptors, then logs a traceback per failed accep
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import resource
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from autoprof.errors import AutoprofError
 
 LOG = logging.getLogger("autoprof.serve")
 QUIET_S = 60.0  # a refusal of one kind is logged at most once in this time
@@ -150,15 +154,32 @@ def raise_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def serve(app: Any, host: str, port: int, limits: Limits) -> None:
-    """Run `app` until Ctrl-C with `limits`."""
+def listen(host: str, port: int, limits: Limits) -> socket.socket:
+    """The server's listening socket, opened before anything is printed: a port in use is one
+    error line (uvicorn would log its own after our banner and exit with status 3)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(limits.max_connections)
+    except OSError as err:
+        sock.close()
+        busy = err.errno == errno.EADDRINUSE
+        fix = ": another server uses it (choose another --port)" if busy else ""
+        raise AutoprofError(
+            f"cannot listen on {host} port {port}: {err.strerror or err}{fix}"
+        ) from None
+    return sock
+
+
+def serve(app: Any, sock: socket.socket, limits: Limits) -> None:
+    """Run `app` on the listening `sock` until Ctrl-C with `limits`."""
     raise_fd_limit()
     logging.basicConfig(format="%(message)s")
     protocol = type("Http", (LimitedH11,), {"limits": limits})
     config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         http=protocol,
         log_level="warning",
         timeout_graceful_shutdown=3,  # open live streams must not hold the server up on Ctrl-C
@@ -168,4 +189,4 @@ def serve(app: Any, host: str, port: int, limits: Limits) -> None:
         backlog=limits.max_connections,
     )
     logging.getLogger("uvicorn.error").addFilter(_OneLine())  # after uvicorn's logging setup
-    Server(config).run()
+    Server(config).run(sockets=[sock])

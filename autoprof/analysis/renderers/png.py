@@ -10,11 +10,11 @@ from functools import singledispatch
 from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib import colormaps
+from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from autoprof.analysis import data
+from autoprof.analysis import correlation, data
 from autoprof.analysis.compare import Comparison
 from autoprof.analysis.correlation import Correlation
 from autoprof.analysis.event_detail import EventDetail
@@ -82,7 +82,8 @@ def heatmap(result: Correlation) -> Figure:
     event names on the axes when there are few enough to read, positions otherwise."""
     fig = Figure(figsize=HEATMAP_SIZE, dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
-    cmap = colormaps["RdBu_r"].with_extremes(bad="0.85")  # no common intervals: grey
+    colours = LinearSegmentedColormap.from_list("correlation", correlation.COLOURS)
+    cmap = colours.with_extremes(bad="0.85")  # no common intervals: grey
     image = ax.imshow(result.matrix.to_numpy(), cmap=cmap, vmin=-1.0, vmax=1.0)
     n = len(result.matrix)
     if result.labelled:

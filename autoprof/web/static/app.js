@@ -125,7 +125,7 @@ async function initRun() {
     const c = analysis.correlation;
     if (c.error) { heat.appendChild(el("p", c.error, "hint")); return; }
     Plotly.newPlot(heat, [{ z: c.matrix, x: c.events, y: c.events, type: "heatmap", zmin: -1, zmax: 1,
-      colorscale: "RdBu", reversescale: true, hovertemplate: "%{x}<br>%{y}<br>r = %{z}<extra></extra>" }],
+      colorscale: c.colorscale, hovertemplate: "%{x}<br>%{y}<br>r = %{z}<extra></extra>" }],
       { ...LAYOUT, title: { text: `${c.method}, ${c.intervals} intervals` }, height: 300 + 12 * c.events.length,
         xaxis: { automargin: true }, yaxis: { automargin: true, autorange: "reversed" } }, { responsive: true });
     heat.on("plotly_click", (ev) => {
