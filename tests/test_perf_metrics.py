@@ -461,8 +461,9 @@ def test_amd_and_arm_metrics_need_no_metrics_file_and_a_core_without_any_says_so
     none = cli_run("schedule", "--cpu", "a64fx", "--metrics", "all")
     [line] = none.stderr.strip().splitlines()
     assert line == (
-        "autoprof: error: no metrics for fujitsu/a64fx: perf's data defines none for it "
-        "(give --metrics-file FILE.yaml for your own)"
+        "autoprof: error: no metrics for fujitsu/a64fx: perf's data defines none for it; the "
+        "shipped software metrics count anywhere (--metrics-file software), or give "
+        "--metrics-file FILE.yaml for your own"
     )
 
 
