@@ -423,6 +423,7 @@ def test_a_worker_runs_system_wide_jobs_only_when_allowed(redis_url, tmp_path):
     assert worker.returncode == 0, worker.stderr
     refused = [line for line in worker.stderr.splitlines() if "refused" in line]
     assert len(refused) == 1 and refused[0].endswith(
-        "refused: a system-wide job (-a) needs a worker started with --allow-system-wide"
+        "refused: a system-wide job (-a or --cpu-list: it counts every process on those CPUs) "
+        "needs a worker started with --allow-system-wide"
     )
     assert "Traceback" not in worker.stderr

@@ -97,7 +97,7 @@ def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
     preflight.check_reserve(catalog.pmus.values(), selection.reserve)
     options = spec.options
     catalog, schedule = library.plan_for(
-        catalog, spec.events, options.anchor, options.system_wide or bool(options.cpu_list)
+        catalog, spec.events, options.anchor, options.system_scope
     )
     return Planned(catalog, schedule)
 

@@ -3,8 +3,8 @@
 - Only autoprof's job function runs (`ProfileJob._execute`): a job naming any other function,
   or whose data is not JSON, fails as "refused: ..." before anything of it is imported or run.
 - A job's command must fully match one of the worker's --allow patterns, else it is refused;
-  a system-wide one (`submit -a`: every process of the machine is measured) needs the worker's
-  --allow-system-wide; a job whose data would inflate past MAX_JOB_DATA is refused unread.
+  a system-wide one (`submit -a` or `--cpu-list`: every process on those CPUs is measured)
+  needs the worker's --allow-system-wide; a job whose data would inflate past MAX_JOB_DATA is refused unread.
 - Before a profile the machine must be quiet: 1-minute load average <= --max-load, polled for at
   most --load-wait seconds; the load seen goes into the job's meta and the profile's manifest.
 - The profile runs in WORKDIR/<job id>, is aggregated, then uploaded in one transaction: a job
@@ -155,8 +155,11 @@ def check_spec(spec: JobSpec, settings: Settings) -> None:
     whole machine only where the owner said so."""
     if not allowed(spec.command, settings.allow):
         raise Refused(f"command {spec.command_line!r} does not match this worker's --allow")
-    if spec.profile_options().system_wide and not settings.allow_system_wide:
-        raise Refused("a system-wide job (-a) needs a worker started with --allow-system-wide")
+    if spec.profile_options().system_scope and not settings.allow_system_wide:
+        raise Refused(
+            "a system-wide job (-a or --cpu-list: it counts every process on those CPUs) needs "
+            "a worker started with --allow-system-wide"
+        )
 
 
 def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
