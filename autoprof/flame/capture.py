@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import signal
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
 from autoprof import __version__
+from autoprof.catalog import host
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import (
     PERF_DATA,
@@ -73,7 +74,11 @@ def read_info(folder: Path) -> RecordInfo:
 
 
 def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
-    """Sample `command` (or the process / whole system of `options`) into `out`."""
+    """Sample `command` (or the process / whole system of `options`) into `out`. The events are
+    checked as a profile's are (`host.resolve_events`), and perf gets what they resolve to."""
+    if options.events:
+        chosen = host.resolve_events(host.build_catalog(), options.events)
+        options = replace(options, events=[e.spec for e in chosen.events])
     # perf samples kernel frames whenever allowed; preflight says when they will be missing
     findings = preflight.check(system_wide=options.system_wide, kernel=True, counters=False)
     preflight.fail_on_fatal(findings)

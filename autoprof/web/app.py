@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
 from autoprof import results
+from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
 from autoprof.store.engine import Store
@@ -72,7 +73,8 @@ class State:
     settings: Settings
     queue: Backend
     frames: FrameCache = field(default_factory=FrameCache)
-    catalog_events: list[dict] | None = None  # this machine's events, built on first use
+    catalog: Catalog | None = None  # this machine's events, built on first use
+    catalog_events: list[dict] | None = None  # the same, as the page lists them
 
 
 def state_of(request: Request) -> State:

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.run.options import ProfileOptions
 from autoprof.store import queries
@@ -170,16 +171,32 @@ def api_delete(request: Request) -> Response:
     return _json({"deleted": uuid, "rows": rows})
 
 
-def catalog_events(state) -> list[dict]:
-    """This machine's events, tracepoints included (built once: it takes a second or two)."""
-    if state.catalog_events is None:
+def machine_catalog(state) -> Catalog:
+    """This machine's catalog, tracepoints included (built once: it takes a second or two)."""
+    if state.catalog is None:
         from autoprof.catalog import host
 
-        catalog = host.build_catalog(tracepoints=True)
+        state.catalog = host.build_catalog(tracepoints=True)
+    return state.catalog
+
+
+def catalog_events(state) -> list[dict]:
+    """This machine's events as the page lists them."""
+    if state.catalog_events is None:
         state.catalog_events = [
-            {"name": e.name, "pmu": e.pmu, "description": e.description} for e in catalog.events
+            {"name": e.name, "pmu": e.pmu, "description": e.description}
+            for e in machine_catalog(state).events
         ]
     return state.catalog_events
+
+
+def check_events(state, names: list[str]) -> None:
+    """A job's events, checked here as its tool checks them (`host.resolve_events`, for stat,
+    profile and record alike): an unknown one, or one that is not one event, is a 400 now."""
+    from autoprof.catalog import host
+
+    if names:
+        host.resolve_events(machine_catalog(state), names)
 
 
 def api_events(request: Request) -> Response:
@@ -252,6 +269,7 @@ async def api_submit(request: Request) -> Response:
         raise HTTPException(400, "expected a JSON object") from None
     check_allowed(job_request, state.settings.allow)
     check_env(job_request, state.settings.allow_env)
+    await asyncio.to_thread(check_events, state, job_request.events)
     job = state.queue.submit(job_request)
     return Response(json.dumps(job.to_dict()), status_code=202, media_type="application/json")
 
