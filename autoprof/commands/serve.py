@@ -47,8 +47,9 @@ def read_token(path: Path | None) -> str:
     "allow_env",
     multiple=True,
     metavar="NAME",
-    help="Let a job set environment variable NAME (repeatable). Without it a job sets none; "
-    "LD_*, PYTHON*, PATH, BASH_ENV, BROWSER, AUTOPROF_* and the like are always refused.",
+    help="Let a job set environment variable NAME (repeatable). Without it a job sets none. "
+    "Only thread counts and placement can be allowed (OMP_NUM_THREADS, MKL_NUM_THREADS, "
+    "GOMAXPROCS, ...): any other NAME stops serve, saying which.",
 )
 @click.option(
     "--allow-host",
@@ -95,12 +96,13 @@ def serve(
     from autoprof.web import server
     from autoprof.web.app import Settings, create_app
     from autoprof.web.guard import host_names
-    from autoprof.web.jobs import refused_env_names
+    from autoprof.web.jobs import harmless_env_text, refused_env_names
 
     never = refused_env_names(list(allow_env))
     if never:
         raise AutoprofError(
-            f"--allow-env {never[0]}: no job may set it (it can run code past --allow)"
+            f"--allow-env {never[0]}: no job may set it (only these can be allowed: "
+            f"{harmless_env_text()})"
         )
     if not loopback(host) and token_file is None:
         raise AutoprofError(

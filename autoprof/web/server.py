@@ -23,6 +23,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from autoprof.perf.process import keep_private
+
 LOG = logging.getLogger("autoprof.serve")
 QUIET_S = 60.0  # a refusal of one kind is logged at most once in this time
 # uvicorn's own one-line refusals, rate-limited as ours are
@@ -151,7 +153,9 @@ def raise_fd_limit() -> None:
 
 
 def serve(app: Any, host: str, port: int, limits: Limits) -> None:
-    """Run `app` until Ctrl-C with `limits`."""
+    """Run `app` until Ctrl-C with `limits`; the jobs it runs cannot read its memory or
+    environment (`process.keep_private`: they hold the store's password)."""
+    keep_private()
     raise_fd_limit()
     logging.basicConfig(format="%(message)s")
     protocol = type("Http", (LimitedH11,), {"limits": limits})
