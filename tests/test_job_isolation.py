@@ -237,3 +237,46 @@ def test_serve_does_not_start_allowing_a_variable_that_is_not_harmless(tmp_path,
     [line] = run.stderr.strip().splitlines()
     assert line.startswith(f"autoprof: error: --allow-env {name}: no job may set it (only these")
     assert "OMP_NUM_THREADS" in line
+
+
+# items 5 and 8: what anyone sees of a job (no token): not the values of its environment, not
+# the server's paths in its messages
+
+
+@pytest.fixture
+def past_job(tmp_path) -> tuple[Path, str]:
+    """A failed record job of an earlier run of the server, in its data folder."""
+    folder = tmp_path / "data" / "job00000000a"
+    (folder / "out").mkdir(parents=True)
+    request = {"tool": "record", "command": ["true"], "env": {"OMP_NUM_THREADS": "s3cret-7"}}
+    (folder / "request.json").write_text(json.dumps(request))
+    error = f"perf record failed: bad (see {folder}/out/stderr.txt)"
+    warning = f"no symbols for /home/alice/private/bin/x (see {folder}/task.log)"
+    result = {"state": "failed", "error": error, "warnings": [warning]}
+    (folder / "result.json").write_text(json.dumps(result))
+    return tmp_path / "data", folder.name
+
+
+def test_anyone_sees_a_jobs_variables_by_name_only(tmp_path, past_job):
+    _, job_id = past_job
+    with web_client(tmp_path) as web:
+        public = [web.get(p) for p in ("/api/jobs", f"/api/jobs/{job_id}", f"/new?job={job_id}")]
+        assert all(answer.status_code == 200 for answer in public)
+        assert not [a.url for a in public if "s3cret-7" in a.text]
+        assert web.get("/api/jobs").json()[0]["request"]["env"] == {"OMP_NUM_THREADS": None}
+        private = [web.get(f"/api/jobs/{job_id}", headers=AUTH), web.get(f"/new?job={job_id}",
+                                                                      headers=AUTH)]  # fmt: skip
+        assert all("s3cret-7" in answer.text for answer in private)
+
+
+def test_anyone_sees_a_jobs_messages_without_the_servers_paths(tmp_path, past_job):
+    data, job_id = past_job
+    with web_client(tmp_path) as web:
+        pages = ["/api/jobs", f"/api/jobs/{job_id}", f"/jobs/{job_id}", "/new"]
+        public = {p: web.get(p).text for p in pages}
+        assert not [p for p, text in public.items() if str(tmp_path) in text or "alice" in text]
+        job = web.get(f"/api/jobs/{job_id}").json()
+        assert job["error"] == "perf record failed: bad (see out/stderr.txt)"
+        assert job["result"]["warnings"] == ["no symbols for .../x (see task.log)"]
+        whole = web.get(f"/api/jobs/{job_id}", headers=AUTH).json()
+        assert whole["error"] == f"perf record failed: bad (see {data / job_id}/out/stderr.txt)"

@@ -180,6 +180,22 @@ def _pairs(text: Any, what: str, name_rule: re.Pattern | None) -> dict[str, str]
     return pairs
 
 
+# the folders of an absolute path (`/tmp/x/data/ab12/out/stderr.txt` keeps `stderr.txt`)
+_FOLDERS = re.compile(r"(?<![\w.~-])/(?:[^\s/'\"(),;]+/)+(?=[^\s/'\"(),;])")
+
+
+def public_text(text: str | None, folder: Path | None = None) -> str | None:
+    """A job's message as anyone may read it: a file of the job's `folder` by its name there
+    (`out/stderr.txt`), any other absolute path by its last part (`.../x.json`). The folders
+    tell the server's layout (users' homes, where jobs and data live) to whoever reaches the
+    page; with the token, messages are shown whole."""
+    if not text:
+        return text
+    if folder is not None:
+        text = text.replace(f"{folder}/", "")
+    return _FOLDERS.sub(".../", text)
+
+
 def check_allowed(request: JobRequest, patterns: list[re.Pattern]) -> None:
     """The queue worker's own rule: the shell-joined command must fully match an --allow."""
     if not patterns:
@@ -249,12 +265,22 @@ class Job:
         """The stored run (stat/profile) once done."""
         return self.result.run_id if self.result else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, private: bool = False) -> dict[str, Any]:
+        """The job as pages and the API show it. Without `private` (the token), as anyone may
+        read it: its environment's values left out (null), and the folders of the server's
+        paths in its messages (`public_text`)."""
         keys = ("id", "state", "created", "started", "ended", "phase", "error", "run_id")
         data = {k: getattr(self, k) for k in keys}
         data["request"] = asdict(self.request)
         data["command_line"] = self.request.command_line
         data["result"] = self.result.to_json() if self.result else None
+        if not private:
+            data["request"]["env"] = dict.fromkeys(self.request.env)
+            data["error"] = public_text(data["error"], self.folder)
+            if data["result"] is not None:
+                result = data["result"]
+                result["error"] = public_text(result["error"], self.folder)
+                result["warnings"] = [public_text(w, self.folder) for w in result["warnings"]]
         return data
 
     def tails(self) -> dict[str, str]:

@@ -210,7 +210,8 @@ def api_events(request: Request) -> Response:
 
 
 def _form_defaults(request: Request) -> dict:
-    """The form's fields, from a past run (?run=ID) or a past job (?job=ID) when given."""
+    """The form's fields, from a past run (?run=ID) or a past job (?job=ID) when given (a
+    job's environment with the token only)."""
     state, q = state_of(request), request.query_params
     if q.get("job") and (job := state.queue.get(q["job"])):
         r = job.request
@@ -218,7 +219,8 @@ def _form_defaults(request: Request) -> dict:
             "tool": r.tool,
             "command": r.command_line,
             "events": r.events,
-            "env": "\n".join(f"{k}={v}" for k, v in r.env.items()),
+            # the values a job set are for token holders (they may be anything the user typed)
+            "env": "\n".join(f"{k}={v}" for k, v in r.env.items()) if has_token(request) else "",
             "pid": r.pid or "",
             "duration": r.duration,
             "interval_ms": r.interval_ms,
@@ -271,7 +273,9 @@ async def api_submit(request: Request) -> Response:
     check_env(job_request, state.settings.allow_env)
     await asyncio.to_thread(check_events, state, job_request.events)
     job = state.queue.submit(job_request)
-    return Response(json.dumps(job.to_dict()), status_code=202, media_type="application/json")
+    return Response(
+        json.dumps(job.to_dict(private=True)), status_code=202, media_type="application/json"
+    )
 
 
 def _job(request: Request):
@@ -282,8 +286,10 @@ def _job(request: Request):
 
 
 def api_jobs(request: Request) -> Response:
-    """Jobs of this server, newest first."""
-    return _json([j.to_dict() for j in state_of(request).queue.list()])
+    """Jobs of this server, newest first (environment values and server paths with the token
+    only)."""
+    private = has_token(request)
+    return _json([j.to_dict(private) for j in state_of(request).queue.list()])
 
 
 def _tails(request: Request, job) -> dict:
@@ -297,13 +303,13 @@ def api_job(request: Request) -> Response:
     """One job: state, request, stored run id; stdout/stderr/log tails (token needed for
     those, else null)."""
     job = _job(request)
-    return _json(dict(job.to_dict(), **_tails(request, job)))
+    return _json(dict(job.to_dict(has_token(request)), **_tails(request, job)))
 
 
 def api_stop(request: Request) -> Response:
     """Stop a job (token needed): a queued one is dropped, a running one stopped."""
     state = require_token(request)
-    return _json(state.queue.stop(_job(request).id).to_dict())
+    return _json(state.queue.stop(_job(request).id).to_dict(private=True))
 
 
 async def api_stream(request: Request) -> Response:
@@ -327,7 +333,7 @@ async def api_stream(request: Request) -> Response:
             tails = dict(_tails(request, now), state=now.state)
             yield f"event: tails\ndata: {json.dumps(tails)}\n\n"
             if finished:
-                yield f"event: end\ndata: {json.dumps(now.to_dict())}\n\n"
+                yield f"event: end\ndata: {json.dumps(now.to_dict(has_token(request)))}\n\n"
                 return
             if await request.is_disconnected():
                 return
@@ -344,14 +350,14 @@ def job_html(request: Request) -> Response:
         return RedirectResponse(f"/runs/{job.run_id}", status_code=303)
     if job.state == "done" and job.request.tool == "record":
         return RedirectResponse(f"/records/{job.id}", status_code=303)
-    return page(request, "job.html", job=job.to_dict())
+    return page(request, "job.html", job=job.to_dict(has_token(request)))
 
 
 def record_html(request: Request) -> Response:
     job = _job(request)
     top_path = job.folder / "out" / "top.json" if job.folder else None
     top = json.loads(top_path.read_text()) if top_path and top_path.is_file() else []
-    return page(request, "record.html", job=job.to_dict(), top=top)
+    return page(request, "record.html", job=job.to_dict(has_token(request)), top=top)
 
 
 def login(request: Request) -> Response:
