@@ -75,6 +75,7 @@ def read_token(path: Path | None) -> str:
 )
 @click.option("--max-connections", default=200, type=click.IntRange(1), hidden=True)
 @click.option("--header-timeout", default=10.0, type=click.FloatRange(0.1), hidden=True)
+@click.option("--write-timeout", default=15.0, type=click.FloatRange(0.1), hidden=True)
 def serve(
     store_text,
     host,
@@ -86,6 +87,7 @@ def serve(
     data_dir,
     max_connections,
     header_timeout,
+    write_timeout,
 ) -> None:
     """Serve web pages of the stored runs (compare, download, delete) and, with --allow, new
     measurements with live plots. Binds 127.0.0.1 unless told otherwise."""
@@ -97,6 +99,7 @@ def serve(
     from autoprof.web.app import Settings, create_app
     from autoprof.web.guard import host_names
     from autoprof.web.jobs import harmless_env_text, refused_env_names
+    from autoprof.web.limits import Limits
 
     never = refused_env_names(list(allow_env))
     if never:
@@ -118,6 +121,11 @@ def serve(
         allow_env=frozenset(allow_env),
         redis_url=os.environ.get("AUTOPROF_REDIS") or None,
         hosts=host_names(host, allow_hosts),
+        limits=Limits(
+            max_connections=max_connections,
+            header_timeout_s=header_timeout,
+            write_timeout_s=write_timeout,
+        ),
     )
     data_dir.mkdir(parents=True, exist_ok=True)
     app = create_app(settings)
@@ -141,8 +149,7 @@ def serve(
             "autoprof: warning: requests naming this machine otherwise than 127.0.0.1 or "
             "localhost get 400: add --allow-host NAME for each name (or address) clients use"
         )
-    limits = server.Limits(max_connections=max_connections, header_timeout_s=header_timeout)
-    server.serve(app, host, port, limits)
+    server.serve(app, host, port, settings.limits)
 
 
 def loopback(host: str) -> bool:

@@ -36,6 +36,7 @@ from autoprof.web.app import (
     token_matches,
 )
 from autoprof.web.jobs import JobRequest, check_allowed, check_env
+from autoprof.web.limits import LimitedStream
 
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -313,9 +314,8 @@ def api_stop(request: Request) -> Response:
 
 
 async def api_stream(request: Request) -> Response:
-    """Server-Sent Events: `points` (new intervals), `tails`, and `end` with the job's state."""
-    from starlette.responses import StreamingResponse
-
+    """Server-Sent Events: `points` (new intervals), `tails`, and `end` with the job's state
+    (429 past the caps on live streams per client and without the token)."""
     state = state_of(request)
     job = _job(request)
     tail = state.queue.live(job)
@@ -339,8 +339,14 @@ async def api_stream(request: Request) -> Response:
                 return
             await asyncio.sleep(STREAM_PERIOD_S)
 
-    return StreamingResponse(
-        events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+    client = request.client.host if request.client else ""
+    return LimitedStream(
+        state.streams,
+        client,
+        not has_token(request),
+        events(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store"},
     )
 
 
