@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import shlex
 from pathlib import Path
 from urllib.parse import urlencode
@@ -112,7 +113,20 @@ def api_run(request: Request) -> Response:
 
 
 def _json(data) -> Response:
-    return Response(json.dumps(data, default=str), media_type="application/json")
+    """`data` as JSON, which has no NaN nor Infinity (a browser refuses them): null instead."""
+    return Response(
+        json.dumps(_finite(data), default=str, allow_nan=False), media_type="application/json"
+    )
+
+
+def _finite(data):
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(v) for v in data]
+    return data
 
 
 def api_series(request: Request) -> Response:
