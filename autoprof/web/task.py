@@ -1,11 +1,14 @@
 """One web job, in a child process: `python -m autoprof.web.task FOLDER`.
 
 stat/profile: `pipeline.measure`, as the CLI and the queue worker run it (every chosen event,
-scheduled without multiplexing), aggregated and uploaded to the store (its URL comes on
-standard input); the job's environment variables go to its workload only;
-record: `perf record`, then the flame graph SVG and the top functions. Writes FOLDER/result.json
-(a `queue.model.JobResult`); SIGINT (the Stop button) stops perf as Ctrl-C does, and the job
-ends "stopped" with nothing stored.
+scheduled without multiplexing), aggregated and uploaded to the store; record: `perf record`,
+then the flame graph SVG and the top functions. Writes FOLDER/result.json (a
+`queue.model.JobResult`); SIGINT (the Stop button) stops perf as Ctrl-C does, and the job ends
+"stopped" with nothing stored.
+
+The store's URL comes on standard input, and the process is not dumpable: the workload, run as
+the same user, reads neither its environment nor its memory. The job's environment variables go
+to the workload alone, never to this process (they would choose its caches and settings).
 """
 
 from __future__ import annotations
