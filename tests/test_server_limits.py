@@ -161,14 +161,13 @@ def test_live_streams_are_capped_per_client_and_without_the_token(limited):
         assert set(statuses) == {200, 429}
         assert answered(limited) == 200
         token = {TOKEN_HEADER: TOKEN}
-        mine = []
+        codes = []
         for _ in range(STREAMS_PER_CLIENT + 1):  # one address, with the token
             s = connect(port, "127.0.0.99")
-            mine.append(s)
+            streams.append(s)
             get(s, port, path, token)
-        codes = [status_of(s) for s in mine]
+            codes.append(status_of(s))
         assert codes == [200] * STREAMS_PER_CLIENT + [429]
-        streams += mine
     finally:
         for s in streams:
             s.close()
