@@ -275,6 +275,24 @@ def test_a_malformed_update_is_one_error_line_and_keeps_the_old_data(
     assert "has no mapfile.csv and is no Linux checkout" in nothing.stderr
 
 
+def test_an_update_nested_too_deeply_is_one_line_and_leaves_no_scratch_copy(
+    tmp_path, monkeypatch, cli_run
+):
+    """Issue #29, security item 10: Python's JSON reader raises RecursionError past ~1,000
+    levels; that was a traceback, with the staged copy left in the cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    broken = Path(shutil.copytree(AMD_DIR, tmp_path / "broken"))
+    (broken / "amdzen3" / "cache.json").write_text("[" * 100_000 + "]" * 100_000)
+    run = cli_run("events", "update", "--from", broken)
+    assert run.returncode == 2
+    [line] = run.stderr.strip().splitlines()
+    assert line.startswith(
+        f"autoprof: error: events update: {broken} is not usable amd data: malformed JSON in "
+    )
+    assert line.endswith("/amdzen3/cache.json: JSON nested too deeply to read")
+    assert list((tmp_path / "cache" / "autoprof" / "events").iterdir()) == []
+
+
 def test_a_task_profile_leaves_out_system_wide_pmus_and_a_system_wide_one_counts_them():
     from autoprof.run.profile import plan_for
 

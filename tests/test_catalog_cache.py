@@ -57,9 +57,9 @@ def test_a_changed_file_is_parsed_again(skx_dir, own_cache):
 def test_a_broken_entry_is_parsed_again(skx_dir, own_cache):
     parsed = cache.load(skx_dir, "SKX")
     [entry] = own_cache.iterdir()
-    entry.write_bytes(b"not a pickle")
+    entry.write_bytes(b"not JSON")
     assert cache.load(skx_dir, "SKX") == parsed
-    assert entry.read_bytes() != b"not a pickle"  # rewritten whole
+    assert entry.read_bytes() != b"not JSON"  # rewritten whole
 
 
 def test_only_the_newest_entries_are_kept(skx_dir, own_cache, monkeypatch):
@@ -68,4 +68,42 @@ def test_only_the_newest_entries_are_kept(skx_dir, own_cache, monkeypatch):
         cache.load(skx_dir, "SKX", intel.IntelOptions(reserve=reserve))
     assert len(list(own_cache.iterdir())) == 2
     newest = max(own_cache.iterdir(), key=lambda p: p.stat().st_mtime_ns)
-    assert newest.name == cache.key(skx_dir, "SKX", intel.IntelOptions(reserve=3)) + ".pickle"
+    assert newest.name == cache.key(skx_dir, "SKX", intel.IntelOptions(reserve=3)) + ".json"
+
+
+class _Planted:
+    """What a planted pickle runs when loaded: it writes a marker file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_an_entry_runs_no_code_wherever_the_cache_is(skx_dir, own_cache, tmp_path):
+    """Issue #29, security item 2: the cache folder follows XDG_CACHE_HOME and HOME, and a
+    pickle planted there ran code as soon as autoprof read the entry. Entries are JSON now."""
+    import pickle
+
+    marker = tmp_path / "code-ran"
+    own_cache.mkdir(parents=True)
+    name = cache.key(skx_dir, "SKX", intel.IntelOptions())
+    for suffix in (".pickle", ".json"):  # the names of format 1 and of today's entries
+        (own_cache / f"{name}{suffix}").write_bytes(pickle.dumps(_Planted(marker)))
+    assert cache.load(skx_dir, "SKX") == intel.load(skx_dir, "SKX")
+    assert not marker.exists()
+    assert [p.suffix for p in own_cache.iterdir()] == [".json"]  # rewritten; the pickle gone
+
+
+@pytest.mark.parametrize(("kind", "cpu"), [("amd", "zen4"), ("arm64", "0x00000000410fd0c0")])
+def test_every_vendors_catalog_reads_back_as_parsed(own_cache, kind, cpu):
+    from autoprof.catalog import embedded
+
+    directory = embedded.directory(kind)
+    parsed = cache.LOADERS[kind](directory, cpu)
+    cache.load(directory, cpu, kind=kind)
+    assert cache.load(directory, cpu, kind=kind) == parsed
+    assert [e.spec for e in cache.load(directory, cpu, kind=kind).events] == [
+        e.spec for e in parsed.events
+    ]

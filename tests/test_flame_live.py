@@ -105,8 +105,15 @@ def test_record_then_diff_shows_the_doubled_function_as_most_grown(program: Path
 
 
 def test_record_refuses_bad_perf_options(program: Path, tmp_path: Path):
-    proc = autoprof("record", "-e", "no-such-event", "-o", str(tmp_path / "r"), "--", "true")
+    # an event perf knows but cannot sample for one process: perf's own reason, kept
+    proc = autoprof("record", "-e", "msr/tsc/", "-o", str(tmp_path / "r"), "--", "true")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("autoprof: error: perf record failed")
     assert "Traceback" not in proc.stderr
     assert json.loads((tmp_path / "r" / "record.json").read_text())["status"] == "perf-failed"
+    # an event of no catalog never reaches perf (as `profile` refuses it)
+    proc = autoprof("record", "-e", "no-such-event", "-o", str(tmp_path / "u"), "--", "true")
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("autoprof: error: unknown event 'no-such-event' for ")
+    assert not (tmp_path / "u").exists()

@@ -66,15 +66,24 @@ class Served:
         return self.request("POST", "/api/jobs", body, auth)
 
 
-def start_serve(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, int, Path]:
+def start_serve(
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    prefix: tuple[str, ...] = (),
+    store: bool = True,
+) -> tuple[subprocess.Popen, int, Path]:
+    """`autoprof serve` on a free port (its store in `tmp_path` unless not `store`: then
+    $AUTOPROF_STORE of `env`), started as `prefix` says (setpriv ...)."""
     (tmp_path / "token").write_text(TOKEN + "\n")
     port = free_port()
     log = tmp_path / f"serve-{port}.log"
-    argv = [sys.executable, "-m", "autoprof", "serve", "--store", f"sqlite:///{tmp_path}/r.db",
+    where = ["--store", f"sqlite:///{tmp_path}/r.db"] if store else []
+    argv = [*prefix, sys.executable, "-m", "autoprof", "serve", *where,
             "--port", str(port), "--token-file", str(tmp_path / "token"),
             "--data", str(tmp_path / "data"), *args]  # fmt: skip
     with log.open("wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=env)
     for _ in range(160):
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -423,6 +432,7 @@ def test_a_worker_runs_system_wide_jobs_only_when_allowed(redis_url, tmp_path):
     assert worker.returncode == 0, worker.stderr
     refused = [line for line in worker.stderr.splitlines() if "refused" in line]
     assert len(refused) == 1 and refused[0].endswith(
-        "refused: a system-wide job (-a) needs a worker started with --allow-system-wide"
+        "refused: a system-wide job (-a or --cpu-list: it counts every process on those CPUs) "
+        "needs a worker started with --allow-system-wide"
     )
     assert "Traceback" not in worker.stderr

@@ -79,8 +79,8 @@ def load(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
 
 def prepare(frame: pd.DataFrame) -> pd.DataFrame:
     """Normalize a results frame (all columns or some) for analysis: canonical dtypes with text
-    as categories, RUN/REPEAT defaulting to 1 (autoperf files have neither), and the EVENT
-    label column."""
+    as categories, RUN/REPEAT defaulting to 1 (autoperf files have neither), a SAMPLE_VALUE of
+    ±inf missing (a run stored before `upload` refused them), and the EVENT label column."""
     dtypes = {c: results.DTYPES[c] for c in frame.columns if c in results.DTYPES}
     frame = frame.astype({c: "category" if t == "string" else t for c, t in dtypes.items()})
     keep = frame["EVENT_NAME"].notna() & frame["INDEX"].notna()
@@ -88,6 +88,9 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame[keep]
     for name in ("RUN", "REPEAT"):
         frame[name] = frame[name].fillna(1)
+    if "SAMPLE_VALUE" in frame.columns:  # inf is no count (upload refuses it): not counted
+        values = frame["SAMPLE_VALUE"]
+        frame["SAMPLE_VALUE"] = values.mask(np.isinf(values.to_numpy(np.float64, na_value=0)))
     if (frame["INDEX"] < 0).any():
         raise AutoprofError("results file has a negative interval INDEX")
     frame[EVENT] = event_labels(frame)

@@ -1,6 +1,6 @@
 """Parsed vendor catalogs (Intel, AMD, Arm64), cached: Intel's perfmon JSON for one CPU takes
-tens of milliseconds to parse on every `schedule`, `profile` or worker job; a pickle of the
-result loads in a few.
+tens of milliseconds to parse on every `schedule`, `profile` or worker job; the cached entry
+loads in a few.
 
 An entry is keyed by everything the parse depends on: the CPU and options asked for, the size and
 modification time of every file under the events directory, and the source files of
@@ -8,25 +8,41 @@ modification time of every file under the events directory, and the source files
 entries live in ``$XDG_CACHE_HOME/autoprof/catalogs/`` (default ``~/.cache``), the newest `KEEP`
 of them, each written atomically. Any problem reading or writing one only means parsing as if
 there were no cache; errors in the catalog itself are raised by the parse, never cached.
+
+Entries are plain JSON, never pickles: reading one runs no code, wherever the folder is. Each
+record is a list of its dataclass's fields in declaration order; an Event is restored as pickle
+would restore it (its fields set, `spec` as the parse computed it), which keeps a warm load
+about as fast as a pickle's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import os
-import pickle
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from autoprof import __version__
 from autoprof.catalog import amd, arm, intel, vendor
-from autoprof.catalog.model import Catalog, ReadOptions
+from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.util import xdg
 
 _SOURCES = Path(__file__).parent
-_FORMAT = 1  # bump when the entry's layout changes
+_FORMAT = 2  # bump when the entry's layout changes (2: JSON, was a pickle)
 KEEP = 16  # entries kept (about 0.5 MB each for a large CPU); older ones are deleted
 LOADERS = {vendor.INTEL: intel.load, vendor.AMD: amd.load, vendor.ARM64: arm.load}
+SUFFIX = ".json"
+_EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(Event))
+# the Event fields JSON cannot hold as they are: a list read back as the field's type
+_EVENT_TYPES: dict[str, Callable[[Any], Any]] = {
+    "counters": frozenset,
+    "registers": frozenset,
+    "terms": lambda v: tuple(map(tuple, v)),
+}
 
 
 def cache_dir() -> Path:
@@ -67,7 +83,7 @@ def load(
     events_dir, options = Path(events_dir), options or ReadOptions()
     parse = LOADERS[kind or vendor.layout(events_dir)]
     try:
-        path = cache_dir() / f"{key(events_dir, cpu, options)}.pickle"
+        path = cache_dir() / f"{key(events_dir, cpu, options)}{SUFFIX}"
     except OSError:  # a directory that cannot be walked: the parse says what is wrong with it
         return parse(events_dir, cpu, options)
     cached = _read(path)
@@ -78,13 +94,54 @@ def load(
     return catalog
 
 
+def _plain(value: Any) -> Any:
+    """A field's value as JSON holds it (sets sorted, tuples as lists)."""
+    if isinstance(value, frozenset):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def to_json(catalog: Catalog) -> dict[str, Any]:
+    """The entry's data: every record as the list of its fields' values."""
+    return {
+        "format": _FORMAT,
+        "cpu": catalog.cpu,
+        "source": catalog.source,
+        "note": catalog.note,
+        "pmus": [dataclasses.astuple(p) for p in catalog.pmus.values()],
+        "events": [[_plain(getattr(e, f)) for f in _EVENT_FIELDS] for e in catalog.events],
+        "excluded": [dataclasses.astuple(x) for x in catalog.excluded],
+    }
+
+
+def from_json(data: dict[str, Any]) -> Catalog:
+    """The catalog `to_json` wrote (TypeError, KeyError, ValueError when it is not one)."""
+    if data["format"] != _FORMAT:
+        raise ValueError(f"cache entry format {data['format']!r}")
+    typed = [(i, _EVENT_TYPES[f]) for i, f in enumerate(_EVENT_FIELDS) if f in _EVENT_TYPES]
+    events = []
+    for values in data["events"]:
+        if len(values) != len(_EVENT_FIELDS):
+            raise ValueError("an event of another layout")
+        for i, kind in typed:
+            values[i] = kind(values[i])
+        event = object.__new__(Event)  # as pickle restores it: the parse's own spec, unchanged
+        event.__dict__.update(zip(_EVENT_FIELDS, values, strict=True))
+        events.append(event)
+    pmus = [Pmu(*values) for values in data["pmus"]]
+    excluded = [Exclusion(*values) for values in data["excluded"]]
+    return Catalog(
+        data["cpu"], {p.name: p for p in pmus}, events, excluded, data["source"], data["note"]
+    )
+
+
 def _read(path: Path) -> Catalog | None:
     try:
-        with path.open("rb") as file:
-            cached = pickle.load(file)
+        return from_json(json.loads(path.read_bytes()))
     except Exception:  # missing, truncated, unreadable, from another autoprof: parse instead
         return None
-    return cached if isinstance(cached, Catalog) else None
 
 
 def _store(path: Path, catalog: Catalog) -> None:
@@ -93,10 +150,10 @@ def _store(path: Path, catalog: Catalog) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_text(json.dumps(to_json(catalog), separators=(",", ":")))
         tmp.replace(path)
-        entries = sorted(path.parent.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns)
-        for old in entries[:-KEEP]:
+        entries = sorted(path.parent.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime_ns)
+        for old in [*entries[:-KEEP], *path.parent.glob("*.pickle")]:  # pickles: format 1
             old.unlink(missing_ok=True)
     except OSError:
         tmp.unlink(missing_ok=True)

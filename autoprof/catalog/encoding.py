@@ -135,6 +135,29 @@ def spec(event: Event) -> str:
 
 
 _SPEC = re.compile(r"^([\w.-]+)/(.*)/$")
+# One event as perf's parser reads it (tools/perf/util/parse-events.l), in the forms autoprof
+# writes or resolves: a name (task-clock, cycles, r01c2), a tracepoint, a hardware breakpoint,
+# or pmu/term=value,.../ with perf's modifiers. No commas or braces outside the terms (two
+# events, a group), no slash inside them.
+_TERM = r"[\w.-]+(?:=(?:[\w.?-]+|'[\w.:=-]*'))?"
+_ONE_EVENT = re.compile(
+    r"[\w.-]+|[\w-]+:[\w-]+|mem:(?:0x[0-9a-fA-F]+|\d+)(?:/\d+)?(?::[rwx]{1,3})?"
+    rf"|[\w.-]+/(?:{_TERM}(?:,{_TERM})*)?/[ukhpPGHSDIW]*"
+)
+# perf (before 6.6) loads a BPF object, or compiles C, for an event whose text (or a prefix of
+# it, up to a comma or brace) names a file ending .o, .obj, .c or .bpf* (parse-events.l:
+# bpf_object, bpf_source, isbpf_suffix): no piece of an event text may end so.
+_BPF_NAME = re.compile(r"\.(?:o|obj|c)(?=$|[,{}/=':])|\.bpf")
+
+
+def event_text_problem(text: str) -> str | None:
+    """Why `text` cannot go to ``perf -e`` as one event (None when it can): a second event
+    after a comma, a group, a path, or a name perf would read as a BPF program."""
+    if not _ONE_EVENT.fullmatch(text):
+        return f"{text!r} is not one event as perf writes it"
+    if _BPF_NAME.search(text):
+        return f"{text!r} names a file perf would load as a BPF program"
+    return None
 
 
 def parse_terms(text: str) -> tuple[str, dict[str, int | str]] | None:

@@ -16,7 +16,18 @@ import socket
 import subprocess
 from pathlib import Path
 
-from autoprof.catalog import amd, arm, cache, embedded, formats, intel, perfnames, vendor, yaml
+from autoprof.catalog import (
+    amd,
+    arm,
+    cache,
+    embedded,
+    encoding,
+    formats,
+    intel,
+    perfnames,
+    vendor,
+    yaml,
+)
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.errors import AutoprofError
@@ -442,7 +453,11 @@ def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:
 def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
     """The catalog restricted to `specs`: catalog names, ``pmu/name``, tracepoints,
     breakpoints ``mem:ADDR:w`` (which no catalog can list: any address is an event), and
-    perf's generic, raw and sysfs-alias events (`perfnames.resolve`)."""
+    perf's generic, raw and sysfs-alias events (`perfnames.resolve`).
+
+    The one check of events a user names, for every tool (profile, bench, record; the CLI, a
+    worker, the web): what perf is then given is each event's `spec`, and a spec that is not
+    exactly one event (`encoding.event_text_problem`: a second event, a BPF object) is refused."""
     chosen = Catalog(catalog.cpu, {}, [], source=catalog.source)
     sysfs = SYSFS_PMUS if catalog.cpu == cpu_id() else None  # None: planning for another CPU
     shaped = [spec for spec in specs if _TRACEPOINT.fullmatch(spec)]
@@ -473,6 +488,10 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
                     "give each a name= of its own"
                 )
         chosen = chosen.merge(extra)
+    for event in chosen.events:
+        problem = encoding.event_text_problem(event.spec)
+        if problem:
+            raise AutoprofError(f"refused event: {problem}")
     chosen.excluded = []
     return chosen
 

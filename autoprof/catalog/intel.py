@@ -9,7 +9,6 @@ those rows name the core (or hybrid core) files, the uncore files and the old of
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from autoprof.catalog.encoding import CORE, MSR_TERM
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.catalog.vendor import UnknownCpu
 from autoprof.errors import AutoprofError
+from autoprof.util import records
 
 __all__ = ["IntelOptions", "UnknownCpu", "load", "rows_for_cpu"]
 
@@ -97,10 +97,10 @@ def rows_for_cpu(events_dir: Path, cpu: str) -> list[MapRow]:
 
 def load_json_events(path: Path) -> list[dict]:
     try:
-        data = json.loads(path.read_text())
+        data = records.loads(path.read_text())
     except FileNotFoundError:
         raise AutoprofError(f"missing event file {path} (named by mapfile.csv)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+    except ValueError as err:  # not JSON, not UTF-8, or nested too deeply to read
         raise AutoprofError(f"malformed JSON in {path}: {err}") from None
     events = data.get("Events") if isinstance(data, dict) else data
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):

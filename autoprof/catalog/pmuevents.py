@@ -11,7 +11,6 @@ replaces them (`ReadOptions.counters`). Entries that are metrics (``MetricName``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from autoprof.catalog import encoding, perfmon
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.errors import AutoprofError
+from autoprof.util import records
 
 DEPRECATED = "deprecated (--deprecated keeps it)"
 # JSON field -> perf term (jevents.py `event_fields`); the code fields name the first term.
@@ -45,8 +45,8 @@ CODE_TERMS = (("EventCode", "event"), ("ConfigCode", "config"), ("EventidCode", 
 def read_json(path: Path) -> list[dict[str, Any]]:
     """The entries of one JSON file (a list of objects), or a one-line error naming it."""
     try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        data = records.loads(path.read_text())
+    except ValueError as err:  # not JSON, not UTF-8, or nested too deeply to read
         raise AutoprofError(f"malformed JSON in {path}: {err}") from None
     if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):
         raise AutoprofError(f"malformed event file {path}: expected a list of event objects")

@@ -86,15 +86,16 @@ def update(folder: Path, kind: str | None = None) -> list[tuple[str, Path, int]]
         try:
             _stage(name, source, scratch)
             models = check(name, scratch)
+            old = target.with_name(f".{name}-old-{os.getpid()}")
+            if target.exists():
+                os.rename(target, old)
+            os.rename(scratch, target)
+            shutil.rmtree(old, ignore_errors=True)
         except (AutoprofError, OSError) as err:
-            shutil.rmtree(scratch, ignore_errors=True)
             raise AutoprofError(
                 f"events update: {source} is not usable {name} data: {err}"
             ) from None
-        old = target.with_name(f".{name}-old-{os.getpid()}")
-        if target.exists():
-            os.rename(target, old)
-        os.rename(scratch, target)
-        shutil.rmtree(old, ignore_errors=True)
+        finally:  # whatever stopped it (Ctrl-C too), no scratch copy stays in the cache
+            shutil.rmtree(scratch, ignore_errors=True)
         done.append((name, target, models))
     return done

@@ -47,8 +47,9 @@ def read_token(path: Path | None) -> str:
     "allow_env",
     multiple=True,
     metavar="NAME",
-    help="Let a job set environment variable NAME (repeatable). Without it a job sets none; "
-    "LD_*, PYTHON*, PATH, BASH_ENV, BROWSER, AUTOPROF_* and the like are always refused.",
+    help="Let a job set environment variable NAME (repeatable). Without it a job sets none. "
+    "Only thread counts and placement can be allowed (OMP_NUM_THREADS, MKL_NUM_THREADS, "
+    "GOMAXPROCS, ...): any other NAME stops serve, saying which.",
 )
 @click.option(
     "--allow-host",
@@ -74,6 +75,7 @@ def read_token(path: Path | None) -> str:
 )
 @click.option("--max-connections", default=200, type=click.IntRange(1), hidden=True)
 @click.option("--header-timeout", default=10.0, type=click.FloatRange(0.1), hidden=True)
+@click.option("--write-timeout", default=15.0, type=click.FloatRange(0.1), hidden=True)
 def serve(
     store_text,
     host,
@@ -85,6 +87,7 @@ def serve(
     data_dir,
     max_connections,
     header_timeout,
+    write_timeout,
 ) -> None:
     """Serve web pages of the runs and new measurements.
 
@@ -97,12 +100,14 @@ def serve(
     from autoprof.web import server
     from autoprof.web.app import Settings, create_app
     from autoprof.web.guard import host_names
-    from autoprof.web.jobs import refused_env_names
+    from autoprof.web.jobs import harmless_env_text, refused_env_names
+    from autoprof.web.limits import Limits
 
     never = refused_env_names(list(allow_env))
     if never:
         raise AutoprofError(
-            f"--allow-env {never[0]}: no job may set it (it can run code past --allow)"
+            f"--allow-env {never[0]}: no job may set it (only these can be allowed: "
+            f"{harmless_env_text()})"
         )
     if not loopback(host) and token_file is None:
         raise AutoprofError(
@@ -118,10 +123,14 @@ def serve(
         allow_env=frozenset(allow_env),
         redis_url=os.environ.get("AUTOPROF_REDIS") or None,
         hosts=host_names(host, allow_hosts),
+        limits=Limits(
+            max_connections=max_connections,
+            header_timeout_s=header_timeout,
+            write_timeout_s=write_timeout,
+        ),
     )
     data_dir.mkdir(parents=True, exist_ok=True)
-    limits = server.Limits(max_connections=max_connections, header_timeout_s=header_timeout)
-    sock = server.listen(host, port, limits)
+    sock = server.listen(host, port, settings.limits)
     app = create_app(settings)
     where = f"http://{host}:{port}"
     click.echo(f"autoprof serve: {where}/ (store {settings.store.shown})")
@@ -143,7 +152,7 @@ def serve(
             "autoprof: warning: requests naming this machine otherwise than 127.0.0.1 or "
             "localhost get 400: add --allow-host NAME for each name (or address) clients use"
         )
-    server.serve(app, sock, limits)
+    server.serve(app, sock, settings.limits)
 
 
 def loopback(host: str) -> bool:

@@ -61,7 +61,8 @@ def _default_workdir(hostname: str) -> Path:
 @click.option(
     "--allow-system-wide",
     is_flag=True,
-    help="Run system-wide jobs (`submit -a`): they measure every process of this machine.",
+    help="Run system-wide jobs (`submit -a` or `--cpu-list`): they measure every process on "
+    "those CPUs.",
 )
 @click.option("--keep", is_flag=True, help="Keep a job's out/ folder after it is stored.")
 @click.option(

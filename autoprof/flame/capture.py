@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
 from autoprof import __version__
+from autoprof.catalog import host
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import (
     PERF_DATA,
@@ -73,8 +74,15 @@ def read_info(folder: Path) -> RecordInfo:
     return RecordInfo.from_json(json.loads(path.read_text()), path)
 
 
-def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
-    """Sample `command` (or the process / whole system of `options`) into `out`."""
+def record(
+    options: RecordOptions, out: Path, command: list[str], env: dict[str, str] | None = None
+) -> RecordInfo:
+    """Sample `command` (or the process / whole system of `options`) into `out`. The events are
+    checked as a profile's are (`host.resolve_events`), and perf gets what they resolve to;
+    `env`: variables a job sets for its workload."""
+    if options.events:
+        chosen = host.resolve_events(host.build_catalog(), options.events)
+        options = replace(options, events=[e.spec for e in chosen.events])
     # perf samples kernel frames whenever allowed; preflight says when they will be missing
     findings = preflight.check(system_wide=options.system_wide, kernel=True, counters=False)
     preflight.fail_on_fatal(findings)
@@ -86,7 +94,7 @@ def record(options: RecordOptions, out: Path, command: list[str]) -> RecordInfo:
     started = datetime.now(UTC)
     info.start = started.isoformat()
     write_json(out / RECORD_INFO, info.to_json())
-    result = run_record(argv, out / STDERR, options.duration)
+    result = run_record(argv, out / STDERR, options.duration, env)
     ended = datetime.now(UTC)
     info.end, info.elapsed_s = ended.isoformat(), (ended - started).total_seconds()
     info.perf_exit = result.exit_code

@@ -32,13 +32,19 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_S = 0.01
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_PR_SET_DUMPABLE = 4
 
 
-def workload_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+def workload_env(
+    base: Mapping[str, str] | None = None, job: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The environment perf and its workload start with: `base` (this process's) less
-    autoprof's own AUTOPROF_* settings, in the C locale so that perf's numbers parse."""
+    autoprof's own AUTOPROF_* settings, plus the `job`'s variables (a web job's, checked by
+    its server: they reach the workload only, never autoprof's own process), in the C locale
+    so that perf's numbers parse."""
     env = {k: v for k, v in (os.environ if base is None else base).items()}
-    return {k: v for k, v in env.items() if not k.upper().startswith(OWN_PREFIX)} | {"LC_ALL": "C"}
+    own = {k: v for k, v in env.items() if not k.upper().startswith(OWN_PREFIX)}
+    return own | dict(job or {}) | {"LC_ALL": "C"}
 
 
 class Interrupted(Exception):
@@ -160,6 +166,20 @@ def stop_leftovers(pids: Iterable[int]) -> list[int]:
         except (OSError, ProcessLookupError):
             continue  # gone already
     return killed
+
+
+def keep_private() -> None:
+    """Close this process's memory and environment to the programs it measures (prctl
+    PR_SET_DUMPABLE 0). A workload runs as the user who runs autoprof, and the server, a worker
+    and a web job hold the store's URL with its password: in their environment
+    (AUTOPROF_STORE), readable in /proc/PID/environ, and in their memory (/proc/PID/mem,
+    ptrace). The kernel opens those of a process that is not dumpable only to a caller with
+    CAP_SYS_PTRACE (kernel/ptrace.c, __ptrace_may_access; fs/proc/base.c, environ_open and
+    mem_open go through it). Children get dumpable again at execve: perf and the workload are
+    unchanged; no core dump is written of this process."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
 def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:

@@ -86,15 +86,21 @@ class RecordResult:
     stopped_by: int | None = None  # the signal that ended the recording (SIGINT for --duration)
 
 
-def run_record(argv: list[str], stderr_copy: Path, duration: float | None = None) -> RecordResult:
+def run_record(
+    argv: list[str],
+    stderr_copy: Path,
+    duration: float | None = None,
+    env: dict[str, str] | None = None,
+) -> RecordResult:
     """Run `perf record`: standard error goes both to the terminal and to `stderr_copy`.
 
     perf and the workload run in a process group of their own. Ctrl-C, SIGTERM or SIGHUP (and
     the end of `duration`) send SIGINT to that group, as Ctrl-C in a terminal would: the
     workload stops, perf writes its data file; what still runs after a grace period is killed.
+    `env`: variables a job sets for its workload (`process.workload_env`).
     """
     with Stopper() as stopper:
-        proc = _start(argv, stderr=subprocess.PIPE, start_new_session=True)
+        proc = _start(argv, env, stderr=subprocess.PIPE, start_new_session=True)
         chunks: list[bytes] = []
         tee = threading.Thread(target=_tee, args=(proc.stderr, chunks), daemon=True)
         tee.start()
@@ -122,9 +128,9 @@ def _finish(proc: subprocess.Popen) -> int:
     return stop_group(proc, FINISH_GRACE_S)
 
 
-def _start(argv: list[str], **popen) -> subprocess.Popen:
+def _start(argv: list[str], env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
     try:
-        return subprocess.Popen(argv, env=workload_env(), **popen)
+        return subprocess.Popen(argv, env=workload_env(job=env), **popen)
     except FileNotFoundError as err:
         raise AutoprofError("perf not found (Debian: sudo apt-get install linux-perf)") from err
 

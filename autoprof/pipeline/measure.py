@@ -45,6 +45,7 @@ class MeasureSpec:
     counters: tuple[str, ...] = ()  # PMU=N where the model table's count is wrong (AMD, Arm)
     profile_id: str | None = None  # the store's run id (shared by a split profile's parts)
     tags: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # a web job's variables, for its workload
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,7 @@ def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
     if catalog.note:
         note(catalog.note)
     options = spec.options
-    catalog, schedule = library.plan_for(
-        catalog, spec.events, options.anchor, options.system_wide or bool(options.cpu_list)
-    )
+    catalog, schedule = library.plan_for(catalog, spec.events, options.anchor, options.system_scope)
     return Planned(catalog, schedule)
 
 
@@ -152,6 +151,7 @@ def measure(
         job=job,
         on_event=hooks.run,
         resume=resume,
+        env=spec.env,
     )
     measured = Measured(out, outcome, warnings)
     if store is not None:

@@ -3,12 +3,16 @@
 - Only autoprof's job function runs (`ProfileJob._execute`): a job naming any other function,
   or whose data is not JSON, fails as "refused: ..." before anything of it is imported or run.
 - A job's command must fully match one of the worker's --allow patterns, else it is refused;
-  a system-wide one (`submit -a`: every process of the machine is measured) needs the worker's
-  --allow-system-wide; a job whose data would inflate past MAX_JOB_DATA is refused unread.
+  a system-wide one (`submit -a` or `--cpu-list`: every process on those CPUs is measured)
+  needs the worker's --allow-system-wide; a job whose data would inflate past MAX_JOB_DATA is
+  refused unread.
 - Before a profile the machine must be quiet: 1-minute load average <= --max-load, polled for at
   most --load-wait seconds; the load seen goes into the job's meta and the profile's manifest.
 - The profile runs in WORKDIR/<job id>, is aggregated, then uploaded in one transaction: a job
   killed at any point leaves no run in the store, and a retry on this machine resumes the runs.
+- A workload runs as the worker's user: the worker (and its work horse, a fork) is not dumpable,
+  so no workload reads its environment or memory, which hold the store's and the queue's
+  passwords (`process.keep_private`).
 - A worker that dies (kill -9) takes its work horse with it (PR_SET_PDEATHSIG: the horse gets
   SIGTERM and stops perf and the workload first), and stops its heartbeats; after HEARTBEAT x 3
   seconds any other worker's maintenance (every --maintenance seconds) or `autoprof jobs list`
@@ -42,7 +46,7 @@ from rq.serializers import JSONSerializer
 
 from autoprof.catalog import host
 from autoprof.errors import AutoprofError
-from autoprof.perf.process import Interrupted, die_with_parent
+from autoprof.perf.process import Interrupted, die_with_parent, keep_private
 from autoprof.pipeline import measure
 from autoprof.queue import connection, live
 from autoprof.queue.capped import CappedJob, TooLarge
@@ -155,8 +159,11 @@ def check_spec(spec: JobSpec, settings: Settings) -> None:
     whole machine only where the owner said so."""
     if not allowed(spec.command, settings.allow):
         raise Refused(f"command {spec.command_line!r} does not match this worker's --allow")
-    if spec.profile_options().system_wide and not settings.allow_system_wide:
-        raise Refused("a system-wide job (-a) needs a worker started with --allow-system-wide")
+    if spec.profile_options().system_scope and not settings.allow_system_wide:
+        raise Refused(
+            "a system-wide job (-a or --cpu-list: it counts every process on those CPUs) needs "
+            "a worker started with --allow-system-wide"
+        )
 
 
 def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
@@ -335,6 +342,7 @@ def work(
     """Serve jobs from `conn` (connected to `redis_text`) until stopped (SIGINT/SIGTERM: after
     the current job) or, with `burst`, until the queues are empty; returns whether any job ran."""
     check_allow(settings.allow)
+    keep_private()  # the store's and the queue's passwords: no workload reads them here
     settings.workdir.mkdir(parents=True, exist_ok=True)
     stop_leftovers(settings.workdir)  # a previous worker here was killed mid-job
     queues = queue_names(settings.hostname, extra_queues)

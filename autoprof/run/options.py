@@ -234,6 +234,12 @@ class ProfileOptions(Declared):
     def attached(self) -> bool:
         return self.duration is not None
 
+    @property
+    def system_scope(self) -> bool:
+        """It counts every process on the CPUs it covers (-a, or --cpu-list), not only the
+        command's: what a worker runs only with --allow-system-wide."""
+        return self.system_wide or bool(self.cpu_list)
+
     def problem(self) -> str | None:
         """What is wrong with these options, in one line (None when nothing is): a value of the
         wrong type or out of its range, or a part that is not one of the parts."""

@@ -222,13 +222,14 @@ def profile(
     job: dict[str, Any] | None = None,
     on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
     resume: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Outcome:
     """Run (or resume) the profile in `out`; raises perf.process.Interrupted on Ctrl-C, SIGTERM or
     SIGHUP (after stopping the run in progress).
 
     `facts` default to this machine's; `job` is recorded in the manifest (the queue job that
     asked for this profile). An attached profile (`options.attached`) continues against
-    another target only with `resume`.
+    another target only with `resume`. `env`: variables a job sets for its workload only.
     """
     manifest = open_profile(
         out, command, plan, options, facts or host.read_facts(catalog), profile_id
@@ -238,7 +239,7 @@ def profile(
         outdir.write_manifest(out, manifest)
     if options.attached:
         attach.start(out, manifest, options, resume)
-    records = Runner(out, command, options, on_event).run_all(tasks(plan, options))
+    records = Runner(out, command, options, on_event, env).run_all(tasks(plan, options))
     if options.attached:
         attach.record_runs(out, manifest, records, options)
     done = finished(out)

@@ -65,7 +65,8 @@ def perf_argv(
 
 
 class Runner:
-    """Runs tasks of one profile; `on_event(kind, task, record)` reports progress."""
+    """Runs tasks of one profile; `on_event(kind, task, record)` reports progress; `env`: the
+    variables a job sets for its workload (`perf.process.workload_env`)."""
 
     def __init__(
         self,
@@ -73,13 +74,14 @@ class Runner:
         command: list[str],
         options: ProfileOptions,
         on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
+        env: dict[str, str] | None = None,
     ):
         self.out = out
         self.command = command
         self.options = options
         self.on_event = on_event or (lambda *_: None)
         self.perf = perf_command.perf_path()
-        self.env = workload_env()
+        self.env = workload_env(job=env)
         self.stopper = Stopper()
         self.journal = Journal(out)
 

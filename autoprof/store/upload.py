@@ -278,6 +278,19 @@ def _check_planned(out: Path, profile: Profile, frame: pd.DataFrame) -> None:
         raise AutoprofError(f"{out}: {not_planned([str(n) for n in unknown])}; nothing stored")
 
 
+def _check_counts(out: Path, frame: pd.DataFrame) -> None:
+    """Refuse a count that is not a finite number (inf, -inf): perf never prints one, and
+    every analysis of it would be meaningless (a missing count is an empty cell)."""
+    values = frame["SAMPLE_VALUE"].to_numpy(np.float64, na_value=np.nan)
+    infinite = np.flatnonzero(np.isinf(values))
+    if len(infinite):
+        row = int(infinite[0])
+        raise AutoprofError(
+            f"{out / outdir.RESULTS}: {frame['EVENT_NAME'].iloc[row]} has a SAMPLE_VALUE of "
+            f"{float(values[row])!r} (line {row + 2}): a count is a finite number; nothing stored"
+        )
+
+
 def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploaded:
     """Store the profile in `out` (one part of a run), unless that part is already stored."""
     profile = read_profile(out)
@@ -287,6 +300,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
     frame = load_results(out)
     _check_planned(out, profile, frame)
+    _check_counts(out, frame)
     functions = load_functions(out)
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()

@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
 from autoprof import results
+from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
 from autoprof.store.engine import Store
@@ -39,6 +40,7 @@ from autoprof.store.queries import export_frame, find_run
 from autoprof.web.analyses import FrameCache
 from autoprof.web.guard import TOKEN_COOKIE, Guard, host_names
 from autoprof.web.jobs import Backend, LocalQueue
+from autoprof.web.limits import DEFAULTS, Limits, Streams
 
 if TYPE_CHECKING:
     from autoprof.catalog.model import Catalog
@@ -65,6 +67,7 @@ class Settings:
     allow_env: frozenset[str] = frozenset()  # variables a job may set (--allow-env)
     redis_url: str | None = None  # jobs go to RQ (a worker for this host runs them)
     hosts: frozenset[str] = host_names("127.0.0.1")  # Host names answered (guard.host_names)
+    limits: Limits = DEFAULTS  # what one client may take (sizes, live streams)
 
     @property
     def read_only(self) -> bool:
@@ -75,6 +78,7 @@ class Settings:
 class State:
     settings: Settings
     queue: Backend
+    streams: Streams  # the live streams open now (limits.Streams)
     frames: FrameCache = field(default_factory=FrameCache)
     catalog: Catalog | None = None  # this machine's catalog (tracepoints too), built on first use
     catalog_events: list[dict] | None = None  # the events of it this machine can count
@@ -253,12 +257,12 @@ def create_app(settings: Settings) -> Starlette:
         yield
         queue.close()  # nothing a job started keeps running after the server
 
-    state = State(settings, queue)
+    state = State(settings, queue, Streams(settings.limits))
     app = Starlette(
         routes=routes.ROUTES,
         exception_handlers=routes.HANDLERS,
         lifespan=lifespan,
-        middleware=[Middleware(Guard, hosts=settings.hosts)],
+        middleware=[Middleware(Guard, hosts=settings.hosts, limits=settings.limits)],
     )
     app.state.autoprof = state
     return app

@@ -9,6 +9,10 @@ from reading runs or starting jobs.
   do), else 403.
 - A state-changing /api/ request with a body sends it as application/json, else 415: a cross-site
   form or `text/plain` fetch can send a body without a CORS preflight, JSON cannot.
+- A request's size is bounded (`limits.Limits`): headers over max_header_bytes get 431, a body
+  over max_body_bytes 413 (announced, or counted as it arrives, chunked); one that gives both
+  Content-Length and Transfer-Encoding 400 (request smuggling: a proxy in front and this server
+  could read its end differently). Each closes the connection: its body is left unread.
 - Every answer forbids framing (clickjacking) and MIME sniffing, and carries a CSP that lets
   pages run only this server's own scripts.
 """
@@ -22,6 +26,8 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from autoprof.web.limits import DEFAULTS, Limits
 
 TOKEN_COOKIE = "autoprof_token"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -59,12 +65,34 @@ def host_name(header: str) -> str:
 class Refusal:
     status: int
     message: str
+    close: bool = False  # the connection cannot go on: what the client sent is left unread
 
 
 def refusal(
-    method: str, path: str, scheme: str, headers: Mapping[str, str], hosts: frozenset[str]
+    method: str,
+    path: str,
+    scheme: str,
+    headers: Mapping[str, str],
+    hosts: frozenset[str],
+    limits: Limits = DEFAULTS,
+    header_bytes: int = 0,
 ) -> Refusal | None:
-    """Why this request is refused before routing, or None when it may go on."""
+    """Why this request is refused before routing, or None when it may go on; `header_bytes`:
+    the size of its request line and headers."""
+    if header_bytes > limits.max_header_bytes:
+        return Refusal(
+            431, f"request headers over {limits.max_header_bytes} bytes: refused", close=True
+        )
+    if "content-length" in headers and "transfer-encoding" in headers:
+        return Refusal(
+            400,
+            "a request with both Content-Length and Transfer-Encoding is refused "
+            "(request smuggling)",
+            close=True,
+        )
+    length = headers.get("content-length", "0")
+    if length.isdigit() and int(length) > limits.max_body_bytes:
+        return Refusal(413, _too_large(limits), close=True)
     host = headers.get("host", "")
     if host_name(host) not in hosts:
         return Refusal(
@@ -88,13 +116,38 @@ def _carries_login_cookie(headers: Mapping[str, str]) -> bool:
     return TOKEN_COOKIE in cookie_parser(headers.get("cookie", ""))
 
 
-class Guard:
-    """ASGI middleware: `refusal` before the app, HEADERS on every answer (a route's own, as
-    the flame graph's, win)."""
+def _too_large(limits: Limits) -> str:
+    return f"request body over {limits.max_body_bytes} bytes: refused"
 
-    def __init__(self, app: ASGIApp, hosts: frozenset[str]):
+
+def head_bytes(scope: Scope) -> int:
+    """The size of a request's line and headers as they came (`NAME: VALUE\\r\\n` each)."""
+    line = len(scope["method"]) + len(scope.get("raw_path", b"")) + len(scope["query_string"])
+    return line + 12 + sum(len(k) + len(v) + 4 for k, v in scope["headers"])
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or None when it passes `limit` bytes (or the client left first)."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+class Guard:
+    """ASGI middleware: `refusal` before the app, the body read (within its limit) before the
+    app sees it, HEADERS on every answer (a route's own, as the flame graph's, win)."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], limits: Limits = DEFAULTS):
         self.app = app
         self.hosts = hosts
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -108,9 +161,24 @@ class Guard:
                     headers.setdefault(key, value)
             await send(message)
 
+        headers = Headers(scope=scope)
         refused = refusal(
-            scope["method"], scope["path"], scope["scheme"], Headers(scope=scope), self.hosts
+            scope["method"],
+            scope["path"],
+            scope["scheme"],
+            headers,
+            self.hosts,
+            self.limits,
+            head_bytes(scope),
         )
+        if refused is None and (
+            headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
+        ):
+            body = await read_body(receive, self.limits.max_body_bytes)
+            if body is None:
+                refused = Refusal(413, _too_large(self.limits), close=True)
+            else:
+                receive = _replay(body, receive)
         if refused is None:
             await self.app(scope, receive, send_with_headers)
             return
@@ -119,4 +187,20 @@ class Guard:
             response = JSONResponse({"error": refused.message}, status_code=refused.status)
         else:
             response = PlainTextResponse(refused.message + "\n", status_code=refused.status)
+        if refused.close:
+            response.headers["Connection"] = "close"
         await response(scope, receive, send_with_headers)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives `body` whole first, then what the client sends (a disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay

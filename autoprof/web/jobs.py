@@ -42,19 +42,44 @@ if TYPE_CHECKING:
 TOOLS = ("stat", "profile", "record")
 STOP_GRACE_S = 15
 TAIL_BYTES = 4096
+# autoprof's settings that carry a password: never in a job process's environment
+SECRET_SETTINGS = frozenset({"AUTOPROF_STORE", "AUTOPROF_REDIS"})
 REQUEST = "request.json"
 RESULT = "result.json"
 LOG = "task.log"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Variables no job may set, whatever --allow-env says: each one makes a program run code of the
-# job's choosing past --allow (the dynamic loader's LD_PRELOAD/LD_AUDIT, Python's
-# PYTHONSTARTUP/PYTHONWARNINGS imports, bash's BASH_ENV/ENV/SHELLOPTS/PS4, glibc's GCONV_PATH and
-# tunables, PATH choosing which program a name runs, BROWSER run by webbrowser), or reaches
-# autoprof's own settings (AUTOPROF_STORE holds the store's password).
-NEVER_ENV = re.compile(
-    r"(LD_|PYTHON|AUTOPROF_|GCONV_|GLIBC_|MALLOC_|PERL5|RUBY|NODE_).*"
-    r"|PATH|BASH_ENV|ENV|BASHOPTS|SHELLOPTS|PS4|IFS|BROWSER",
-    re.IGNORECASE,
+# The only variables a job may set (the operator picks among them with --allow-env): thread
+# counts and placement for OpenMP, BLAS and language runtimes. Each takes a number or a keyword
+# that no program turns into code to run, a file to read or a folder to search. An allow-list:
+# every other name is refused, whatever --allow-env says, because too many make a program (or
+# a library it loads, or perf) run code of the job's choosing past --allow, or read files or
+# folders the job chose: the dynamic loader (LD_*), shells (BASH_ENV, ENV), interpreters
+# (PYTHON*, PERL*, PERLLIB, LUA_INIT, NODE_*, RUBY*), OPENSSL_CONF, JAVA_TOOL_OPTIONS, libpq's
+# PG*, glibc's GCONV_PATH, PATH, HOME, XDG_*, TMPDIR, autoprof's own AUTOPROF_*.
+HARMLESS_ENV = frozenset(
+    {
+        "OMP_NUM_THREADS",
+        "OMP_THREAD_LIMIT",
+        "OMP_DYNAMIC",
+        "OMP_PROC_BIND",
+        "OMP_PLACES",
+        "OMP_SCHEDULE",
+        "OMP_WAIT_POLICY",
+        "OMP_STACKSIZE",
+        "OMP_MAX_ACTIVE_LEVELS",
+        "GOMP_SPINCOUNT",
+        "KMP_AFFINITY",
+        "KMP_BLOCKTIME",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "BLIS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "RAYON_NUM_THREADS",
+        "JULIA_NUM_THREADS",
+        "GOMAXPROCS",
+        "GOGC",
+        "GOMEMLIMIT",
+    }
 )
 
 
@@ -158,6 +183,22 @@ def _pairs(text: Any, what: str, name_rule: re.Pattern | None) -> dict[str, str]
     return pairs
 
 
+# the folders of an absolute path (`/tmp/x/data/ab12/out/stderr.txt` keeps `stderr.txt`)
+_FOLDERS = re.compile(r"(?<![\w.~-])/(?:[^\s/'\"(),;]+/)+(?=[^\s/'\"(),;])")
+
+
+def public_text(text: str | None, folder: Path | None = None) -> str | None:
+    """A job's message as anyone may read it: a file of the job's `folder` by its name there
+    (`out/stderr.txt`), any other absolute path by its last part (`.../x.json`). The folders
+    tell the server's layout (users' homes, where jobs and data live) to whoever reaches the
+    page; with the token, messages are shown whole."""
+    if not text:
+        return text
+    if folder is not None:
+        text = text.replace(f"{folder}/", "")
+    return _FOLDERS.sub(".../", text)
+
+
 def check_allowed(request: JobRequest, patterns: list[re.Pattern]) -> None:
     """The queue worker's own rule: the shell-joined command must fully match an --allow."""
     if not patterns:
@@ -174,26 +215,38 @@ def check_allowed(request: JobRequest, patterns: list[re.Pattern]) -> None:
 
 
 def check_events(request: JobRequest, catalog: Catalog) -> None:
-    """A stat/profile job's events, checked against this machine's `catalog` as `profile`
-    checks them before any run (known here, and countable: no hardware event where the
-    kernel offers no PMU), so that the form gets the refusal instead of a job bound to fail."""
+    """A job's events, checked against this machine's `catalog` as its tool checks them before
+    any run, so that the form gets the refusal instead of a job bound to fail: every tool's
+    events resolve to events of this machine (`host.resolve_events`: an unknown one, or a text
+    that is not one event, never reaches perf), and a stat/profile job's must be countable
+    (no hardware event where the kernel offers no PMU)."""
     from autoprof.catalog import host
 
-    if request.tool != "record" and request.events:
-        host.refuse_uncountable(host.resolve_events(catalog, request.events))
+    if request.events:
+        resolved = host.resolve_events(catalog, request.events)
+        if request.tool != "record":
+            host.refuse_uncountable(resolved)
 
 
 def refused_env_names(names: list[str]) -> list[str]:
     """The names of `names` that no job may set, however the server was started."""
-    return [name for name in names if NEVER_ENV.fullmatch(name)]
+    return [name for name in names if name not in HARMLESS_ENV]
+
+
+def harmless_env_text() -> str:
+    return ", ".join(sorted(HARMLESS_ENV))
 
 
 def check_env(request: JobRequest, allowed: frozenset[str]) -> None:
-    """A job sets only the variables the operator listed with --allow-env, and never one of
-    NEVER_ENV: the command is checked against --allow, its environment must not undo that."""
+    """A job sets only the variables the operator listed with --allow-env, and only harmless
+    ones (HARMLESS_ENV): the command is checked against --allow, its environment must not
+    undo that. The variables go to the workload alone, never to autoprof's own processes."""
     for name in request.env:
-        if NEVER_ENV.fullmatch(name):
-            raise AutoprofError(f"refused: a job may not set {name} (it can run code past --allow)")
+        if name not in HARMLESS_ENV:
+            raise AutoprofError(
+                f"refused: a job may not set {name} (only these can be allowed: "
+                f"{harmless_env_text()})"
+            )
         if name not in allowed:
             raise AutoprofError(
                 f"refused: environment variable {name} is not allowed here "
@@ -229,12 +282,22 @@ class Job:
         """The stored run (stat/profile) once done."""
         return self.result.run_id if self.result else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, private: bool = False) -> dict[str, Any]:
+        """The job as pages and the API show it. Without `private` (the token), as anyone may
+        read it: its environment's values left out (null), and the folders of the server's
+        paths in its messages (`public_text`)."""
         keys = ("id", "state", "created", "started", "ended", "phase", "error", "run_id")
         data = {k: getattr(self, k) for k in keys}
         data["request"] = asdict(self.request)
         data["command_line"] = self.request.command_line
         data["result"] = self.result.to_json() if self.result else None
+        if not private:
+            data["request"]["env"] = dict.fromkeys(self.request.env)
+            data["error"] = public_text(data["error"], self.folder)
+            if data["result"] is not None:
+                result = data["result"]
+                result["error"] = public_text(result["error"], self.folder)
+                result["warnings"] = [public_text(w, self.folder) for w in result["warnings"]]
         return data
 
     def tails(self) -> dict[str, str]:
@@ -370,15 +433,7 @@ class LocalQueue:
                 job = self.jobs[self.waiting.popleft()]
                 job.state, job.started = RUNNING, now_iso("seconds")
                 folder = self.root / job.id
-                with (folder / LOG).open("ab") as log:
-                    job.proc = subprocess.Popen(
-                        [sys.executable, "-m", "autoprof.web.task", str(folder)],
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        env=self._env(),
-                        start_new_session=True,
-                    )
+                job.proc = self._start(folder)
             job.proc.wait()
             stop_leftovers(folder)  # a child killed hard may have left perf behind
             self._finish(job)
@@ -387,11 +442,24 @@ class LocalQueue:
         """The intervals perf writes in the job's folder."""
         return Tail(self.root / job.id / "out")
 
-    def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        if self.store_text:
-            env["AUTOPROF_STORE"] = self.store_text
-        return env
+    def _start(self, folder: Path) -> subprocess.Popen:
+        """The job's process. The store's URL (its password) reaches it through its standard
+        input, never its environment nor its arguments, which a workload of the same user reads
+        in /proc/PID/environ and cmdline; the process then closes its memory (task.main)."""
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_SETTINGS}
+        with (folder / LOG).open("ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "autoprof.web.task", str(folder)],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        assert proc.stdin is not None  # a pipe
+        with contextlib.suppress(BrokenPipeError), proc.stdin:
+            proc.stdin.write(f"{self.store_text or ''}\n".encode())
+        return proc
 
     def _finish(self, job: Job, default: str | None = None) -> None:
         try:

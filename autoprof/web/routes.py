@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import shlex
 from pathlib import Path
 from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.run.options import ProfileOptions
 from autoprof.store import queries
@@ -37,6 +38,7 @@ from autoprof.web.app import (
     token_matches,
 )
 from autoprof.web.jobs import JobRequest, check_allowed, check_env, check_events
+from autoprof.web.limits import LimitedStream
 
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -112,7 +114,20 @@ def api_run(request: Request) -> Response:
 
 
 def _json(data) -> Response:
-    return Response(json.dumps(data, default=str), media_type="application/json")
+    """`data` as JSON, which has no NaN nor Infinity (a browser refuses them): null instead."""
+    return Response(
+        json.dumps(_finite(data), default=str, allow_nan=False), media_type="application/json"
+    )
+
+
+def _finite(data):
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(v) for v in data]
+    return data
 
 
 def api_series(request: Request) -> Response:
@@ -182,7 +197,7 @@ def api_delete(request: Request) -> Response:
     return _json({"deleted": uuid, "rows": rows})
 
 
-def machine_catalog(state):
+def machine_catalog(state) -> Catalog:
     """This machine's catalog, tracepoints included (built once: it takes a second or two)."""
     if state.catalog is None:
         from autoprof.catalog import host
@@ -215,7 +230,8 @@ def api_events(request: Request) -> Response:
 
 
 def _form_defaults(request: Request) -> dict:
-    """The form's fields, from a past run (?run=ID) or a past job (?job=ID) when given."""
+    """The form's fields, from a past run (?run=ID) or a past job (?job=ID) when given (a
+    job's environment with the token only)."""
     state, q = state_of(request), request.query_params
     if q.get("job") and (job := state.queue.get(q["job"])):
         r = job.request
@@ -223,7 +239,8 @@ def _form_defaults(request: Request) -> dict:
             "tool": r.tool,
             "command": r.command_line,
             "events": r.events,
-            "env": "\n".join(f"{k}={v}" for k, v in r.env.items()),
+            # the values a job set are for token holders (they may be anything the user typed)
+            "env": "\n".join(f"{k}={v}" for k, v in r.env.items()) if has_token(request) else "",
             "pid": r.pid or "",
             "duration": r.duration,
             "interval_ms": r.interval_ms,
@@ -276,9 +293,11 @@ async def api_submit(request: Request) -> Response:
         raise HTTPException(400, "expected a JSON object") from None
     check_allowed(job_request, state.settings.allow)
     check_env(job_request, state.settings.allow_env)
-    check_events(job_request, await run_in_threadpool(machine_catalog, state))
+    check_events(job_request, await asyncio.to_thread(machine_catalog, state))
     job = state.queue.submit(job_request)
-    return Response(json.dumps(job.to_dict()), status_code=202, media_type="application/json")
+    return Response(
+        json.dumps(job.to_dict(private=True)), status_code=202, media_type="application/json"
+    )
 
 
 def _job(request: Request):
@@ -289,8 +308,10 @@ def _job(request: Request):
 
 
 def api_jobs(request: Request) -> Response:
-    """Jobs of this server, newest first."""
-    return _json([j.to_dict() for j in state_of(request).queue.list()])
+    """Jobs of this server, newest first (environment values and server paths with the token
+    only)."""
+    private = has_token(request)
+    return _json([j.to_dict(private) for j in state_of(request).queue.list()])
 
 
 def _tails(request: Request, job) -> dict:
@@ -304,19 +325,18 @@ def api_job(request: Request) -> Response:
     """One job: state, request, stored run id; stdout/stderr/log tails (token needed for
     those, else null)."""
     job = _job(request)
-    return _json(dict(job.to_dict(), **_tails(request, job)))
+    return _json(dict(job.to_dict(has_token(request)), **_tails(request, job)))
 
 
 def api_stop(request: Request) -> Response:
     """Stop a job (token needed): a queued one is dropped, a running one stopped."""
     state = require_token(request)
-    return _json(state.queue.stop(_job(request).id).to_dict())
+    return _json(state.queue.stop(_job(request).id).to_dict(private=True))
 
 
 async def api_stream(request: Request) -> Response:
-    """Server-Sent Events: `points` (new intervals), `tails`, and `end` with the job's state."""
-    from starlette.responses import StreamingResponse
-
+    """Server-Sent Events: `points` (new intervals), `tails`, and `end` with the job's state
+    (429 past the caps on live streams per client and without the token)."""
     state = state_of(request)
     job = _job(request)
     tail = state.queue.live(job)
@@ -334,14 +354,20 @@ async def api_stream(request: Request) -> Response:
             tails = dict(_tails(request, now), state=now.state)
             yield f"event: tails\ndata: {json.dumps(tails)}\n\n"
             if finished:
-                yield f"event: end\ndata: {json.dumps(now.to_dict())}\n\n"
+                yield f"event: end\ndata: {json.dumps(now.to_dict(has_token(request)))}\n\n"
                 return
             if await request.is_disconnected():
                 return
             await asyncio.sleep(STREAM_PERIOD_S)
 
-    return StreamingResponse(
-        events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+    client = request.client.host if request.client else ""
+    return LimitedStream(
+        state.streams,
+        client,
+        not has_token(request),
+        events(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store"},
     )
 
 
@@ -351,14 +377,14 @@ def job_html(request: Request) -> Response:
         return RedirectResponse(f"/runs/{job.run_id}", status_code=303)
     if job.state == "done" and job.request.tool == "record":
         return RedirectResponse(f"/records/{job.id}", status_code=303)
-    return page(request, "job.html", job=job.to_dict())
+    return page(request, "job.html", job=job.to_dict(has_token(request)))
 
 
 def record_html(request: Request) -> Response:
     job = _job(request)
     top_path = job.folder / "out" / "top.json" if job.folder else None
     top = json.loads(top_path.read_text()) if top_path and top_path.is_file() else []
-    return page(request, "record.html", job=job.to_dict(), top=top)
+    return page(request, "record.html", job=job.to_dict(has_token(request)), top=top)
 
 
 def login(request: Request) -> Response:

@@ -1,12 +1,17 @@
-"""uvicorn with limits: what keeps many idle or half-open connections (slowloris) from holding
-the server's file descriptors forever and filling its log with tracebacks.
+"""uvicorn with limits (`limits.Limits`): what keeps many idle, half-open or never-reading
+connections (slowloris, slow readers) from holding the server's file descriptors forever and
+filling its log with tracebacks.
 
-uvicorn (h11) waits for a request's headers without a deadline and accepts connections until
-the process runs out of file descriptors, then logs a traceback per failed accept(). Here:
+uvicorn (h11) waits for a request's headers without a deadline, waits for a reader to take its
+answer without one either, and accepts connections until the process runs out of file
+descriptors, then logs a traceback per failed accept(). Here:
 - a connection must complete its request's headers within `header_timeout_s` (the first one and
   each next one on a kept-alive connection), else it is closed;
+- an answer whose reader takes nothing of it for `write_timeout_s` (the transport's buffer stays
+  over its high-water mark: a client that asked for a large file and reads nothing) is cut;
 - at most `max_connections` are open: one more evicts the oldest that is still waiting for its
-  headers (so idle ones cannot starve real clients), or is closed when all are busy;
+  headers, else the one whose reader has stalled longest (so neither idle nor stalled ones can
+  starve real clients), or is closed when all are busy;
 - the descriptor limit is raised to the hard limit, and every refusal is one log line, once a
   minute per kind, never a traceback.
 """
@@ -14,10 +19,12 @@ the process runs out of file descriptors, then logs a traceback per failed accep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import resource
 import socket
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,19 +33,13 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from autoprof.errors import AutoprofError
+from autoprof.perf.process import keep_private
+from autoprof.web.limits import Limits
 
 LOG = logging.getLogger("autoprof.serve")
 QUIET_S = 60.0  # a refusal of one kind is logged at most once in this time
 # uvicorn's own one-line refusals, rate-limited as ours are
 UVICORN_REFUSALS = ("Exceeded concurrency limit.", "Invalid HTTP request received.")
-
-
-@dataclass
-class Limits:
-    max_connections: int = 200
-    header_timeout_s: float = 10.0
-    keep_alive_s: int = 5
-    max_header_bytes: int = 16 * 1024  # h11's largest incomplete event (request line + headers)
 
 
 @dataclass
@@ -86,21 +87,61 @@ class LimitedH11(H11Protocol):
         super().connection_made(transport)
         self.waiting_since = time.monotonic()
         self.header_timer: asyncio.TimerHandle | None = None
+        self.stalled_since: float | None = None  # the reader took nothing of the answer since
+        self.write_timer: asyncio.TimerHandle | None = None
         self._arm()
         if len(self.connections) > self.limits.max_connections:
-            idle = [c for c in self.connections if isinstance(c, LimitedH11) and c._waiting()]
-            victim = min(idle, key=lambda c: c.waiting_since) if idle else self
-            REFUSALS.note(
-                "connections",
-                f"over {self.limits.max_connections} connections: closed "
-                + ("the oldest one waiting for its headers" if idle else "a new one"),
-            )
-            victim._drop()
+            self._evict()
+
+    def _evict(self) -> None:
+        """Close the oldest connection waiting for its headers, else the one whose reader
+        stalled first, else this new one."""
+        ours = [c for c in self.connections if isinstance(c, LimitedH11) and c is not self]
+        idle = [c for c in ours if c._waiting()]
+        stalled = [c for c in ours if c.stalled_since is not None]
+        if idle:
+            victim, which = min(idle, key=lambda c: c.waiting_since), "waiting for its headers"
+        elif stalled:
+            victim, which = min(stalled, key=lambda c: c.stalled_since or 0), "reading nothing"
+        else:
+            victim, which = self, ""
+        REFUSALS.note(
+            "connections",
+            f"over {self.limits.max_connections} connections: closed "
+            + (f"the oldest one {which}" if which else "a new one"),
+        )
+        victim._drop()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.header_timer is not None:
-            self.header_timer.cancel()
+        for timer in (self.header_timer, self.write_timer):
+            if timer is not None:
+                timer.cancel()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The transport's buffer is over its high-water mark: the reader has to take some of
+        the answer within write_timeout_s."""
+        super().pause_writing()
+        self.stalled_since = time.monotonic()
+        if self.write_timer is not None:
+            self.write_timer.cancel()
+        self.write_timer = self.loop.call_later(self.limits.write_timeout_s, self._stalled)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.stalled_since = None
+        if self.write_timer is not None:
+            self.write_timer.cancel()
+            self.write_timer = None
+
+    def _stalled(self) -> None:
+        if self.stalled_since is not None and not self.transport.is_closing():
+            REFUSALS.note(
+                "reader",
+                "cut an answer whose reader took nothing of it in "
+                f"{self.limits.write_timeout_s:g} s",
+            )
+            self._drop()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -126,10 +167,17 @@ class LimitedH11(H11Protocol):
             self._drop()
 
     def _drop(self) -> None:
-        """Close now and stop counting it at once: its connection_lost comes an event-loop turn
-        later, and a burst of connections would meanwhile count as open (uvicorn's 503s)."""
+        """Close now, dropping what is still buffered for the reader: asyncio's close() would
+        wait for it to be read, and the kernel would keep sending the rest of its buffer after
+        close(); a reset (SO_LINGER 0) frees both at once. Stop counting it at once too: its
+        connection_lost comes an event-loop turn later, and a burst of connections would
+        meanwhile count as open (uvicorn's 503s)."""
         self.connections.discard(self)
-        self.transport.close()
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
 
 
 class Server(uvicorn.Server):
@@ -174,7 +222,9 @@ def listen(host: str, port: int, limits: Limits) -> socket.socket:
 
 
 def serve(app: Any, sock: socket.socket, limits: Limits) -> None:
-    """Run `app` on the listening `sock` until Ctrl-C with `limits`."""
+    """Run `app` on the listening `sock` until Ctrl-C with `limits`; the jobs it runs cannot
+    read its memory or environment (`process.keep_private`: they hold the store's password)."""
+    keep_private()
     raise_fd_limit()
     logging.basicConfig(format="%(message)s")
     protocol = type("Http", (LimitedH11,), {"limits": limits})

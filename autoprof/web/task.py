@@ -1,10 +1,14 @@
 """One web job, in a child process: `python -m autoprof.web.task FOLDER`.
 
 stat/profile: `pipeline.measure`, as the CLI and the queue worker run it (every chosen event,
-scheduled without multiplexing), aggregated and uploaded to the store ($AUTOPROF_STORE);
-record: `perf record`, then the flame graph SVG and the top functions. Writes FOLDER/result.json
-(a `queue.model.JobResult`); SIGINT (the Stop button) stops perf as Ctrl-C does, and the job
-ends "stopped" with nothing stored.
+scheduled without multiplexing), aggregated and uploaded to the store; record: `perf record`,
+then the flame graph SVG and the top functions. Writes FOLDER/result.json (a
+`queue.model.JobResult`); SIGINT (the Stop button) stops perf as Ctrl-C does, and the job ends
+"stopped" with nothing stored.
+
+The store's URL comes on standard input, and the process is not dumpable: the workload, run as
+the same user, reads neither its environment nor its memory. The job's environment variables go
+to the workload alone, never to this process (they would choose its caches and settings).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ TOP_FUNCTIONS = "top.json"
 TOP = 30
 
 
-def run_profile(request: JobRequest, out: Path) -> JobResult:
+def run_profile(request: JobRequest, out: Path, store: str | None) -> JobResult:
     from autoprof.pipeline import measure
     from autoprof.run.options import EventSelection, ProfileOptions
     from autoprof.store import url
@@ -40,9 +44,10 @@ def run_profile(request: JobRequest, out: Path) -> JobResult:
         options.check(),
         EventSelection(reserve=request.reserve),
         tags=request.tags,
+        env=request.env,
     )
     hooks = measure.Hooks(warn=lambda text: print(f"autoprof: warning: {text}", flush=True))
-    return JobResult.of(measure.measure(spec, out, url.resolve(None), hooks))
+    return JobResult.of(measure.measure(spec, out, url.resolve(store), hooks))
 
 
 def run_record(request: JobRequest, out: Path) -> JobResult:
@@ -52,7 +57,7 @@ def run_record(request: JobRequest, out: Path) -> JobResult:
     from autoprof.perf.record import RecordOptions
 
     options = RecordOptions(events=request.events, pid=request.pid)
-    info = record(options, out, request.command)
+    info = record(options, out, request.command, request.env)
     folded = load(out)
     title = request.command_line or f"pid {request.pid}"
     SvgRenderer(title=title).render(folded, out / FLAME_SVG)
@@ -72,14 +77,29 @@ def top_functions(stacks: dict[tuple[str, ...], int], total: int, k: int = TOP) 
     ]
 
 
-def main(folder: Path) -> int:
-    request = JobRequest(**json.loads((folder / REQUEST).read_text()))
-    os.environ.update(request.env)
-    out = folder / "out"
-    from autoprof.perf.process import Interrupted
+def read_store() -> str | None:
+    """The store's URL, one line on standard input (`jobs.LocalQueue` writes it there: the
+    environment and the arguments are the workload's to read); standard input is then
+    /dev/null, as it is for a job's workload."""
+    line = sys.stdin.readline().strip()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return line or None
 
+
+def main(folder: Path) -> int:
+    from autoprof.perf.process import Interrupted, keep_private
+
+    keep_private()  # before the store's URL is read: the workload runs as this user
+    store = read_store()
+    request = JobRequest(**json.loads((folder / REQUEST).read_text()))
+    out = folder / "out"
     try:
-        result = run_record(request, out) if request.tool == "record" else run_profile(request, out)
+        if request.tool == "record":
+            result = run_record(request, out)
+        else:
+            result = run_profile(request, out, store)
     except (Interrupted, KeyboardInterrupt):
         result = JobResult(STOPPED, error="stopped by the user")
     except AutoprofError as err:

@@ -210,6 +210,7 @@ def event_series(
         run, repeat = names.loc[int(number), ["run", "repeat"]]
         x = line["time"].to_numpy(np.float64, na_value=np.nan)
         y = line["value"].to_numpy(np.float64, na_value=np.nan)
+        y = np.where(np.isinf(y), np.nan, y)  # no count (stored before upload refused them)
         keep = lttb(x, y, points)
         lines.append(
             {
@@ -220,7 +221,7 @@ def event_series(
             }
         )
     counted = per_interval["value"].to_numpy(np.float64, na_value=np.nan)
-    counted = counted[~np.isnan(counted)]
+    counted = counted[np.isfinite(counted)]
     counts, edges = np.histogram(counted, bins=HISTOGRAM_BINS) if len(counted) else ([], [])
     counts, edges = np.asarray(counts, np.int64), np.asarray(edges, np.float64)
     return {

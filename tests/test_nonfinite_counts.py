@@ -1,0 +1,87 @@
+"""Issue #29, security item 11: a count that is not a finite number (inf, -inf) in a run.
+`upload` refuses it; a run stored with one anyway (by an older autoprof, or written to a shared
+store directly) is served without a warning or a traceback in the server's log, and its JSON
+stays JSON (no Infinity, no NaN: browsers refuse those)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from autoprof.run import outdir
+from autoprof.store import engine, upload
+from autoprof.testing.synthetic_out import make_out
+from tests.test_security_web import Served, start_serve, stop
+
+
+def with_values(out: Path, event: str, every: int, value: str) -> int:
+    """Set every `every`-th SAMPLE_VALUE of `event` in out/results.csv to `value`; the line
+    number of the first one set."""
+    path = out / outdir.RESULTS
+    rows = list(csv.reader(path.open()))
+    column = rows[0].index("SAMPLE_VALUE")
+    lines = []
+    for number, row in enumerate(rows[1:], 1):
+        if row[0] == event and number % every == 0:
+            row[column] = value
+            lines.append(number + 1)
+    with path.open("w", newline="") as file:
+        csv.writer(file).writerows(rows)
+    return lines[0]
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity", "1e999"])
+def test_upload_refuses_a_count_that_is_not_finite(tmp_path, cli_run, value):
+    out = make_out(tmp_path / "out", seed=1)
+    line = with_values(out, "page-faults", 3, value)
+    run = cli_run("upload", out, "--store", f"sqlite:///{tmp_path}/r.db")
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        f"autoprof: error: {out / outdir.RESULTS}: page-faults has a SAMPLE_VALUE of "
+        f"{float(value)!r} (line {line}): a count is a finite number; nothing stored"
+    ]
+    with engine.open_store(f"sqlite:///{tmp_path}/r.db").read() as conn:
+        from autoprof.store.queries import RunFilter, list_runs
+
+        assert list_runs(conn, RunFilter()) == []
+
+
+def strict_json(text: str):
+    """JSON as a browser reads it: NaN and Infinity are no JSON."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.slow  # a real server process
+def test_a_stored_run_with_infinite_counts_is_served_quietly(tmp_path):
+    db = tmp_path / "r.db"
+    run_id = upload.upload(engine.open_store(f"sqlite:///{db}"), make_out(tmp_path / "o")).uuid
+    with sqlite3.connect(db) as conn:  # as a store written some other way may hold them
+        conn.execute("UPDATE measurement SET sample_value = 9e999 WHERE rowid % 7 = 0")
+        conn.execute("UPDATE measurement SET sample_value = -9e999 WHERE rowid % 11 = 0")
+    proc, port, log = start_serve(tmp_path)
+    server = Served(port, proc, log, run_id, "")
+    try:
+        events = [e["event"] for e in strict_json(server.request("GET", f"/api/runs/{run_id}")[2])
+                  ["events"]]  # fmt: skip
+        assert events
+        paths = [f"/runs/{run_id}", f"/api/runs/{run_id}/analysis",
+                 f"/api/compare?a={run_id}&b={run_id}",
+                 *(f"/api/runs/{run_id}/series?event={e}" for e in events)]  # fmt: skip
+        for _ in range(3):  # again and again: still nothing in the log
+            for path in paths:
+                status, _, body = server.request("GET", path)
+                assert status == 200, (path, body[:300])
+                if path.startswith("/api/"):
+                    strict_json(body.decode())
+    finally:
+        stop(proc)
+    text = log.read_text()
+    assert "Warning" not in text and "Traceback" not in text, text
