@@ -294,7 +294,8 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
         if row.kind in ("uncore", "uncore experimental")
     }
     units = {str(r.get("Unit") or "").strip() for raws in uncore.values() for r in raws}
-    builder = _Builder(options, perfmon.Platform.from_units(rows[0].platform, units))
+    platform = perfmon.Platform.from_units(rows[0].platform, units, options.event_ext)
+    builder = _Builder(options, platform)
     offcore_base: dict[str, dict] = {}
     for row in rows:
         path = events_dir / row.path.lstrip("/")

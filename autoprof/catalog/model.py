@@ -129,6 +129,9 @@ class ReadOptions:
     offcore_matrix: bool = False
     counters: tuple[tuple[str, int], ...] = ()
     core_pmu: str = ""  # Arm: the core PMU's name on the machine planned for ("" = default)
+    # Intel: PMUs whose live `event` format carries ExtSel (config bit 21), e.g. an old kernel's
+    # uncore_pcu on JKT; empty when planning for another machine (today's kernels: none)
+    event_ext: tuple[str, ...] = ()
 
 
 @dataclass
