@@ -279,6 +279,7 @@ class _Builder:
                 fixed=self.fixed.get(name, 0),
                 reserved=held,
                 unconstrained=name in self.free and not total and name not in self.fixed,
+                system_wide=not core,  # uncore: no task context, as AMD's and Arm's uncore
             )
         return pmus
 
