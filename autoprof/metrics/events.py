@@ -142,6 +142,9 @@ def resolve(
         return Resolved(text, constant=value)
     base = _find(catalog, base_name, pmu)
     if base is None:
+        left_out = next((x for x in catalog.excluded if x.name.upper() == upper), None)
+        if left_out is not None:  # the data has it, the machine cannot count it: say why
+            return Resolved(text, missing=f"left out of the catalog: {left_out.reason}")
         return Resolved(text, missing="no such event in the catalog")
     if all(m.lower() in SAME_EVENT for m in mods):
         return Resolved(text, base)
