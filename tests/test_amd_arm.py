@@ -213,6 +213,27 @@ def test_the_cli_plans_a_named_model_and_refuses_an_unknown_one(cli_run):
     assert line.startswith("autoprof: error: unknown --cpu 'zen9'") and "zen5" in line
 
 
+def test_every_arm_model_folder_and_core_name_is_a_cpu_name(cli_run):
+    """--cpu takes every core folder of perf's arm64 mapfile (``arm/cortex-a57-a72``), its last
+    part and each core a shared folder names, which picks that core's own MIDR (Arm's part
+    numbers: Cortex-A57 0xd07, A72 0xd08, A65 0xd06, Neoverse E1 0xd4a, N2 0xd49, V2 0xd4f)."""
+    names = arm.models(ARM_DIR)
+    folders = {row[2] for row in arm.rows(ARM_DIR) if row[3:4] == ["core"]}
+    parts = {"cortex-a57": 0xD07, "cortex-a72": 0xD08, "cortex-a65": 0xD06}
+    parts |= {"neoverse-e1": 0xD4A, "neoverse-n2": 0xD49, "neoverse-v2": 0xD4F}
+    for name, part in parts.items():
+        assert int(names[name], 16) >> 4 & 0xFFF == part, name
+    for folder in folders:
+        for name in (folder, folder.rsplit("/", 1)[-1], *arm.core_names(folder)):
+            midr = names[name]
+            assert arm.model_for(ARM_DIR, midr)[0] == folder, name
+            assert host.host_catalog(cpu=name).cpu == midr, name
+    assert arm.core_names("arm/cortex-a76") == [] and "cortex-a76" in names
+    run = cli_run("schedule", "--cpu", "cortex-a57")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("0x00000000410fd070: ")
+
+
 def test_events_show_an_amd_and_an_arm_event(cli_run):
     run = cli_run("events", "show", "--cpu", "zen1", "fp_ret_sse_avx_ops.all")
     assert "perf spec:   cpu/event=3,umask=0xff,name=fp_ret_sse_avx_ops.all/" in run.stdout

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import encoding, intel
+from autoprof.catalog import encoding, formats, host, intel
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.testing import perf_reference
@@ -41,7 +41,7 @@ def test_strings_match_perfs_own_encoding(intel_dir, platform):
     assert {name for _, name in result["missing"]} <= PERF_ONLY | no_kernel_pmu
     assert result["equal"] > 0.95 * len(catalog.events)  # SPR: ~100 umask_wide raw configs
     allowed = {"umask_ext", "occ_sel", "iio_masks", "extsel", "clock_pmu"}
-    allowed |= {"filter1", "umask_wide", "generic_ref"}
+    allowed |= {"filter1", "umask_wide", "generic_ref", "state_filter"}
     assert set(result["justified"]) <= allowed
 
 
@@ -88,16 +88,15 @@ def test_issue_examples(intel_dir):
     skl = {e.name: e.spec for e in intel.load(intel_dir, "SKL", EVERYTHING).events}
     assert skl["UNC_CLOCK.SOCKET"].startswith("uncore_cbox_0/event=0xff,")
     assert "cmask=1," in skl["UNC_ARB_TRK_OCCUPANCY.CYCLES_WITH_ANY_REQUEST"]  # client: cmask
-    # ExtSel: bit 8 of event= where the kernel's format is config:0-7,21, a raw config on
-    # IVT's PCU, excluded on JKT's UBOX (its event mask drops bit 21)
+    # ExtSel: bit 8 of event= where the kernel's format is config:0-7,21; excluded where no
+    # term carries it and the event mask drops bit 21 (JKT's UBOX and PCU, IVT's PCU)
     hsx = {e.name: e.spec for e in intel.load(intel_dir, "HSX", EVERYTHING).events}
     assert hsx["UNC_Q_CTO_COUNT"] == "uncore_qpi/event=0x138,name=UNC_Q_CTO_COUNT/"
-    ivt = {e.name: e.spec for e in intel.load(intel_dir, "IVT", EVERYTHING).events}
-    assert ivt["UNC_P_DELAYED_C_STATE_ABORT_CORE0"].startswith("uncore_pcu/config=0x200017,")
-    jkt = intel.load(intel_dir, "JKT", EVERYTHING)
-    dropped = {x.name for x in jkt.excluded if "bit 21" in x.reason}
-    assert "UNC_U_MSG_CHNL_SIZE_COUNT.4B" in dropped
-    assert not dropped & {e.name for e in jkt.events}
+    for platform, name in (("JKT", "UNC_U_MSG_CHNL_SIZE_COUNT.4B"),
+                           ("IVT", "UNC_P_DELAYED_C_STATE_ABORT_CORE0")):  # fmt: skip
+        catalog = intel.load(intel_dir, platform, EVERYTHING)
+        dropped = {x.name for x in catalog.excluded if "bit 21" in x.reason}
+        assert name in dropped and not dropped & {e.name for e in catalog.events}
     glm = intel.load(intel_dir, "GLM", intel.IntelOptions(offcore_matrix=True))
     matrix = {e.name: e for e in glm.events}
     core = {e.name: e for e in intel.load(intel_dir, "GLM").events}
@@ -109,6 +108,71 @@ def test_issue_examples(intel_dir):
     lnl = {e.name: e.spec for e in intel.load(intel_dir, "LNL", EVERYTHING).events}
     assert lnl["DTLB_LOAD_MISSES.STLB_HIT"].startswith("cpu_core/event=0x12,umask=0x320,")
     assert not any("umask2" in spec for spec in lnl.values())
+
+
+LLC_STATES = {"JKT": 0x1F, "IVT": 0x3F, "HSX": 0x7F, "BDX": 0x7F, "SKX": 0x3FF, "CLX": 0x3FF}
+
+
+@pytest.mark.parametrize("platform", sorted(LLC_STATES))
+def test_llc_lookups_carry_the_states_they_mean(intel_dir, platform):
+    """ "One must ALWAYS ... select a state or states to match. Otherwise, the event will count
+    nothing" (Intel): every LLC lookup of a state-filtered box asks for every state of its
+    Filter's range the kernel's filter_state holds (uncore_snbep.c: JKT config1:18-22, IVT
+    17-22, HSX/BDX 17-23, SKX/CLX 17-26)."""
+    catalog = intel.load(intel_dir, platform, EVERYTHING)
+    lookups = [e for e in catalog.events if "_LLC_LOOKUP." in e.name]
+    assert len(lookups) >= 4
+    for event in lookups:
+        # HSX/BDX UNC_C_LLC_LOOKUP.READ's Filter is CBoFilter0[22:18]: the states of 18-22
+        states = 0x3E if event.name == "UNC_C_LLC_LOOKUP.READ" else LLC_STATES[platform]
+        assert f"filter_state={states:#x}," in event.spec, event.spec
+    # the node filter of JKT's victims and TOR events is not a state range
+    if platform == "JKT":
+        nid = next(e for e in catalog.events if e.name == "UNC_C_LLC_VICTIMS.NID")
+        assert "filter_state" not in nid.spec
+
+
+def test_jkt_pcu_extsel_follows_the_live_kernels_format(intel_dir, tmp_path, monkeypatch):
+    """Today's kernel has no event_ext on SNB-EP's PCU (snbep_uncore_pcu_formats_attr is event
+    config:0-7; its raw event mask has no bit 21): perf refuses event=0x103, so the 12 ExtSel
+    events are left out with that reason. An older kernel whose uncore_pcu/format/event is
+    config:0-7,21 counts them: planning for such a machine, its live format keeps them."""
+    name = "UNC_P_CORE0_TRANSITION_CYCLES"
+    jkt = intel.load(intel_dir, "JKT", EVERYTHING)
+    pcu = [x for x in jkt.excluded if x.pmu == "uncore_pcu" and "ExtSel" in x.reason]
+    assert len(pcu) == 12 and name in {x.name for x in pcu}
+    assert "value too big for format, maximum is 255" in pcu[0].reason
+    old = intel.load(intel_dir, "JKT", dataclasses.replace(EVERYTHING, event_ext=("uncore_pcu",)))
+    assert {e.name: e.spec for e in old.events}[name] == f"uncore_pcu/event=0x103,name={name}/"
+
+    tree = tmp_path / "devices"
+    shutil.copytree(REPO / "tests" / "data" / "kernel-formats" / "JKT", tree)
+    assert formats.event_ext_pmus(tree) == ("uncore_qpi",)  # the QPI boxes' event_ext only
+    monkeypatch.setattr(host, "cpu_id", lambda: intel.platform_cpu_ids(intel_dir)["JKT"])
+    monkeypatch.setattr(host, "SYSFS_PMUS", tree)
+    today = host.host_catalog(intel_dir, options=EVERYTHING)
+    assert name in {x.name for x in today.excluded} - {e.name for e in today.events}
+    (tree / "uncore_pcu" / "format" / "event").write_text("config:0-7,21\n")
+    assert formats.event_ext_pmus(tree) == ("uncore_pcu", "uncore_qpi")
+    older = host.host_catalog(intel_dir, options=EVERYTHING)
+    assert f"uncore_pcu/event=0x103,name={name}/" in {e.spec for e in older.events}
+
+
+def test_lunar_lakes_socket_clock_has_no_pmu_and_spr_keeps_iios_umaskext(intel_dir):
+    """LNL's kernel has no uncore_cncu (lnl_msr_uncores is cbox and arb only): its
+    UNC_CLOCK.SOCKET is left out with the reason, while PTL's kernel counts it on cncu; SPR/EMR
+    UNC_IIO_NUM_TGT_MATCHED_REQ_OF_CPU asks for its UMaskExt 0x70000: fc_mask 7."""
+    lnl = intel.load(intel_dir, "LNL", EVERYTHING)
+    assert "UNC_CLOCK.SOCKET" not in {e.name for e in lnl.events}
+    [why] = [x.reason for x in lnl.excluded if x.name == "UNC_CLOCK.SOCKET"]
+    assert "lnl_msr_uncores" in why and "no cncu" in why
+    ptl = {e.name: e.spec for e in intel.load(intel_dir, "PTL", EVERYTHING).events}
+    assert ptl["UNC_CLOCK.SOCKET"].startswith("uncore_cncu/event=0xff,")
+    for platform in ("SPR", "EMR"):
+        spec = {e.name: e.spec for e in intel.load(intel_dir, platform, EVERYTHING).events}
+        assert spec["UNC_IIO_NUM_TGT_MATCHED_REQ_OF_CPU"] == (
+            "uncore_iio/event=0x8f,fc_mask=7,name=UNC_IIO_NUM_TGT_MATCHED_REQ_OF_CPU/"
+        )
 
 
 def test_modifiers_derive_their_own_string():

@@ -3,7 +3,9 @@ and unwound into exact stacks, checked against valgrind's callgrind on the bundl
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import autoprof.examples as examples
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_calls
 from autoprof.flame.fold import Folded, read_folded
@@ -19,7 +22,7 @@ from autoprof.flame.unwind import UNKNOWN, load_trace
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
-from tests.callgrind import exclusive_ir
+from tests.callgrind import call_tree, exclusive_ir
 from tests.test_store import autoprof, sqlite_url  # noqa: F401 (a fixture)
 
 DATA = Path(__file__).parent / "data" / "trace"
@@ -31,6 +34,11 @@ OWN = ("main", "outer", "inner", "leaf", "once", "fib")  # calls.c's own functio
 
 needs_qemu = pytest.mark.skipif(
     shutil.which("qemu-x86_64") is None, reason="no qemu-x86_64 (apt-get install qemu-user)"
+)
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="no valgrind")
+needs_riscv = pytest.mark.skipif(
+    shutil.which("qemu-riscv64") is None or shutil.which("riscv64-linux-gnu-gcc") is None,
+    reason="no qemu-riscv64 or riscv64-linux-gnu-gcc (apt-get install gcc-riscv64-linux-gnu)",
 )
 
 
@@ -180,8 +188,6 @@ def test_tracerv_and_qemu_traces_of_one_run_agree(calls: Path, tmp_path: Path):
     reason="no qemu-riscv64 or riscv64-linux-gnu-gcc (apt-get install gcc-riscv64-linux-gnu)",
 )
 def test_riscv_trace_has_the_call_tree_of_the_x86_one(calls: Path, tmp_path: Path):
-    import autoprof.examples as examples
-
     riscv = tmp_path / "calls-rv"
     source = Path(examples.__file__).with_name("calls.c")
     subprocess.run(
@@ -219,6 +225,203 @@ def test_intel_pt_trace_counts_equal_callgrinds(calls: Path, tmp_path: Path):
     reference = exclusive_ir([str(calls)], tmp_path / "callgrind.out")
     for name in OWN:
         assert mine[name] == pytest.approx(reference[name], rel=0.01), name
+
+
+# -- the call tree, against callgrind's: longjmp, and a jump to a pending return address -------
+
+# longjmp.c: j_deep recurses 5 deep and longjmps to main's setjmp, 20 times; mutual.c: is_even
+# and is_odd call each other, and at -O0 each one's n == 0 path jumps to its epilogue, the
+# instruction after its own recursive call (a pending return address, no return)
+TREES = {"longjmp": ("main", "j_deep", "work"), "mutual": ("main", "is_even", "is_odd")}
+
+
+def build(program: str, flags: list[str], dest: Path, cc: str = "cc") -> Path:
+    if shutil.which(cc) is None:
+        pytest.skip(f"no {cc}")
+    binary = dest / f"{program}{''.join(flags)}{'' if cc == 'cc' else '-' + cc.split('-')[0]}"
+    subprocess.run(
+        [cc, *flags, "-g", "-static", "-no-pie", "-o", str(binary), str(DATA / f"{program}.c")],
+        check=True,
+    )
+    return binary
+
+
+def inclusive(folded: Folded) -> Counter[str]:
+    """Each function's weight with its callees': every stack it is on, once."""
+    counts: Counter[str] = Counter()
+    for stack, weight in folded.stacks.items():
+        for name in set(stack[1:]):
+            counts[name] += weight
+    return counts
+
+
+def callers(pairs: set[tuple[str, str]], own: tuple[str, ...]) -> set[tuple[str, str]]:
+    """The calls into the program's own functions; a caller outside them is `outside` (callgrind
+    names main's caller `(below main)`, the symbol table __libc_start_call_main)."""
+    return {(a if a in own else "outside", b) for a, b in pairs if b in own}
+
+
+def stack_pairs(folded: Folded) -> set[tuple[str, str]]:
+    return {pair for stack in folded.stacks for pair in itertools.pairwise(stack[1:])}
+
+
+@pytest.mark.slow
+@needs_qemu
+@needs_valgrind
+@pytest.mark.parametrize(
+    "program, flags",
+    [
+        ("longjmp", ["-O0"]),
+        ("longjmp", ["-O2"]),
+        ("mutual", ["-O0"]),
+        # at -O2 the calls are tail calls (jmp is_odd), which callgrind nests as calls and a
+        # stack replaces; without them -O2 keeps its calls: the tree must be callgrind's
+        ("mutual", ["-O2", "-fno-optimize-sibling-calls"]),
+    ],
+)
+def test_the_call_tree_is_callgrinds(program: str, flags: list[str], tmp_path: Path):
+    """Callers and inclusive instruction counts of each own function equal callgrind's: a
+    longjmp unwinds to main's frame (no main nested under __libc_siglongjmp), a jump to the
+    instruction after a pending call is no return (no main;is_odd)."""
+    binary = build(program, flags, tmp_path)
+    own = TREES[program]
+    folded = load_trace(qemu_trace(binary, tmp_path / "qemu.log"), [binary])
+    assert not folded.notes
+    reference, pairs = call_tree([str(binary)], tmp_path / "callgrind.out")
+    mine = inclusive(folded)
+    assert {f: mine[f] for f in own} == {f: reference[f] for f in own}
+    assert callers(stack_pairs(folded), own) == callers(pairs, own)
+    assert max(stack.count("main") for stack in folded.stacks) == 1
+
+
+@pytest.mark.slow
+@needs_qemu
+@needs_valgrind
+def test_a_tail_call_replaces_the_frame_callgrind_nests(tmp_path: Path):
+    """Plain -O2: is_even jmps to is_odd. Each function's own count and main's inclusive count
+    stay callgrind's; the callee takes the caller's frame, so main calls both."""
+    binary = build("mutual", ["-O2"], tmp_path)
+    folded = load_trace(qemu_trace(binary, tmp_path / "qemu.log"), [binary])
+    reference, _ = call_tree([str(binary)], tmp_path / "callgrind.out")
+    own = exclusive_ir([str(binary)], tmp_path / "callgrind-self.out")
+    assert {f: self_counts(folded)[f] for f in TREES["mutual"]} == {
+        f: own[f] for f in TREES["mutual"]
+    }
+    assert inclusive(folded)["main"] == reference["main"]
+    assert callers(stack_pairs(folded), TREES["mutual"]) == {
+        ("outside", "main"),
+        ("main", "is_even"),
+        ("main", "is_odd"),
+    }
+
+
+@pytest.mark.slow
+@needs_qemu
+@needs_riscv
+@pytest.mark.parametrize("program", ["longjmp", "mutual"])
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_riscv_call_trees_are_the_x86_ones(program: str, level: str, tmp_path: Path):
+    """The same programs built for RISC-V (jal/jalr ra, ret): the callers of x86-64's tree."""
+    flags = [level, "-fno-optimize-sibling-calls"]
+    riscv = build(program, flags, tmp_path, "riscv64-linux-gnu-gcc")
+    x86 = build(program, flags, tmp_path)
+    own = TREES[program]
+    trees = [
+        load_trace(qemu_trace(b, tmp_path / f"{b.name}.log", qemu), [b])
+        for b, qemu in ((riscv, "qemu-riscv64"), (x86, "qemu-x86_64"))
+    ]
+    assert callers(stack_pairs(trees[0]), own) == callers(stack_pairs(trees[1]), own)
+    assert all(max(stack.count("main") for stack in t.stacks) == 1 for t in trees)
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_python_looks_at_the_stack_only_where_it_may_change(calls: Path, tmp_path: Path):
+    from autoprof.flame.trace import blocks, read_blocks
+    from autoprof.flame.unwind import Binary, Unwinder
+
+    log = qemu_trace(calls, tmp_path / "qemu.log")
+    unwinder = Unwinder([Binary.load(calls)], calls.name)
+    with log.open("rb") as stream:
+        folded = unwinder.fold(blocks(read_blocks(stream), QEMU, TraceReport()))
+    assert folded.stacks == load_trace(log, [calls]).stacks
+    assert unwinder.instructions == folded.total
+    assert unwinder.transitions < folded.total / 5
+
+
+# -- binaries that do not match the trace: one line says what did not, and almost nothing is
+# refused ----------------------------------------------------------------------------------------
+
+
+def test_a_stripped_binary_is_refused(calls: Path, tmp_path: Path):
+    if shutil.which("strip") is None:
+        pytest.skip("no strip")
+    stripped = tmp_path / "calls-stripped"
+    subprocess.run(["strip", "-o", str(stripped), str(calls)], check=True)
+    with pytest.raises(AutoprofError, match="no function symbols"):
+        load_trace(QEMU_LOG, [stripped])
+    proc = invoke("flamegraph", "--trace", QEMU_LOG, "--binary", stripped, "--folded")
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        f"autoprof: error: --binary {stripped} has no function symbols (stripped?)"
+    ]
+
+
+@pytest.mark.skipif(shutil.which("riscv64-linux-gnu-gcc") is None, reason="no RISC-V gcc")
+def test_another_architectures_binary_is_refused(tmp_path: Path):
+    riscv = build("mutual", ["-O0"], tmp_path, "riscv64-linux-gnu-gcc")
+    refusal = (
+        r"only 0\.0% of the trace's 33 instructions fall inside the text of mutual-O0-riscv64 "
+        r"\(0x[0-9a-f]+-0x[0-9a-f]+\); the trace ran at 0x401646-0x401723: another program, or "
+        r"another architecture's build\?"
+    )
+    with pytest.raises(AutoprofError, match=refusal):
+        load_trace(QEMU_LOG, [riscv])
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_a_position_independent_binary_is_refused(tmp_path: Path):
+    pie = tmp_path / "calls-pie"
+    source = Path(examples.__file__).with_name("calls.c")
+    subprocess.run(["cc", "-O1", "-g", "-static-pie", "-o", str(pie), str(source)], check=True)
+    log = qemu_trace(pie, tmp_path / "qemu.log")
+    with pytest.raises(AutoprofError, match=r"only 0\.0% .* calls-pie is position-independent"):
+        load_trace(log, [pie])
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_the_wrong_binary_of_the_same_architecture_is_refused(calls: Path, tmp_path: Path):
+    other = build("mutual", ["-O0"], tmp_path)
+    log = qemu_trace(calls, tmp_path / "qemu.log")
+    refusal = (
+        r"the code of mutual-O0 does not lead where the trace goes: \d+% of the steps inside "
+        r"its text follow no instruction there"
+    )
+    with pytest.raises(AutoprofError, match=refusal):
+        load_trace(log, [other])
+    proc = invoke("flamegraph", "--trace", log, "--binary", other, "--folded")
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_code_outside_the_given_binaries_is_one_line_with_the_share_inside(tmp_path: Path):
+    """A dynamically linked program given alone: its libraries' instructions are [unknown],
+    and one note says what share fell inside its text."""
+    dynamic = tmp_path / "calls-dynamic"
+    source = Path(examples.__file__).with_name("calls.c")
+    subprocess.run(["cc", "-O1", "-g", "-no-pie", "-o", str(dynamic), str(source)], check=True)
+    folded = load_trace(qemu_trace(dynamic, tmp_path / "qemu.log"), [dynamic])
+    (note,) = folded.notes
+    assert re.fullmatch(
+        r"\d+\.\d% of the [\d,]+ instructions fall inside the text of calls-dynamic; the other "
+        r"[\d,]+ ran at 0x[0-9a-f]+-0x[0-9a-f]+ \(code not given with --binary\) and count "
+        r"under \[unknown\]",
+        note,
+    ), note
+    assert self_counts(folded)["once"] > 0
 
 
 # -- the command ---------------------------------------------------------------------------------

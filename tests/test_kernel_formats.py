@@ -189,8 +189,8 @@ def test_hisilicons_comma_pmus_are_refused_by_perf_61():
 @needs_perf
 def test_a_tree_of_the_wrong_family_is_caught():
     """The check can fail: Zen 5's 12-bit DF umasks (0xffe) do not fit Zen 3's 8-bit DF umask
-    (perf refuses them), Zen 3 has no UMC PMU (its events are left unchecked); the L3 formats
-    are Fam 19h's on both (sliceid, threadmask...), so those strings parse and match."""
+    (perf refuses them), Zen 3 has no UMC PMU (perf cannot find it); the L3 formats are Fam
+    19h's on both (sliceid, threadmask...), so those strings parse and match."""
     catalog = amd.load(AMD_DIR, "zen5", kernel_check.ALL_EVENTS)
     wide = [e for e in catalog.events if e.pmu == "amd_df" and e.umask > 0xFF][:2]
     l3 = [e for e in catalog.events if e.pmu == "amd_l3" and "sliceid" in e.spec][:2]
@@ -203,9 +203,10 @@ def test_a_tree_of_the_wrong_family_is_caught():
         TREES / "amd-zen3",
     )
     assert len(wide) == len(l3) == 2
-    assert set(report.refused) == {e.spec for e in wide}
-    assert all("value too big for format" in why for why in report.refused.values())
-    assert report.unchecked == 1 and report.checked == 4 and report.different == []
+    assert set(report.refused) == {e.spec for e in wide + umc}
+    assert all("value too big for format" in report.refused[e.spec] for e in wide)
+    assert "Cannot find PMU `amd_umc'" in report.refused[umc[0].spec]
+    assert report.unchecked == 0 and report.checked == 5 and report.different == []
 
 
 def test_the_oracle_places_amd_and_arm_fields_by_the_register_layouts():

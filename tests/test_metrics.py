@@ -114,7 +114,8 @@ def _metric_platforms(intel_dir):
 @pytest.mark.slow
 def test_every_platform_parses_and_resolves(intel_dir):
     """Every formula and threshold parses; every event resolves, except retire latencies
-    (sampled by perf record; GNR ships their means, which stand in)."""
+    (sampled by perf record; GNR ships their means, which stand in) and Lunar Lake's socket
+    clock (no kernel PMU counts it: the catalog left it out and says why)."""
     unresolved = {}
     for platform in _metric_platforms(intel_dir):
         metrics = metric_catalog.load(intel_dir, platform)
@@ -128,6 +129,9 @@ def test_every_platform_parses_and_resolves(intel_dir):
             ):
                 for reason in needs.missing:
                     unresolved.setdefault(platform, set()).add(reason)
+                    if platform == "LNL" and reason.startswith("UNC_CLOCK.SOCKET: left out"):
+                        assert "uncore_snb.c:750" in reason
+                        continue
                     assert "retire latency" in reason, (platform, needs.metric.name, reason)
     assert "SKX" not in unresolved and "SPR" not in unresolved
     # GNR's retire-latency file stands in for all but two of the events its metrics sample

@@ -94,3 +94,19 @@ def test_ratios_where_both_events_were_sampled():
     rows = read_csv(csv_text(table))
     assert rows[0]["cycles/instr"] == "3" and rows[1]["cycles/instr"] == ""
     assert base_event("sched:sched_switch") == "sched:sched_switch"
+
+
+@pytest.mark.parametrize("event", ["instructions", "cycles"])
+def test_a_traces_table_is_titled_by_what_the_trace_counted(tmp_path: Path, event: str):
+    """A kept trace graph's weights are every instruction (or its cycles), not samples: the
+    table says so in its title and caption; a sampled recording's says samples."""
+    from autoprof.flame import kept
+    from autoprof.flame.fold import Folded
+
+    folded = Folded({("calls", "main", "leaf"): 300, ("calls", "main"): 100}, event=event)
+    kept.save(tmp_path / "trace", folded, tmp_path / "calls.log", [tmp_path / "calls"], False)
+    shown = CliRunner().invoke(cli, ["report", str(tmp_path / "trace")])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.stdout.split())  # rich wraps the title and caption to the table
+    assert f"self {event} by symbol" in text and "samples" not in text
+    assert f"weights are the {event} the trace counted" in text

@@ -35,9 +35,6 @@ GENERIC = {"fujitsu/a64fx": 8, "hisilicon/hip08": 12, "ampere/emag": 4}
 DEFAULT_GENERIC = 6
 NO_CYCLE_COUNTER = {"nvidia/t410"}  # armv8pmu_avoid_pmccntr_cpus (NVIDIA Olympus)
 UNCORE_COUNTERS = {"hisi_sccl,l3c": 8, "hisi_sccl,ddrc": 8, "hisi_sccl,hha": 16, "hisi_sicl,cpa": 8}
-# Names the NON-INTEL tables use for each core of a folder that serves two: the core's own
-# mapfile row (V2's MIDR, not N2's, picks the V2: their slot counts differ, `SLOTS`).
-ALIASES = {"neoverse-n2": "0x00000000410fd490", "neoverse-v2": "0x00000000410fd4f0"}
 # Slots per cycle (PMMIR_EL1.SLOTS, which the kernel shows as the core PMU's caps/slots and
 # perf reads for its #slots) by (implementer, part number), for planning another machine: the
 # num_slots of Arm's Telemetry Specifications (Arm's telemetry-solution repository,
@@ -53,21 +50,40 @@ SLOTS = {
     (0x41, 0xD84): 10,
     (0x41, 0xD8E): 5,
 }
+# Arm's product lines by a core's letter: Cortex-A and -X, Neoverse N, V and E.
+_LINE = {"a": "cortex", "x": "cortex", "n": "neoverse", "v": "neoverse", "e": "neoverse"}
 
 
 def rows(events_dir: Path) -> list[list[str]]:
     return vendor.read_rows(events_dir)
 
 
+def core_names(folder: str) -> list[str]:
+    """The cores of a folder that serves several, in its name's order: ``arm/cortex-a57-a72``
+    -> cortex-a57, cortex-a72; ``arm/cortex-a65-e1`` -> cortex-a65, neoverse-e1 (Neoverse E1);
+    ``arm/neoverse-n2-v2`` -> neoverse-n2, neoverse-v2. A one-core folder: none."""
+    line, *cores = folder.rsplit("/", 1)[-1].split("-")
+    if line not in ("cortex", "neoverse") or len(cores) < 2:
+        return []
+    return [f"{_LINE.get(core[:1], line)}-{core}" for core in cores]
+
+
 def models(events_dir: Path) -> dict[str, str]:
-    """Model name (``neoverse-n1`` or ``arm/neoverse-n1``) -> the first MIDR that picks it."""
+    """Model name -> its MIDR: every core folder of the mapfile (``arm/cortex-a57-a72``), its
+    last part (``cortex-a57-a72``) and each core it names (``cortex-a72``). A folder and its
+    last part take the folder's first MIDR, a core the row of its place (the mapfile lists a
+    shared folder's rows in its name's order: cortex-a57-a72 is 0xd07, then 0xd08)."""
     found: dict[str, str] = {}
+    folders: dict[str, list[str]] = {}
     for row in rows(events_dir):
         if len(row) >= 3 and row[3:4] == ["core"]:
-            found.setdefault(row[2], row[0])
-            found.setdefault(row[2].rsplit("/", 1)[-1], row[0])
-    midrs = {row[0] for row in rows(events_dir)}
-    found.update((alias, midr) for alias, midr in ALIASES.items() if midr in midrs)
+            folders.setdefault(row[2], []).append(row[0])
+    for folder, midrs in folders.items():
+        found.setdefault(folder, midrs[0])
+        found.setdefault(folder.rsplit("/", 1)[-1], midrs[0])
+        cores = core_names(folder)
+        for i, core in enumerate(cores):
+            found.setdefault(core, midrs[i] if len(midrs) == len(cores) else midrs[0])
     return found
 
 

@@ -70,6 +70,20 @@ def read_pmu(sysfs: Path, pmu: str) -> dict[str, Format] | None:
     return formats
 
 
+def event_ext_pmus(sysfs: Path) -> tuple[str, ...]:
+    """The PMUs (box types: ``uncore_pcu`` for ``uncore_pcu_0``) whose ``event`` format carries
+    config bit 21, an ExtSel the kernel passes on (``config:0-7,21``), sorted."""
+    found = set()
+    for path in sysfs.glob("*/format/event") if sysfs.is_dir() else ():
+        try:
+            fmt = parse_format(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if any(field == "config" and first <= 21 <= last for field, first, last in fmt):
+            found.add(re.sub(r"_\d+$", "", path.parent.parent.name))
+    return tuple(sorted(found))
+
+
 def misfit(event: Event, formats: dict[str, Format]) -> str | None:
     """Why perf would refuse the event's string against these formats (None: it fits)."""
     for term, value in encoding.terms(event):

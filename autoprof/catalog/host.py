@@ -14,6 +14,7 @@ import re
 import shutil
 import socket
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from autoprof.catalog import (
@@ -334,6 +335,8 @@ def host_catalog(
     """
     here = cpu_id()
     target = cpu or here
+    if target == here:  # this machine's kernel: which uncore formats still carry ExtSel
+        options = replace(options or ReadOptions(), event_ext=formats.event_ext_pmus(SYSFS_PMUS))
     catalog = Catalog(target, source="")
     chosen = choose_data(events_directory, target, named=bool(cpu))
     if chosen is None:

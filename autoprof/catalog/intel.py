@@ -279,6 +279,7 @@ class _Builder:
                 fixed=self.fixed.get(name, 0),
                 reserved=held,
                 unconstrained=name in self.free and not total and name not in self.fixed,
+                system_wide=not core,  # uncore: no task context, as AMD's and Arm's uncore
             )
         return pmus
 
@@ -294,7 +295,8 @@ def load(events_dir: str | Path, cpu: str, options: IntelOptions | None = None) 
         if row.kind in ("uncore", "uncore experimental")
     }
     units = {str(r.get("Unit") or "").strip() for raws in uncore.values() for r in raws}
-    builder = _Builder(options, perfmon.Platform.from_units(rows[0].platform, units))
+    platform = perfmon.Platform.from_units(rows[0].platform, units, options.event_ext)
+    builder = _Builder(options, platform)
     offcore_base: dict[str, dict] = {}
     for row in rows:
         path = events_dir / row.path.lstrip("/")

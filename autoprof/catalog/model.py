@@ -90,8 +90,10 @@ class Pmu:
     `generic`: programmable counters available to autoprof (after `reserved`); `reserved`:
     counters taken by someone else in every run (the NMI watchdog) from the `generic +
     reserved` the hardware has; `slots`: an unconstrained PMU has none (None).
-    `system_wide`: the kernel refuses task-bound events on it (AMD's L3/DF/UMC, Arm's uncore):
-    only a system-wide profile (``-a``) counts them.
+    `system_wide`: the kernel refuses task-bound events on it (Intel's uncore, AMD's
+    L3/DF/UMC, Arm's uncore: no task context, ``task_ctx_nr = perf_invalid_context``, and
+    ``event->cpu < 0`` is -EINVAL, e.g. uncore_snb.c:1038 and :928 of torvalds/linux at
+    0401bbf56da5): only a system-wide profile (``-a``, ``--cpu-list``) counts them.
     """
 
     name: str
@@ -129,6 +131,9 @@ class ReadOptions:
     offcore_matrix: bool = False
     counters: tuple[tuple[str, int], ...] = ()
     core_pmu: str = ""  # Arm: the core PMU's name on the machine planned for ("" = default)
+    # Intel: PMUs whose live `event` format carries ExtSel (config bit 21), e.g. an old kernel's
+    # uncore_pcu on JKT; empty when planning for another machine (today's kernels: none)
+    event_ext: tuple[str, ...] = ()
 
 
 @dataclass

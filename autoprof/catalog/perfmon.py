@@ -17,18 +17,26 @@ write the terms:
   also when UMask is 0 (the converter drops UMaskExt then); not on IIO boxes, where UMaskExt
   repeats PortMask/FCMask (umask config:8-15, ch_mask config:36-47, fc_mask config:48-50);
 - ``ExtSel`` is bit 8 of the event where the kernel's format has ``event_ext``
-  (config:0-7,21: the QPI boxes, SNB-EP's PCU); on IVT's PCU the whole config is written raw,
-  as no term can carry bit 21 (the converter drops ExtSel); JKT's UBOX event mask drops bit 21,
-  so those events are excluded (they would count their non-ExtSel twin);
+  (config:0-7,21: the QPI boxes); elsewhere no term carries bit 21 and the kernel's event mask
+  drops it from a raw config too (uncore_snbep.c: JKT's PCU and UBOX, SNBEP_PCU_ and
+  SNBEP_U_MSR_PMON_RAW_EVENT_MASK; IVT's PCU, IVBEP_PCU_MSR_PMON_RAW_EVENT_MASK), so such an
+  event is left out (it would count its non-ExtSel twin). JKT's PCU had ``event_ext`` in older
+  kernels: where the live ``uncore_pcu/format/event`` still carries bit 21
+  (`Platform.event_ext`), its ExtSel events are kept;
 - the PCU's UMask is its occupancy select: ``occ_sel`` (config:14-15) where the kernel's PCU
   format names it (SNB-EP .. BDX: snbep/ivbep_uncore_pcu_formats_attr), plain ``umask`` from
   SKX on (skx/snr_uncore_pcu_formats_attr have no occ_sel; the bits are the same);
 - SKX/CLX CHA ``Filter1`` is the second filter MSR, which the kernel writes from config1 bits
   32-63 (skx_cha_formats_attr: filter_rem config1:32 .. filter_isoc config1:63), so
   ``config1=FILTER_VALUE << 32``; PortMask ``ch_mask``, FCMask ``fc_mask``;
-- an LLC lookup's CBo state filter (``Filter: CBoFilter0[23:17]``, IVT..BDX) asks for every
-  state in the range (``filter_state``, config1:17-23 on HSX/BDX, 17-22 on IVT): with no state
-  bit set the box matches nothing;
+- an LLC lookup's state filter (``Filter: CBoFilter[22:18]`` JKT, ``CBoFilter0[23:17]``
+  IVT..BDX, ``CHAFilter0[26:17]`` SKX/CLX) asks for every state in the range, as far as the
+  kernel's ``filter_state`` reaches (config1:18-22 JKT, 17-22 IVT, 17-23 HSX/BDX, 17-26 SKX):
+  with no state bit set the box matches nothing (Intel: "One must ALWAYS ... select a state or
+  states to match. Otherwise, the event will count nothing");
+- IIO's ``UMaskExt`` is the control's upper half (ch_mask, fc_mask); ``PortMask``/``FCMask``
+  repeat it, and where they disagree (SPR's UNC_IIO_NUM_TGT_MATCHED_REQ_OF_CPU: UMaskExt
+  0x70000, FCMask 0) both are kept;
 - a UMaskExt wider than the kernel's ``umask`` format (umask_ext4 config:8-15,32-55 on SPR and
   later, umask_ext2 config:8-15,32-57 on ICX/SNR CHA) is written as a raw ``config=``;
 - PMU names are the kernel's: perfmon units no kernel creates are left out with the reason
@@ -42,6 +50,7 @@ Bad values raise ValueError with the field named; the reader adds the file and e
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +83,8 @@ KERNEL_PMU: dict[tuple[str, str | None], str] = {
 }
 # The uncore clock (UNC_CLOCK.SOCKET) from Meteor Lake on is the compute die's NCU fixed
 # counter (uncore_snb.c mtl_uncore_cncu .name = "cncu"); no kernel creates uncore_clock there.
-_CNCU_CLOCK = {"MTL", "ARL", "LNL", "PTL"}
+# Lunar Lake has none (MISSING_PMU); Panther Lake's kernels add cncu back (ptl_msr_uncores).
+_CNCU_CLOCK = {"MTL", "ARL", "PTL"}
 # (unit, platform or None) -> why no kernel PMU counts that unit's events.
 MISSING_PMU = {
     ("M2HBM", "SPR"): "spr_uncores[] (uncore_snbep.c) has no M2HBM box",
@@ -85,6 +95,10 @@ MISSING_PMU = {
     ("UBOX", "EMR"): "spr_uncores[] (uncore_snbep.c) has no UBOX box",
     ("CHACMS", None): "no kernel uncore table has a CHACMS box",
     ("IRP", "JKT"): "snbep_pci_uncores[] (uncore_snbep.c) has no IRP box",
+    ("SANTA", "LNL"): (
+        "lnl_msr_uncores[] (uncore_snb.c:750) is cbox and arb only: no cncu or santa box "
+        "counts the socket's UCLK"
+    ),
 }
 # Free-running counters the kernel's tables do not have: ICX/SNR IIO free-running counters
 # are ioclk and bw_in only (icx/snr_iio_freerunning[], uncore_snbep.c).
@@ -92,8 +106,16 @@ _NO_FREERUN = {("ICX", "BANDWIDTH_OUT"), ("SNR", "BANDWIDTH_OUT")}
 # Platforms whose PCU format names occ_sel (config:14-15) instead of umask.
 _OCC_SEL = {"JKT", "IVT", "HSX", "BDX", "BDW-DE"}
 # CBo state filter: platform -> (low bit, width) of the kernel's filter_state in config1.
-_STATE_FILTER = {"IVT": (17, 6), "HSX": (17, 7), "BDX": (17, 7), "BDW-DE": (17, 7)}
-_STATE_RANGE = re.compile(r"CBoFilter0\[(\d+):(\d+)\]")
+_STATE_FILTER = {
+    "JKT": (18, 5),
+    "IVT": (17, 6),
+    **{p: (17, 7) for p in ("HSX", "BDX", "BDW-DE")},
+    **{p: (17, 10) for p in ("SKX", "CLX")},
+}
+_STATE_RANGE = re.compile(r"(?:CBoFilter0?|CHAFilter0)\[(\d+):(\d+)\]")  # JKT's has no 0
+# IIO UMaskExt (from config bit 32): platform -> (ch_mask width, fc_mask shift); thresh is 0-3
+_IIO_EXT = {"SKX": (8, 12), "CLX": (8, 12)}
+_IIO_EXT_DEFAULT = (12, 16)
 # (unit or None for all, platforms) -> UMaskExt bits the kernel's umask format carries
 # (umask_ext4 config:32-55: 24 bits; umask_ext2 config:32-57: 26 bits).
 _SPR_FAMILY = ("SPR", "EMR", "GNR", "SRF", "GRR", "CWF")
@@ -104,11 +126,8 @@ _UMASK_EXT_BITS: dict[tuple[str | None, str], int] = {
 }
 # Units whose server units (any of these) make a platform's uncore "server" style.
 _SERVER_UNITS = {"UBOX", "PCU", "CHA", "IRP", "M2M", "HA"}
-# (unit, platform or None for all) whose kernel format spans config:0-7,21 (`event_ext`).
-_EVENT_EXT = {("QPI LL", None), ("PCU", "JKT")}
-# ... and those whose kernel event mask drops bit 21 even from a raw config
-# (SNBEP_U_MSR_PMON_RAW_EVENT_MASK): such an event would count as its non-ExtSel twin.
-_EXT_DROPPED = {("UBOX", "JKT")}
+# Units whose kernel format spans config:0-7,21 (`event_ext`) on every platform.
+_EVENT_EXT = {"QPI LL"}
 # Topdown metrics read from PERF_METRICS with TOPDOWN.SLOTS (event=0x00, umask=0x80 + i).
 TOPDOWN_METRICS = (
     "RETIRING",
@@ -134,10 +153,11 @@ class Platform:
     name: str
     server: bool
     cbox: bool  # has CBo boxes: UNC_CLOCK.SOCKET is on uncore_cbox_0
+    event_ext: frozenset[str] = frozenset()  # PMUs whose live `event` format carries bit 21
 
     @classmethod
-    def from_units(cls, name: str, units: set[str]) -> Platform:
-        return cls(name, bool(units & _SERVER_UNITS), "CBO" in units)
+    def from_units(cls, name: str, units: set[str], event_ext: Iterable[str] = ()) -> Platform:
+        return cls(name, bool(units & _SERVER_UNITS), "CBO" in units, frozenset(event_ext))
 
 
 def number(raw: dict[str, Any], key: str, default: int = 0) -> int:
@@ -235,9 +255,6 @@ def uncore_fields(raw: dict[str, Any], name: str, unit: str, platform: Platform)
     if fixed:
         return {"pmu": pmu, "style": style, "code": 0xFF}
     code, ext_umask = number(raw, "EventCode"), number(raw, "UMaskExt")
-    if unit == "IIO":
-        ext_umask = 0  # UMaskExt repeats ch_mask/fc_mask there; IIO's umask is config:8-15
-    umask = ext_umask << 8 | number(raw, "UMask")
     fields: dict[str, Any] = {
         "pmu": pmu,
         "style": style,
@@ -245,32 +262,57 @@ def uncore_fields(raw: dict[str, Any], name: str, unit: str, platform: Platform)
         "edge": flag(raw, "EdgeDetect"),
         "inv": flag(raw, "Invert"),
     }
-    terms = [
-        (term, number(raw, key))
-        for key, term in (("PortMask", "ch_mask"), ("FCMask", "fc_mask"))
-        if number(raw, key)
-    ]
+    terms: list[tuple[str, int]] = []
+    if unit == "IIO":  # IIO's umask is config:8-15; UMaskExt is its ch_mask and fc_mask
+        terms = [(t, v) for t, v in _iio_masks(raw, ext_umask, platform.name) if v]
+        ext_umask = 0
+    umask = ext_umask << 8 | number(raw, "UMask")
     filter_ = str(raw.get("Filter") or "").strip()
     if filter_ == "Filter1":
         terms.append(("config1", number(raw, "FILTER_VALUE") << 32))
-    state = _STATE_RANGE.fullmatch(filter_)
-    if state and platform.name in _STATE_FILTER:
-        low, width = _STATE_FILTER[platform.name]
-        high = min(int(state.group(1)), low + width - 1)
-        terms.append(("filter_state", ((1 << (high + 1)) - (1 << int(state.group(2)))) >> low))
+    state = _state_filter(filter_, platform.name)
+    if state:
+        terms.append(("filter_state", state))
     ext = number(raw, "ExtSel")
     carried = _umask_ext_bits(unit, platform.name)
     if carried is not None and ext_umask >> carried:  # the format cannot carry it
         return _raw(pmu, code, umask, ext, fields)
-    if ext and (unit, platform.name) in _EXT_DROPPED:
-        raise NotEncodable(f"ExtSel: the kernel's {unit} event mask drops config bit 21")
-    if ext and not ({(unit, None), (unit, platform.name)} & _EVENT_EXT):
-        return _raw(pmu, code, umask, ext, fields)
+    if ext and unit not in _EVENT_EXT and pmu not in platform.event_ext:
+        raise NotEncodable(
+            f"ExtSel: the kernel's {pmu} event format is config:0-7 (perf refuses "
+            f"event={code | 0x100:#x}: value too big for format, maximum is 255) and its event "
+            "mask drops config bit 21 from a raw config too (uncore_snbep.c); a kernel whose "
+            f"{pmu}/format/event is config:0-7,21 counts it"
+        )
     code |= ext << 8
     if unit == "PCU" and platform.name in _OCC_SEL:
         terms += [("occ_sel", umask >> 6)] if umask >> 6 else []
         umask &= 0x3F
     return fields | {"code": code, "umask": umask, "terms": tuple(terms)}
+
+
+def _iio_masks(raw: dict[str, Any], ext: int, platform: str) -> list[tuple[str, int]]:
+    """(ch_mask, fc_mask) of an IIO event: PortMask/FCMask with what UMaskExt adds."""
+    width, fc_shift = _IIO_EXT.get(platform, _IIO_EXT_DEFAULT)
+    if ext & 0xF or ext >> (fc_shift + 3):
+        raise NotEncodable(f"UMaskExt {ext:#x} is not an IIO channel/function mask")
+    ch_mask = number(raw, "PortMask") | ext >> 4 & ((1 << width) - 1)
+    return [("ch_mask", ch_mask), ("fc_mask", number(raw, "FCMask") | ext >> fc_shift)]
+
+
+def _state_filter(filter_: str, platform: str) -> int:
+    """``filter_state`` of an LLC lookup: every state bit of the Filter's range that the
+    kernel's field holds; 0 when the Filter names no state range (JKT's CBoFilter[17:10] is
+    the node, [31:23] the opcode; SKX's CHAFilter0[12:0] the thread)."""
+    found = _STATE_RANGE.match(filter_)
+    if not found or platform not in _STATE_FILTER:
+        return 0
+    low, width = _STATE_FILTER[platform]
+    first = int(found.group(2))
+    if not low <= first < low + width:
+        return 0
+    high = min(int(found.group(1)), low + width - 1)
+    return ((1 << (high + 1)) - (1 << first)) >> low
 
 
 def _raw(pmu: str, code: int, umask: int, ext: int, fields: dict[str, Any]) -> dict[str, Any]:

@@ -50,4 +50,4 @@ def report_command(
         except OSError as err:
             raise AutoprofError(f"cannot write {csv_path}: {err.strerror}") from err
         click.echo(f"wrote {csv_path}: {len(table.rows)} rows", err=True)
-    print_table(table, top, f"{recording}: self samples by {by}", common.console())
+    print_table(table, top, f"{recording}: self {table.counted} by {by}", common.console())

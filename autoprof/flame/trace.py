@@ -1,5 +1,5 @@
 """Instruction traces: the committed instruction addresses of one program, in order, each with
-the cycles it took when the trace knows them. Three sources, one stream of `Step`s:
+the cycles it took when the trace knows them. Three sources, one stream of `Block`s:
 
 - QEMU user mode, ``qemu-x86_64 -singlestep -d exec,nochain -D LOG`` (``-one-insn-per-tb`` in
   QEMU >= 8.1): one line per executed translation block, so one per instruction with
@@ -14,7 +14,13 @@ the cycles it took when the trace knows them. Three sources, one stream of `Step
 
 TracerV's cycle is a time stamp: an instruction is weighted by the cycles until the next one
 commits (instructions committed in the same cycle share it; the last one gets none).
-Pure functions over lines: the caller streams a file through them.
+
+A trace has millions of lines, so it is read in blocks of whole lines (`read_blocks`, a few
+MB each) and each block becomes two numpy arrays at C speed: one regular expression over the
+block (QEMU's lines: a split on ``/``, its second field of three), the hex addresses converted
+in one pass. Nothing is done per line in Python but the conversion. `steps` gives the same
+instructions one by one (tests, small inputs). Pure functions over bytes: the caller streams a
+file through them.
 """
 
 from __future__ import annotations
@@ -22,18 +28,43 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import repeat
+from typing import Protocol
+
+import numpy as np
 
 from autoprof.errors import AutoprofError
 
-__all__ = ["ADDRESSES", "QEMU", "TRACERV", "Step", "TraceReport", "sniff", "steps"]
+__all__ = [
+    "ADDRESSES",
+    "QEMU",
+    "TRACERV",
+    "Block",
+    "Step",
+    "TraceReport",
+    "blocks",
+    "read_blocks",
+    "sniff",
+    "steps",
+]
 
 QEMU, TRACERV, ADDRESSES = "qemu", "tracerv", "addresses"
 Step = tuple[int, int | None]  # (address, cycles it took, None when the trace has none)
+# (addresses, uint64; cycles each took, int64, -1 where a line has none; None: no cycles at all)
+Block = tuple[np.ndarray, np.ndarray | None]
 
 _QEMU = re.compile(r"Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
 _TRACERV = re.compile(r"Cycle: (\d+) I\d+: ([0-9a-f]+)")
 _ADDRESS = re.compile(r"\s*(?:0x)?([0-9a-fA-F]+)(?:\s+(\S.*))?$")
-_BIT39, _MASK40, _MASK64 = 1 << 39, (1 << 40) - 1, (1 << 64) - 1
+# the same, one match per line of a block of lines
+_LINES = {
+    QEMU: re.compile(rb"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/", re.M),
+    TRACERV: re.compile(rb"^Cycle: (\d+) I\d+: ([0-9a-f]+)", re.M),
+    ADDRESSES: re.compile(rb"^[ \t]*(?:0x)?([0-9a-fA-F]+)(?:[ \t]+(\S[^\n]*))?$", re.M),
+}
+_CYCLES = re.compile(rb"^[ \t]*(?:0x)?[0-9a-fA-F]+[ \t]+\d+[ \t\r]*$", re.M)  # ADDR CYCLES
+_BIT39, _MASK40 = np.uint64(1 << 39), np.uint64((1 << 40) - 1)
+BLOCK_BYTES = 1 << 22
 
 
 @dataclass
@@ -60,52 +91,142 @@ def sniff(head: Iterable[str]) -> str:
     )
 
 
-def _sign_extend40(address: int) -> int:
-    address &= _MASK40
-    return (address - (1 << 40)) & _MASK64 if address & _BIT39 else address
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def read_blocks(stream: Readable, size: int = BLOCK_BYTES) -> Iterator[bytes]:
+    """A binary stream in blocks of whole lines of about `size` bytes (the last may lack its
+    newline)."""
+    rest = b""
+    while chunk := stream.read(size):
+        chunk = rest + chunk
+        cut = chunk.rfind(b"\n") + 1
+        rest = chunk[cut:]
+        if cut:
+            yield chunk[:cut]
+    if rest:
+        yield rest
+
+
+def blocks(
+    chunks: Iterable[bytes], kind: str, report: TraceReport | None = None
+) -> Iterator[Block]:
+    """The instructions of a trace of format `kind` (see `sniff`), block by block, from blocks
+    of whole lines."""
+    report = report if report is not None else TraceReport()
+    report.format = kind
+    pending: tuple[int, int] | None = None  # TracerV: the last instruction, until the next
+    for chunk in chunks:
+        if kind == TRACERV:
+            block, pending = _tracerv(chunk, report, pending)
+            yield block
+        else:
+            yield _parse(chunk, kind, report)
+    if pending is not None:
+        yield np.array([pending[0]], dtype=np.uint64), np.zeros(1, dtype=np.int64)
 
 
 def steps(lines: Iterable[str], kind: str, report: TraceReport | None = None) -> Iterator[Step]:
-    """The instructions of a trace of format `kind` (see `sniff`), in order."""
-    report = report if report is not None else TraceReport()
-    report.format = kind
-    if kind == TRACERV:
-        yield from _tracerv(lines, report)
+    """The instructions of a trace of format `kind`, one by one (the same parser as `blocks`)."""
+    data = "".join(lines).encode("utf-8", "surrogateescape")
+    for addresses, cycles in blocks([data] if data else [], kind, report):
+        took = [None] * len(addresses) if cycles is None else cycles.tolist()
+        for address, cycle in zip(addresses.tolist(), took, strict=True):
+            yield address, None if cycle is None or cycle < 0 else cycle
+
+
+def _hex(tokens: list[bytes]) -> np.ndarray:
+    return np.fromiter(map(int, tokens, repeat(16)), dtype=np.uint64, count=len(tokens))
+
+
+def _end(chunk: bytes) -> int:
+    """Where the block's last line ends (before its newline): findall stops there, so no empty
+    line is matched after the last newline."""
+    return len(chunk) - 1 if chunk.endswith(b"\n") else len(chunk)
+
+
+def _qemu_pcs(buf: np.ndarray, lines: int) -> np.ndarray | None:
+    """The pc of every line of a QEMU block, at C speed: every line is ``Trace ...
+    [CS_BASE/PC/flags/cflags] symbol``, so the pc is the hex field after the first slash after
+    the line's one ``[`` (fields of 8 or 16 digits, as the target's width). None when a line
+    has another shape (the pattern reads the block then)."""
+    opens = np.flatnonzero(buf == ord("["))
+    if len(opens) != lines:
+        return None
+    first = _slash_after(buf, opens + 1)
+    second = _slash_after(buf, first + 1) if first is not None else None
+    if first is None or second is None:
+        return None
+    width = int(second[0] - first[0] - 1)
+    fields = np.lib.stride_tricks.sliding_window_view(buf, 16)[first + 1]  # (lines, 16)
+    lower = fields[:, :width] | 0x20  # "A".."F" as "a".."f"; digits stay
+    if not (((lower - 48) < 10) | ((lower - 97) < 6)).all():
+        return None
+    padded = np.zeros((lines, 16), dtype=np.uint8)
+    padded[:, 16 - width :] = (lower & 0x0F) + 9 * (lower >> 6)  # "0".."9", "a".."f" -> 0..15
+    return ((padded[:, 0::2] << 4) | padded[:, 1::2]).view(">u8").ravel().astype(np.uint64)
+
+
+def _slash_after(buf: np.ndarray, starts: np.ndarray) -> np.ndarray | None:
+    """Where a hex field of one width (16 digits, 8, or fewer) that starts at every `starts`
+    ends in a slash; None when no width fits them all."""
+    for width in (16, 8, *range(1, 16)):
+        ends = starts + width
+        if ends[-1] < len(buf) and (buf[ends] == ord("/")).all():
+            return ends
+    return None
+
+
+def _parse(chunk: bytes, kind: str, report: TraceReport) -> Block:
+    """A block of QEMU or address lines."""
+    end = _end(chunk)
+    lines = chunk.count(b"\n", 0, end) + 1
+    if kind == QEMU:
+        pcs = _qemu_pcs(np.frombuffer(chunk, dtype=np.uint8), lines)
+        if pcs is not None:
+            report.lines += lines
+            return pcs, None
+    found = _LINES[kind].findall(chunk, 0, end)
+    _count(chunk, kind, report, lines, len(found))
+    if kind == QEMU:
+        return _hex(found), None
+    addresses = _hex([address for address, _ in found])
+    if not _CYCLES.search(chunk):
+        return addresses, None
+    took = [int(rest) if rest.isdigit() else -1 for _, rest in found]
+    return addresses, np.array(took, dtype=np.int64)
+
+
+def _count(chunk: bytes, kind: str, report: TraceReport, lines: int, matched: int) -> None:
+    """Count a block's lines and, when some did not match, the ones skipped: neither an
+    instruction, nor a comment, nor blank (the first kept for the report)."""
+    report.lines += lines
+    if matched == lines:
         return
-    pattern = _QEMU if kind == QEMU else _ADDRESS
-    for line in lines:
-        report.lines += 1
-        found = pattern.match(line)
-        if found is None:
-            _skip(report, line)
+    for line in chunk.splitlines():
+        if _LINES[kind].match(line) or not line.strip() or line.startswith(b"#"):
             continue
-        if kind == QEMU:
-            yield int(found.group(1), 16), None
-            continue
-        rest = found.group(2)
-        yield int(found.group(1), 16), int(rest) if rest and rest.isdigit() else None
-
-
-def _tracerv(lines: Iterable[str], report: TraceReport) -> Iterator[Step]:
-    """TracerV's lines, each instruction weighted by the cycles until the next commits."""
-    pending: int | None = None  # the previous instruction's address
-    since = 0  # its cycle
-    for line in lines:
-        report.lines += 1
-        found = _TRACERV.match(line)
-        if found is None:
-            _skip(report, line)
-            continue
-        cycle, address = int(found.group(1)), _sign_extend40(int(found.group(2), 16))
-        if pending is not None:
-            yield pending, cycle - since
-        pending, since = address, cycle
-    if pending is not None:
-        yield pending, 0
-
-
-def _skip(report: TraceReport, line: str) -> None:
-    if line.strip() and not line.startswith("#"):
         report.skipped += 1
         if report.first_skipped is None:
-            report.first_skipped = line.rstrip("\n")[:120]
+            report.first_skipped = line.decode("utf-8", "replace")[:120]
+
+
+def _tracerv(
+    chunk: bytes, report: TraceReport, pending: tuple[int, int] | None
+) -> tuple[Block, tuple[int, int] | None]:
+    """A block of TracerV lines, each instruction weighted by the cycles until the next
+    commits; the last one waits for the next block (`pending`: its address and cycle)."""
+    end = _end(chunk)
+    found = _LINES[TRACERV].findall(chunk, 0, end)
+    _count(chunk, TRACERV, report, chunk.count(b"\n", 0, end) + 1, len(found))
+    if not found:
+        return (np.zeros(0, dtype=np.uint64), None), pending
+    cycles = np.fromiter(map(int, (c for c, _ in found)), dtype=np.int64, count=len(found))
+    addresses = _hex([a for _, a in found]) & _MASK40
+    addresses = np.where(addresses & _BIT39, addresses | ~_MASK40, addresses)
+    if pending is not None:
+        addresses = np.concatenate(([np.uint64(pending[0])], addresses))
+        cycles = np.concatenate(([pending[1]], cycles))
+    last = (int(addresses[-1]), int(cycles[-1]))
+    return (addresses[:-1], np.diff(cycles)), last

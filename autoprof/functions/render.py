@@ -51,7 +51,12 @@ def print_table(table: Table, top: int, title: str, console: Console) -> None:
     from rich.text import Text
 
     shown = table.rows[:top]
-    caption = f"{len(shown)} of {len(table.rows)} rows; weights are samples x period"
+    weights = (
+        "samples x period"
+        if table.counted == "samples"
+        else f"the {table.counted} the trace counted (every one, no sampling)"
+    )
+    caption = f"{len(shown)} of {len(table.rows)} rows; weights are {weights}"
     rich = RichTable(title=title, caption=caption, show_footer=True, header_style="bold")
     rich.add_column(table.by, footer="total", overflow="fold")
     for event in table.events:

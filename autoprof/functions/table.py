@@ -55,6 +55,9 @@ class Table:
     rows: list[Row]  # sorted by the first (or chosen) event, heaviest first
     totals: dict[str, Cell]
     ratios: list[tuple[str, str, str]]  # the RATIOS whose two events were both sampled
+    # what a weight counts: "samples" (x period) for a recording, a trace's "instructions" or
+    # "cycles" (every one of them, no sampling) for a kept trace graph
+    counted: str = "samples"
 
     def share(self, row: Row, event: str) -> float:
         total = self.totals[event].period
@@ -132,7 +135,9 @@ def from_folded(folded: Folded, by: str = "symbol", sort: str | None = None) -> 
         for target in (cell, total):
             target.period += weight
             target.samples += count
-    return assemble(by, list(rows.values()), {event: total} if rows else {}, sort, [event])
+    table = assemble(by, list(rows.values()), {event: total} if rows else {}, sort, [event])
+    table.counted = folded.event or "samples"
+    return table
 
 
 def assemble(

@@ -204,6 +204,9 @@ def resolve(
         generic = perfnames.resolve(catalog, text, None) if text in perfnames.GENERIC else None
         if generic is not None:  # perf's own name (AMD's metrics read `instructions`)
             return Resolved(text, generic.events[0])
+        left_out = next((x for x in catalog.excluded if x.name.upper() == upper), None)
+        if left_out is not None:  # the data has it, the machine cannot count it: say why
+            return Resolved(text, missing=f"left out of the catalog: {left_out.reason}")
         return Resolved(text, missing="no such event in the catalog")
     if all(m.lower() in SAME_EVENT for m in mods):
         return Resolved(text, base)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autoprof.catalog import host
-from autoprof.catalog.model import Catalog, Event, Pmu
+from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
 from autoprof.metrics import constants
 from autoprof.metrics import events as metric_events
@@ -65,6 +65,9 @@ class _Resolver:
         for event in catalog.events:
             self.by_name.setdefault(event.name.upper(), []).append(event)
             self.by_name.setdefault(event.spec.upper(), []).append(event)
+        self.left_out: dict[str, list[Exclusion]] = {}  # why the data's other events are not
+        for exclusion in catalog.excluded:
+            self.left_out.setdefault(exclusion.name.upper(), []).append(exclusion)
 
     def __call__(self, text: str, pmu: str) -> metric_events.Resolved:
         key = (text, pmu)
@@ -76,7 +79,8 @@ class _Resolver:
             if base in metric_events.TOPDOWN:
                 names.append(metric_events.SLOTS)
             events = list({e.key: e for n in names for e in self.by_name.get(n, [])}.values())
-            small = Catalog(self.catalog.cpu, self.catalog.pmus, events)
+            left_out = [x for n in names for x in self.left_out.get(n, [])]
+            small = Catalog(self.catalog.cpu, self.catalog.pmus, events, left_out)
             self.cache[key] = metric_events.resolve(text, small, pmu, self.retire)
         return self.cache[key]
 

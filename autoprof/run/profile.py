@@ -98,9 +98,9 @@ def plan_for(
 
 
 def task_bound(catalog: Catalog, chosen: bool) -> Catalog:
-    """The catalog less the events of system-wide-only PMUs (AMD's amd_l3/amd_df/amd_umc, Arm's
-    uncore: the kernel refuses a task-bound event there), each left out with the reason; an
-    event the user `chosen` by name is refused instead, in one line."""
+    """The catalog less the events of system-wide-only PMUs (Intel's uncore_*, AMD's
+    amd_l3/amd_df/amd_umc, Arm's uncore: the kernel refuses a task-bound event there), each left
+    out with the reason; an event the user `chosen` by name is refused instead, in one line."""
     wide = {n for n, p in catalog.pmus.items() if p.system_wide}
     dropped = [e for e in catalog.events if e.pmu in wide]
     if not dropped:

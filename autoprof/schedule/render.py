@@ -77,3 +77,12 @@ class ScheduleRenderer(RichRenderer[Scheduled]):
                 f"{min(load[name])}-{max(load[name])}",
             )
         console.print(table)
+        wide = sorted(name for name in by_pmu if plan.pmus[name].system_wide)
+        if wide:
+            count = sum(len(by_pmu[name]) for name in wide)
+            events = f"{count} event" + ("s" if count != 1 else "")
+            console.print(
+                f"system-wide only: {', '.join(wide)} ({events}): the kernel refuses task-bound "
+                "events there, so a profile of a command or -p leaves them out; profile -a or "
+                "--cpu-list counts them"
+            )

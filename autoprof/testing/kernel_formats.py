@@ -21,6 +21,13 @@ open. Transcribed from the kernel's format attributes (Linux 6.x):
   ``icl_uncore_clock_formats_attr``, ``adl_uncore_imc_formats_attr``, MTL ``hac_cbox``,
   ``cncu``/``sncu``);
 - free-running counters: uncore.c ``uncore_freerunning_formats_attr`` (event, umask).
+
+Rows checked line by line against the kernel source cite it as ``file:line`` of torvalds/linux
+``arch/x86/events/intel/`` at the versions the project's source index serves (read_file on
+repo torvalds/linux): uncore_snbep.c at 0378c93a92e2, uncore_snb.c at 0401bbf56da5. Those rows:
+SNB-EP/HSX/BDX PCU, IVT PCU, SNB-EP CBo, SKX/CLX CHA, SNR..GNR IIO, the ADL-family iMC and
+Lunar Lake's whole uncore. PTL's and NVL's uncore rows are not in any indexed kernel version
+(Panther Lake's cncu/santa boxes came later): they stay as written, unchecked.
 AMD and Arm (NON-INTEL.md sec. 2): arch/x86/events/amd/core.c, amd/uncore.c,
 drivers/perf/arm_pmuv3.c, drivers/perf/hisilicon/hisi_uncore_{ddrc,hha,l3c}_pmu.c.
 
@@ -60,9 +67,16 @@ UBOX = _EV | _UM | _EDGE_INV | THRESH5  # snbep/ivbep_uncore_ubox_formats_attr
 EVENT_EXT = {"event": "config:0-7,21"}
 QPI = SNBEP | EVENT_EXT  # snbep_uncore_qpi_formats_attr (match/mask terms left out)
 BANDS = {f"filter_band{i}": f"config1:{8 * i}-{8 * i + 7}" for i in range(4)}
-OCC = {"occ_sel": "config:14-15", "occ_invert": "config:30", "occ_edge": "config:31"}
-SNBEP_PCU = EVENT_EXT | OCC | _EDGE_INV | THRESH5 | BANDS  # snbep_uncore_pcu_formats_attr
-IVBEP_PCU = _EV | OCC | {"edge": "config:18"} | THRESH5 | BANDS  # ivbep: no event_ext, no inv
+# occ_edge is "config:14-51" in the kernel (uncore_snbep.c:489), a typo for 31 that sysfs shows
+OCC = {"occ_sel": "config:14-15", "occ_invert": "config:30", "occ_edge": "config:14-51"}
+# snbep_uncore_pcu_formats_attr (uncore_snbep.c:694): ``event`` (config:0-7, :469), not
+# ``event_ext``; its users snbep_uncore_pcu (:1150) and hswep_uncore_pcu (:2857, BDX's too) mask
+# the control with SNBEP_PCU_MSR_PMON_RAW_EVENT_MASK (:51), which has no bit 21 either
+SNBEP_PCU = _EV | OCC | _EDGE_INV | THRESH5 | BANDS
+# ivbep_uncore_pcu_formats_attr (:1587): no inv; IVBEP_PCU_MSR_PMON_RAW_EVENT_MASK (:154)
+IVBEP_PCU = _EV | OCC | {"edge": "config:18"} | THRESH5 | BANDS
+# snbep_uncore_cbox_formats_attr (:680); LLC_LOOKUP's state filter is config1:18-22 (:506), which
+# snbep_cbox_hw_config (:1027) keeps for 0x0334/0x0534/0x0934 (snbep_uncore_cbox_extra_regs :901)
 SNBEP_CBOX = SNBEP | {
     "tid_en": "config:19",
     "filter_tid": "config1:0-4",
@@ -116,6 +130,8 @@ KNL_CHA = (
     }
     | _FILTER_HI
 )
+# skx_uncore_cha_formats_attr (uncore_snbep.c:3529): filter_state5 config1:17-26 (:510), kept
+# for the LLC_LOOKUP umasks 0x03..0x91 (skx_uncore_cha_extra_regs :3561, skx_cha_hw_config :3619)
 SKX_CHA = (
     SNBEP
     | {
@@ -124,6 +140,7 @@ SKX_CHA = (
         "filter_state": "config1:17-26",
         "filter_rem": "config1:32",
         "filter_loc": "config1:33",
+        "filter_all_op": "config1:35",
         "filter_nm": "config1:36",
         "filter_not_nm": "config1:37",
         "filter_opc_0": "config1:41-50",
@@ -133,6 +150,8 @@ SKX_CHA = (
 )
 THRESH9 = {"thresh": "config:24-35"}
 SKX_IIO = SNBEP | THRESH9 | {"ch_mask": "config:36-43", "fc_mask": "config:44-46"}
+# snr_uncore_iio_formats_attr (uncore_snbep.c:4412): ch_mask2 config:36-47, fc_mask2 48-50
+# (:492, :494); SPR's iio takes it (spr_uncore_iio :5634) with event_mask_ext 0x7ffff (:378)
 SNR_IIO = SNBEP | THRESH9 | {"ch_mask": "config:36-47", "fc_mask": "config:48-50"}
 SKX_PCU = SNBEP | {"occ_invert": "config:30", "occ_edge_det": "config:31"} | BANDS
 SNR_PCU = SKX_PCU | THRESH5
@@ -149,10 +168,15 @@ FREE = _EV | _UM  # uncore.c uncore_freerunning_formats_attr
 # uncore_snb.c
 SNB_CLIENT = _EV | _UM | _EDGE_INV | {"cmask": "config:24-28"}
 SKL_CLIENT = _EV | _UM | _EDGE_INV | {"cmask": "config:24-31"}
+# adl_uncore_formats_attr (uncore_snb.c:574; threshold config:24-29, :254): ADL's cbox, and
+# MTL's cbox/arb/hac_* (mtl_uncore_cbox ...), which Lunar Lake keeps (lnl_msr_uncores :750)
 ADL_CLIENT = _EV | _UM | _EDGE_INV | {"threshold": "config:24-29"}
 CLOCK = dict(_EV)  # icl_uncore_clock_formats_attr
 SNB_IMC = dict(_EV)  # snb_uncore_imc_formats_attr
-ADL_IMC = _EV | {"chmask": "config:8-11"}
+# adl_uncore_imc_formats_attr (uncore_snb.c:1676): event, chmask config:8-11 (:249), edge
+ADL_IMC = _EV | {"chmask": "config:8-11", "edge": "config:18"}
+# lnl_uncore_formats_attr (uncore_snb.c:1774): threshold2 config:24-31 (:255); hbo and sncu
+LNL_MMIO = _EV | _UM | _EDGE_INV | {"threshold": "config:24-31"}
 
 # amd/core.c, amd/uncore.c, drivers/perf/arm_pmuv3.c (NON-INTEL.md sec. 2)
 AMD_CORE = {
@@ -205,7 +229,23 @@ _MTL_CLIENT = [
     ("uncore_imc", ADL_IMC, 2),
     *_IMC_FREE,
 ]
-_LNL_CLIENT = [("uncore_cncu", CLOCK, 1), ("uncore_sncu", CLOCK, 1), ("uncore_imc", ADL_IMC, 2)]
+# Lunar Lake: lnl_msr_uncores (uncore_snb.c:750) is cbox and arb only (no cncu: the socket's
+# UCLK fixed counter has no PMU), lnl_mmio_uncores (:1843) adl_uncore_imc, lnl_uncore_hbo
+# (:1800), lnl_uncore_sncu (:1829) and adl_uncore_imc_free_running (:1728, tgl formats :1576)
+_LNL_CLIENT = [
+    ("uncore_cbox", ADL_CLIENT, 2),
+    ("uncore_arb", ADL_CLIENT, 2),
+    ("uncore_imc", ADL_IMC, 2),
+    ("uncore_hbo", LNL_MMIO, 2),
+    ("uncore_sncu", LNL_MMIO, 1),
+    *_IMC_FREE,
+]
+# Panther Lake and Nova Lake as first written (no indexed kernel version has them to check)
+_PTL_CLIENT = [
+    ("uncore_cncu", CLOCK, 1),
+    ("uncore_sncu", CLOCK, 1),
+    ("uncore_imc", _EV | {"chmask": "config:8-11"}, 2),
+]
 _JKT = [
     ("uncore_ubox", UBOX, 1),
     ("uncore_cbox", SNBEP_CBOX, 2),
@@ -342,8 +382,8 @@ INTEL: dict[str, Pmus] = {
     "MTL": _hybrid(CORE_V5, CORE_V5_ATOM) + _MTL_CLIENT,
     "ARL": _hybrid(CORE_V6, CORE_V6_ATOM, lowpower=True) + _MTL_CLIENT,
     "LNL": _hybrid(CORE_V6, CORE_V6_ATOM) + _LNL_CLIENT,
-    "PTL": _hybrid(CORE_V6, CORE_V6_ATOM) + _LNL_CLIENT,
-    "NVL": _hybrid(CORE_V6, CORE_V6_ATOM) + _LNL_CLIENT,
+    "PTL": _hybrid(CORE_V6, CORE_V6_ATOM) + _PTL_CLIENT,
+    "NVL": _hybrid(CORE_V6, CORE_V6_ATOM) + _PTL_CLIENT,
     "SLM": _core(CORE_V3),
     "GLM": _core(CORE_V3),
     "GLP": _core(CORE_V3),

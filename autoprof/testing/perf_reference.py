@@ -250,7 +250,10 @@ def justification(pmu: str, ours: dict, theirs: dict) -> str | None:
       no ``umask`` term (newer create_perf_json drops the UMask, older ones keep it);
     - ``iio_masks``: on IIO boxes UMaskExt repeats PortMask/FCMask (ch_mask config:36-47,
       fc_mask config:48-50) and the umask format is config:8-15: it is not folded into umask
-      (the shipped SPR JSON does not fold it either);
+      (the shipped SPR JSON does not fold it either); where UMaskExt holds a mask PortMask/
+      FCMask lack (SPR's UNC_IIO_NUM_TGT_MATCHED_REQ_OF_CPU, fc 7) the converter drops it;
+    - ``state_filter``: an LLC lookup's state filter (Filter ``CHAFilter0[26:17]``...), without
+      which the box matches nothing; the converter drops the Filter field;
     - ``filter1``: SKX's CHA Filter1 value is the second filter MSR, written by the kernel from
       config1 bits 32-63 (skx_cha format filter_rem config1:32 .. filter_isoc config1:63);
       the converter puts it in bits 0-31 (the first filter: TID and state);
@@ -262,6 +265,13 @@ def justification(pmu: str, ours: dict, theirs: dict) -> str | None:
     """
     if theirs == {"umask": 3} and ours == {"event": 0x3C, "umask": 1}:
         return "generic_ref"
+    if "filter_state" in ours and "filter_state" not in theirs:
+        same = dict(ours, filter_state=0) == dict(theirs, filter_state=0)
+        return "state_filter" if same else None
+    if pmu == "uncore_iio" and {k for k in ours if k not in theirs} <= {"ch_mask", "fc_mask"}:
+        kept = {k: v for k, v in ours.items() if k in theirs}
+        if kept == theirs and set(ours) != set(theirs):
+            return "iio_masks"
     if set(ours) == {"config"} and set(theirs) <= {"event", "umask"} and ours["config"] >> 40:
         umask = int(theirs.get("umask", 0))  # 0: the converter dropped UMaskExt (UMask 0)
         low = int(theirs.get("event", 0)) | (umask & 0xFF) << 8

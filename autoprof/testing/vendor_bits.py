@@ -15,10 +15,16 @@ Exceptions, each decided by the kernel:
 - SKX/CLX CHA ``Filter1``: the value is the second filter MSR, which the kernel writes from
   config1 bits 32-63 (uncore_snbep.c ``skx_cha_hw_config``/``snbep_cbox_enable_event``:
   ``wrmsrl(filter + 1, filter >> 32)``);
-- IVT..BDX CBo state filter (``CBoFilter0[23:17]``): with no state bit set the lookup matches
-  nothing; all states of the range are asked for, as far as the kernel's state filter reaches
-  (hswep ``filter_state3`` config1:17-23; ivbep ``filter_state2`` config1:17-22, so IVT's
-  bit 23 is not there).
+- CBo/CHA state filter of the LLC lookups (JKT ``CBoFilter[22:18]``, IVT..BDX
+  ``CBoFilter0[23:17]``, SKX/CLX ``CHAFilter0[26:17]``): with no state bit set the lookup
+  matches nothing ("One must ALWAYS ... select a state or states to match", Intel's
+  descriptions); all states of the range are asked for, as far as the kernel's state filter
+  reaches (uncore_snbep.c: snbep ``filter_state`` config1:18-22, ivbep ``filter_state2``
+  17-22, so IVT's bit 23 is not there, hswep ``filter_state3`` 17-23, skx ``filter_state5``
+  17-26);
+- IIO's ``UMaskExt`` is the control's upper half from bit 32 (thresh 32-35, ch_mask, fc_mask);
+  ``PortMask``/``FCMask`` repeat parts of it, and where they disagree (SPR's
+  UNC_IIO_NUM_TGT_MATCHED_REQ_OF_CPU: UMaskExt 0x70000, FCMask 0) both are asked for.
 
 AMD (perf's amdzenN data) and Arm (perf's arm64 data), from the hardware register layouts:
 - AMD core PERF_CTL (PPR, Core::X86::Msr::PERF_CTL): EventSelect[7:0] bits 0-7, UnitMask
@@ -56,8 +62,14 @@ FIXED_CODES = {
 }
 # IIO: (PortMask shift, FCMask shift): SKX/CLX ch_mask config:36-43, fc_mask 44-46; later 36/48
 _IIO_SHIFT = {"SKX": (36, 44), "CLX": (36, 44)}
-_STATE_TOP = {"IVT": 22, "HSX": 23, "BDX": 23, "BDW-DE": 23}
-_STATE = re.compile(r"CBoFilter0\[(\d+):(\d+)\]")
+# the kernel's state filter field in config1, (first bit, last bit), per platform
+_STATE_FIELD = {
+    "JKT": (18, 22),
+    "IVT": (17, 22),
+    **{p: (17, 23) for p in ("HSX", "BDX", "BDW-DE")},
+    **{p: (17, 26) for p in ("SKX", "CLX")},
+}
+_STATE = re.compile(r"(?:CBoFilter0?|CHAFilter0)\[(\d+):(\d+)\]")  # JKT's has no 0
 
 
 def _num(raw: dict[str, Any], key: str) -> int:
@@ -102,18 +114,20 @@ def uncore(raw: dict[str, Any], platform: str) -> Attr | None:
         | _num(raw, "Invert") << 23
         | _num(raw, "CounterMask") << 24
     )
+    config |= _num(raw, "UMaskExt") << 32
     if raw.get("Unit") == "IIO":
         port, fc = _IIO_SHIFT.get(platform, (36, 48))
         config |= _num(raw, "PortMask") << port | _num(raw, "FCMask") << fc
-    else:
-        config |= _num(raw, "UMaskExt") << 32
     config1 = 0
     filter_ = str(raw.get("Filter") or "").strip()
     if filter_ == "Filter1":
         config1 = _num(raw, "FILTER_VALUE") << 32
-    state = _STATE.fullmatch(filter_)
-    if state and platform in _STATE_TOP:
-        high, low = min(int(state.group(1)), _STATE_TOP[platform]), int(state.group(2))
+    # the first range named, when it lies in the state field (JKT's NID lookups add
+    # ", CBoFilter[17:10]", the node; CBoFilter[31:23] is JKT's opcode, CHAFilter0[12:0] SKX's TID)
+    state = _STATE.match(filter_)
+    first, last = _STATE_FIELD.get(platform, (-1, -1))
+    if state and first <= int(state.group(2)) <= last:
+        high, low = min(int(state.group(1)), last), int(state.group(2))
         config1 = ((1 << (high - low + 1)) - 1) << low
     return Attr(0, config, config1)
 
