@@ -1,7 +1,7 @@
 """The analyses of `autoprof analyze` for the web pages: correlation, stats and compare over a
 run's results frame, as JSON-ready data.
 
-They need the whole frame (`queries.export_frame`), so the run page asks for them after it has
+They need the whole frame (`store.export.frame`), so the run page asks for them after it has
 opened; frames of the last few runs asked for stay in memory (a stored run never changes).
 """
 
@@ -19,7 +19,8 @@ from autoprof.analysis import compare as compare_mod
 from autoprof.analysis import correlation, data, stats
 from autoprof.errors import AutoprofError
 from autoprof.store.engine import Store
-from autoprof.store.queries import export_frame, find_run
+from autoprof.store import export
+from autoprof.store.queries import find_run
 
 CACHED_FRAMES = 4
 HEATMAP_EVENTS = 60  # the most variable events when a run has more
@@ -40,7 +41,7 @@ class FrameCache:
                 if uuid in self.frames:
                     self.frames.move_to_end(uuid)
                     return uuid, self.frames[uuid]
-            frame = export_frame(conn, uuid, partial=True)
+            frame = export.frame(conn, uuid, partial=True)
         if not frame.empty:
             frame = data.prepare(frame)
         with self.lock:

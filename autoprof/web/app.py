@@ -18,8 +18,8 @@ import io
 import re
 import stat
 import tarfile
-import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -34,7 +34,8 @@ from autoprof import results
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
 from autoprof.store.engine import Store
-from autoprof.store.queries import export_frame, find_run
+from autoprof.store import export
+from autoprof.store.queries import find_run
 from autoprof.web.analyses import FrameCache
 from autoprof.web.guard import TOKEN_COOKIE, Guard, host_names
 from autoprof.web.jobs import Backend, LocalQueue
@@ -178,16 +179,7 @@ def download(request: Request) -> Response:
     ident, kind = request.path_params["run_id"], request.path_params["kind"]
     uuid = _run_uuid(state, ident)
     if kind in ("results.csv", "results.parquet"):
-        with state.settings.store.read() as conn:
-            frame = export_frame(conn, uuid, partial=True)
-        if kind == "results.parquet":
-            buffer = io.BytesIO()
-            frame.to_parquet(buffer, index=False)
-            return _attachment(buffer.getvalue(), f"{uuid}.parquet", "application/octet-stream")
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "results.csv"
-            results.write_csv(frame, path)
-            return _attachment(path.read_bytes(), f"{uuid}.csv", "text/csv")
+        return _results_download(state.settings.store, uuid, kind)
     root = local_out(state, uuid)
     if root is None:
         raise HTTPException(404, "this run's out/ folder is not on this machine")
@@ -198,6 +190,61 @@ def download(request: Request) -> Response:
         path = request.path_params.get("path", "")
         return FileResponse(inside(root, path, has_token(request)))
     raise HTTPException(404)
+
+
+def _results_download(store: Store, uuid: str, kind: str) -> Response:
+    """The run's results streamed from the store as they are read, a window of rows at a time
+    (`store.export`): the first bytes leave at once, and memory stays flat."""
+    if kind == "results.csv":
+        name, media_type, body = f"{uuid}.csv", "text/csv", _from_store(store, uuid, export.csv_chunks)
+    else:
+        name, media_type = f"{uuid}.parquet", "application/octet-stream"
+        body = _from_store(store, uuid, _parquet_chunks)
+    return StreamingResponse(
+        body,
+        media_type=media_type,
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+def _from_store(store: Store, uuid: str, make) -> Iterator[bytes]:
+    """`make(conn, uuid)`'s bytes, read in one transaction that stays open while they are sent
+    (Starlette runs this generator in its thread pool)."""
+    with store.read() as conn:
+        yield from make(conn, uuid, partial=True)
+
+
+def _parquet_chunks(conn, uuid: str, partial: bool) -> Iterator[bytes]:
+    """results.parquet, a row group per window of rows, each sent once written; with pandas'
+    metadata, so that pandas reads the results dtypes back (nullable integers, strings)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.Schema.from_pandas(results.empty_frame(), preserve_index=False)
+    sink = _Drained()
+    with pq.ParquetWriter(sink, schema) as writer:
+        for table in export.chunks(conn, uuid, partial=partial):
+            writer.write_table(results.decoded(table).cast(schema))
+            yield sink.drain()
+    yield sink.drain()
+
+
+class _Drained(io.RawIOBase):
+    """A write-only file whose bytes are taken away as they come (`drain`)."""
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.pending += data
+        return len(data)
+
+    def drain(self) -> bytes:
+        data, self.pending = bytes(self.pending), bytearray()
+        return data
 
 
 def record_file(request: Request) -> Response:
