@@ -18,8 +18,8 @@ import pandas as pd
 from autoprof.analysis import compare as compare_mod
 from autoprof.analysis import correlation, data, stats
 from autoprof.errors import AutoprofError
-from autoprof.store.engine import Store
 from autoprof.store import export
+from autoprof.store.engine import Store
 from autoprof.store.queries import find_run
 
 CACHED_FRAMES = 4

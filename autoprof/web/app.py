@@ -33,8 +33,8 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from autoprof import results
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
-from autoprof.store.engine import Store
 from autoprof.store import export
+from autoprof.store.engine import Store
 from autoprof.store.queries import find_run
 from autoprof.web.analyses import FrameCache
 from autoprof.web.guard import TOKEN_COOKIE, Guard, host_names
@@ -196,7 +196,8 @@ def _results_download(store: Store, uuid: str, kind: str) -> Response:
     """The run's results streamed from the store as they are read, a window of rows at a time
     (`store.export`): the first bytes leave at once, and memory stays flat."""
     if kind == "results.csv":
-        name, media_type, body = f"{uuid}.csv", "text/csv", _from_store(store, uuid, export.csv_chunks)
+        name, media_type = f"{uuid}.csv", "text/csv"
+        body = _from_store(store, uuid, export.csv_chunks)
     else:
         name, media_type = f"{uuid}.parquet", "application/octet-stream"
         body = _from_store(store, uuid, _parquet_chunks)
