@@ -156,9 +156,15 @@ def _segment(columns: list, end: str = ""):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    columns = _shared(columns)
     if len(columns) == 1:
         codes, texts = columns[0]
         rows = pa.array(codes)
+    elif max(len(texts) for _, texts in columns) * 4 > len(columns[0][0]):
+        # values mostly distinct (an export's TIME): no combinations worth finding
+        parts = [texts.take(pa.array(codes)) for codes, texts in columns]
+        joined = pc.binary_join_element_wise(*parts, ",")
+        return pc.binary_join_element_wise(joined, pa.scalar(end), "") if end else joined
     else:
         if math.prod(len(texts) for _, texts in columns) < 2**62:
             key = np.zeros(len(columns[0][0]), np.int64)
@@ -181,6 +187,20 @@ def _segment(columns: list, end: str = ""):
     if end:
         texts = pc.binary_join_element_wise(texts, pa.scalar(end), "")
     return texts.take(rows)
+
+
+def _shared(columns: list) -> list:
+    """Adjacent columns with the same codes (an export's series columns) as one (codes, texts
+    joined with commas): their combinations need no hashing."""
+    import pyarrow.compute as pc
+
+    merged: list = []
+    for codes, texts in columns:
+        if merged and merged[-1][0] is codes:
+            merged[-1] = (codes, pc.binary_join_element_wise(merged[-1][1], texts, ","))
+        else:
+            merged.append((codes, texts))
+    return merged
 
 
 def _string_bytes(array) -> bytes:
@@ -207,6 +227,9 @@ def encode(table) -> bytes:
     if table.num_rows == 0:
         return b""
     coded = {}
+    # columns of one index array (an export's series columns) share one codes array; the
+    # indices stay referenced here, so that no other column's buffer can take their address
+    same: dict[tuple[int, int, int], tuple[Any, np.ndarray]] = {}
     for name in COLUMNS:
         column = table.column(name).combine_chunks()
         if name == "SAMPLE_VALUE":  # mostly distinct: formatted as it is
@@ -220,7 +243,10 @@ def encode(table) -> bytes:
         if indices.null_count:  # a missing value: one more text, empty
             indices = pc.fill_null(indices, len(texts))
             texts = pa.concat_arrays([texts, pa.array([""], texts.type)])
-        coded[name] = (indices.to_numpy(zero_copy_only=False).astype(np.int64), texts)
+        where = (indices.buffers()[1].address, indices.offset, len(indices))
+        if indices.null_count or where not in same:
+            same[where] = (indices, indices.to_numpy(zero_copy_only=False).astype(np.int64))
+        coded[name] = (same[where][1], texts)
     values = table.column("SAMPLE_VALUE").combine_chunks()
     value = _float_text(values.to_numpy(zero_copy_only=False).astype(np.float64), True)
     parts = [_segment([coded[n] for n in names]) for names in _SEGMENTS[:-1]]

@@ -7,19 +7,23 @@ rows, sent with PostgreSQL's ``COPY measurement FROM STDIN`` (CSV text that pyar
 thread sending one chunk while the next is made) or SQLite prepared inserts (``executemany``),
 inside the upload's one transaction.
 
-Out: a part's rows in their order (`seq`) as pyarrow tables: on PostgreSQL ``COPY (SELECT ...
-ORDER BY seq) TO STDOUT`` over windows of `seq` (the BRIN index on (part_id, seq) finds a
-window's pages, and each window sorts in memory), read a window ahead in a thread; on SQLite the
-cursor over the table's own (part_id, seq) order. Values are exact both ways: PostgreSQL prints
-and pyarrow writes floats in shortest round-trip form.
+Out: a part's rows in their order (`seq`) as pyarrow tables, read through ADBC (`read_rows`):
+Arrow record batches straight from the database, never a Python object per row (PostgreSQL's
+ADBC driver reads with ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)``). On PostgreSQL a window
+of `seq` at a time, found by the BRIN index on (part_id, seq) and put in order here; on SQLite
+the table's own (part_id, seq) order. Values are exact both ways: pyarrow writes floats in
+shortest round-trip form, and reads come back in binary.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -28,13 +32,15 @@ import pyarrow.csv as pcsv
 from sqlalchemy import Connection
 
 from autoprof import results
+from autoprof.errors import AutoprofError
 from autoprof.store.models import MEASUREMENT_INDEX, SAMPLE_COLUMNS, SERIES_COLUMNS
 
 MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
 # what a read returns per row: the series number, then the sample columns (results names)
 READ_COLUMNS = ["series", *SAMPLE_COLUMNS]
-WINDOW = 1 << 18  # rows per ordered read on PostgreSQL: a window sorts in memory
-_WORK_MEM = "128MB"  # a window's sort, with room
+WINDOW = 1 << 20  # rows per read on PostgreSQL (put in order here): about 60 MB of Arrow
+BATCH = 1 << 18  # rows per batch on SQLite (its driver's default, 1024, costs per batch)
+_WORK_MEM = "256MB"  # several parts' rows are sorted by the server
 
 
 class SeriesNumbers:
@@ -161,7 +167,7 @@ _READ_TYPES = {
     "series": pa.int32(),
     **{name: results.arrow_types()[name] for name in SAMPLE_COLUMNS},
 }
-_SAMPLES = ", ".join(f"m.{c}" for c in SAMPLE_COLUMNS.values())
+_NULLABLE = list(SAMPLE_COLUMNS.values())
 
 
 @dataclass(frozen=True)
@@ -177,94 +183,116 @@ class Part:
 def read_rows(conn: Connection, parts: list[Part]) -> Iterator[pa.Table]:
     """The measurements of `parts` as tables of READ_COLUMNS, in the order `runs export`
     writes them: one part in its own order; several stably sorted by (RUN, REPEAT), the order a
-    single-machine `aggregate` writes runs in (a missing RUN or REPEAT last), part by part."""
-    if len(parts) == 1:
+    single-machine `aggregate` writes runs in (a missing RUN or REPEAT last), part by part.
+
+    Read through ADBC (Arrow's database connectivity), on a connection of its own to the same
+    database: rows arrive as Arrow record batches, never as Python objects (PostgreSQL's driver
+    reads them with ``COPY ... TO STDOUT (FORMAT BINARY)``). Raises AutoprofError when the
+    run's rows change while they are read (a delete, on another connection)."""
+    expected = sum(p.rows for p in parts)
+    found = 0
+    with _reader(conn) as reader:
+        for table in reader.tables(parts):
+            found += table.num_rows
+            yield table
+    if found != expected:
+        raise AutoprofError(f"the run changed while it was read ({found} of {expected} rows)")
+
+
+class _Reader:
+    """Queries on an ADBC connection, as tables of READ_COLUMNS."""
+
+    def __init__(self, adbc: Any, postgresql: bool) -> None:
+        self.adbc, self.postgresql = adbc, postgresql
+
+    def tables(self, parts: list[Part]) -> Iterator[pa.Table]:
+        if len(parts) > 1:
+            shift = " ".join(f"WHEN {int(p.id)} THEN {int(p.offset)}" for p in parts)
+            order = "s.plan_run IS NULL, s.plan_run, s.repeat IS NULL, s.repeat, r.part, m.seq"
+            yield from self.query(
+                f"m.series + CASE m.part_id {shift} END",
+                "measurement m JOIN series s ON s.part_id = m.part_id AND s.number = m.series "
+                "JOIN run_part r ON r.id = m.part_id",
+                f"m.part_id IN ({', '.join(str(int(p.id)) for p in parts)}) ORDER BY {order}",
+            )
+            return
         (part,) = parts
-        where = f"m.part_id = {int(part.id)}"
-        if conn.dialect.name == "postgresql":
-            windows = (
-                f"{where} AND m.seq >= {start} AND m.seq < {start + WINDOW}"
-                for start in range(0, part.rows, WINDOW)
-            )
-            return _copy_out(
-                conn, (_select(f"m.series + {part.offset}", w, "m.seq") for w in windows)
-            )
-        return _fetch(conn, _select(f"m.series + {part.offset}", where, "m.seq"))
-    shift = " ".join(f"WHEN {int(p.id)} THEN {int(p.offset)}" for p in parts)
-    query = _select(
-        f"m.series + CASE m.part_id {shift} END",
-        f"m.part_id IN ({', '.join(str(int(p.id)) for p in parts)})",
-        "s.plan_run IS NULL, s.plan_run, s.repeat IS NULL, s.repeat, r.part, m.seq",
-        "JOIN series s ON s.part_id = m.part_id AND s.number = m.series "
-        "JOIN run_part r ON r.id = m.part_id",
-    )
-    return _copy_out(conn, [query]) if conn.dialect.name == "postgresql" else _fetch(conn, query)
+        series, where = f"m.series + {int(part.offset)}", f"m.part_id = {int(part.id)}"
+        if not self.postgresql:  # the table is the (part_id, seq) b-tree: read in its order
+            yield from self.query(series, "measurement m", f"{where} ORDER BY m.seq")
+            return
+        # a window of seq at a time, found by the BRIN index, put in order here: no sort in
+        # the server, and memory bounded by the window
+        for start in range(0, part.rows, WINDOW):
+            window = f"{where} AND m.seq >= {start} AND m.seq < {start + WINDOW}"
+            table = pa.concat_tables(self.query(series, "measurement m", window, seq=True))
+            order = np.argsort(table.column("seq").to_numpy(), kind="stable")
+            yield table.drop_columns(["seq"]).take(pa.array(order))
+
+    def query(self, series: str, source: str, where: str, seq: bool = False) -> Iterator[pa.Table]:
+        if self.postgresql:
+            columns = [f"{series} AS series", *(f"m.{c}" for c in _NULLABLE)]
+        else:  # the driver types a column by its first values: never let one start NULL
+            columns = [f"{series} AS series"]
+            columns += [f"coalesce(m.{c}, {_ZERO[c]})" for c in _NULLABLE]
+            columns.append(" | ".join(f"((m.{c} IS NULL) << {i})" for i, c in enumerate(_NULLABLE)))
+        if seq:
+            columns.append("m.seq")
+        cursor = self.adbc.cursor()
+        if not self.postgresql:
+            cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH)})
+        try:
+            cursor.execute(f"SELECT {', '.join(columns)} FROM {source} WHERE {where}")
+            for batch in cursor.fetch_record_batch():
+                yield self._typed(batch, seq)
+        finally:
+            cursor.close()
+
+    def _typed(self, batch: pa.RecordBatch, seq: bool) -> pa.Table:
+        arrays = list(batch.columns)
+        if not self.postgresql:
+            nulls = arrays.pop(len(READ_COLUMNS)).to_numpy()
+            for i in range(len(_NULLABLE)):
+                missing = (nulls >> i) & 1 == 1
+                if missing.any():
+                    arrays[i + 1] = pc.if_else(
+                        missing, pa.scalar(None, arrays[i + 1].type), arrays[i + 1]
+                    )
+        names = READ_COLUMNS + (["seq"] if seq else [])
+        typed = [
+            a.cast(_READ_TYPES[n]) if n in _READ_TYPES else a
+            for a, n in zip(arrays, names, strict=False)
+        ]
+        return pa.table(typed, names=names)
 
 
-def _select(series: str, where: str, order: str, joins: str = "") -> str:
-    return f"SELECT {series}, {_SAMPLES} FROM measurement m {joins} WHERE {where} ORDER BY {order}"
+_ZERO = {c: ("''" if c == "status" else "0") for c in _NULLABLE}
 
 
-def _fetch(conn: Connection, query: str) -> Iterator[pa.Table]:
-    """SQLite: the query's rows through the cursor, WINDOW at a time."""
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    cursor = driver.execute(query)
-    while batch := cursor.fetchmany(WINDOW):
-        columns = zip(READ_COLUMNS, zip(*batch, strict=True), strict=True)
-        yield pa.table([pa.array(v, _READ_TYPES[n]) for n, v in columns], names=READ_COLUMNS)
+@contextlib.contextmanager
+def _reader(conn: Connection) -> Iterator[_Reader]:
+    """An ADBC connection to `conn`'s database, read-only, in one transaction."""
+    url = conn.engine.url
+    if conn.dialect.name == "postgresql":
+        import adbc_driver_postgresql.dbapi as adbc_pg
 
+        target = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        adbc = adbc_pg.connect(target)
+        setup = [
+            f"SET work_mem = '{_WORK_MEM}'",
+            "SET jit = off",  # compiling a window's query costs more than it saves
+            "SET max_parallel_workers_per_gather = 0",
+        ]
+    else:
+        import adbc_driver_sqlite.dbapi as adbc_sqlite
 
-def _copy_out(conn: Connection, queries: Iterable[str]) -> Iterator[pa.Table]:
-    """PostgreSQL: the queries' rows one after the other, through `COPY (...) TO STDOUT`,
-    parsed by pyarrow's streaming CSV reader as they arrive."""
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    driver.execute(f"SET LOCAL work_mem = '{_WORK_MEM}'")
-    driver.execute("SET LOCAL jit = off")  # compiling a window's query costs more than it saves
-    driver.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-
-    def data() -> Iterator[bytes]:
-        with driver.cursor() as cursor:
-            for query in queries:
-                with cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT CSV)") as copy:
-                    yield from copy  # a row at a time, as libpq receives them
-
-    reader = pcsv.open_csv(  # pyarrow reads and parses ahead in its own threads
-        _Chunks(data()),
-        read_options=pcsv.ReadOptions(column_names=READ_COLUMNS, block_size=4 << 20),
-        convert_options=pcsv.ConvertOptions(
-            column_types=_READ_TYPES,
-            null_values=[""],
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=False,  # "" is an empty text, an empty field NULL
-        ),
-    )
-    for batch in reader:
-        yield pa.Table.from_batches([batch])
-
-
-class _Chunks(io.RawIOBase):
-    """A read-only file over an iterator of byte strings (what pyarrow's reader wants)."""
-
-    def __init__(self, chunks: Iterator[Any]) -> None:
-        self.chunks = chunks
-        self.pending = memoryview(b"")
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        """Fill `buffer` (short only at the end): pyarrow reads a block at a time."""
-        done = 0
-        while done < len(buffer):
-            if not self.pending:
-                chunk = next(self.chunks, None)
-                if chunk is None:
-                    break
-                self.pending = memoryview(chunk)
-            n = min(len(buffer) - done, len(self.pending))
-            buffer[done : done + n] = self.pending[:n]
-            self.pending = self.pending[n:]
-            done += n
-        return done
+        path = Path(url.database or "").expanduser().resolve()
+        adbc = adbc_sqlite.connect(f"file:{quote(str(path))}?mode=ro")
+        setup = []
+    try:
+        with adbc.cursor() as cursor:
+            for statement in setup:
+                cursor.execute(statement)
+        yield _Reader(adbc, conn.dialect.name == "postgresql")
+    finally:
+        adbc.close()

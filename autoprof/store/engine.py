@@ -61,10 +61,12 @@ class Store:
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
         """Turn database errors into one masked line for the user."""
+        from adbc_driver_manager import Error as AdbcError
+
         try:
             yield
-        except (DBAPIError, psycopg.Error, sqlite3.Error) as err:
-            # the bulk paths use the driver directly, so its own errors arrive here unwrapped
+        except (DBAPIError, psycopg.Error, sqlite3.Error, AdbcError) as err:
+            # the bulk paths use the drivers (and ADBC's) directly: their errors arrive unwrapped
             orig = err.orig if isinstance(err, DBAPIError) else err
             reason = str(orig or err).strip().splitlines()
             first = reason[0] if reason else type(err).__name__
