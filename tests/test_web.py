@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from starlette.testclient import TestClient
 
+from autoprof.analysis.downsample import lttb
 from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
 from autoprof.results.live import Tail
@@ -27,7 +28,6 @@ from autoprof.store import engine, export, queries, upload
 from autoprof.testing.synthetic_out import EVENTS, PLANNED, make_out
 from autoprof.web import views
 from autoprof.web.app import TOKEN_HEADER, Settings, create_app
-from autoprof.web.downsample import lttb
 
 TOKEN = "t" * 24
 XSS = "<script>window.pwned=1</script>"

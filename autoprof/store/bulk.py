@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -185,10 +186,10 @@ def read_rows(conn: Connection, parts: list[Part]) -> Iterator[pa.Table]:
     writes them: one part in its own order; several stably sorted by (RUN, REPEAT), the order a
     single-machine `aggregate` writes runs in (a missing RUN or REPEAT last), part by part.
 
-    Read through ADBC (Arrow's database connectivity), on a connection of its own to the same
-    database: rows arrive as Arrow record batches, never as Python objects (PostgreSQL's driver
-    reads them with ``COPY ... TO STDOUT (FORMAT BINARY)``). Raises AutoprofError when the
-    run's rows change while they are read (a delete, on another connection)."""
+    Read through ADBC (Arrow's database connectivity), apart from the caller's connection (see
+    `_Reader`): rows arrive as Arrow record batches, never as Python objects (PostgreSQL's
+    driver reads them with ``COPY ... TO STDOUT (FORMAT BINARY)``). Raises AutoprofError when
+    the run's rows change while they are read (a delete, on another connection)."""
     expected = sum(p.rows for p in parts)
     found = 0
     with _reader(conn) as reader:
@@ -200,10 +201,12 @@ def read_rows(conn: Connection, parts: list[Part]) -> Iterator[pa.Table]:
 
 
 class _Reader:
-    """Queries on an ADBC connection, as tables of READ_COLUMNS."""
+    """Queries through ADBC, as tables of READ_COLUMNS: on PostgreSQL a connection of its own
+    (`adbc`), on SQLite a child process per query (`autoprof.store.sqlite_arrow`)."""
 
-    def __init__(self, adbc: Any, postgresql: bool) -> None:
-        self.adbc, self.postgresql = adbc, postgresql
+    def __init__(self, adbc: Any, path: str) -> None:
+        self.adbc, self.path = adbc, path
+        self.postgresql = adbc is not None
 
     def tables(self, parts: list[Part]) -> Iterator[pa.Table]:
         if len(parts) > 1:
@@ -238,13 +241,16 @@ class _Reader:
             columns.append(" | ".join(f"((m.{c} IS NULL) << {i})" for i, c in enumerate(_NULLABLE)))
         if seq:
             columns.append("m.seq")
+        query = f"SELECT {', '.join(columns)} FROM {source} WHERE {where}"
+        batches = self._postgresql(query) if self.postgresql else _sqlite(self.path, query)
+        for batch in batches:
+            yield self._typed(batch, seq)
+
+    def _postgresql(self, query: str) -> Iterator[pa.RecordBatch]:
         cursor = self.adbc.cursor()
-        if not self.postgresql:
-            cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH)})
         try:
-            cursor.execute(f"SELECT {', '.join(columns)} FROM {source} WHERE {where}")
-            for batch in cursor.fetch_record_batch():
-                yield self._typed(batch, seq)
+            cursor.execute(query)
+            yield from cursor.fetch_record_batch()
         finally:
             cursor.close()
 
@@ -271,28 +277,36 @@ _ZERO = {c: ("''" if c == "status" else "0") for c in _NULLABLE}
 
 @contextlib.contextmanager
 def _reader(conn: Connection) -> Iterator[_Reader]:
-    """An ADBC connection to `conn`'s database, read-only, in one transaction."""
+    """What reads `conn`'s database through ADBC (PostgreSQL: a connection, closed after)."""
     url = conn.engine.url
-    if conn.dialect.name == "postgresql":
-        import adbc_driver_postgresql.dbapi as adbc_pg
+    if conn.dialect.name != "postgresql":
+        yield _Reader(None, str(Path(url.database or "").expanduser().resolve()))
+        return
+    import adbc_driver_postgresql.dbapi as adbc_pg
 
-        target = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        adbc = adbc_pg.connect(target)
-        setup = [
-            f"SET work_mem = '{_WORK_MEM}'",
-            "SET jit = off",  # compiling a window's query costs more than it saves
-            "SET max_parallel_workers_per_gather = 0",
-        ]
-    else:
-        import adbc_driver_sqlite.dbapi as adbc_sqlite
-
-        path = Path(url.database or "").expanduser().resolve()
-        adbc = adbc_sqlite.connect(f"file:{quote(str(path))}?mode=ro")
-        setup = []
+    adbc = adbc_pg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
     try:
         with adbc.cursor() as cursor:
-            for statement in setup:
-                cursor.execute(statement)
-        yield _Reader(adbc, conn.dialect.name == "postgresql")
+            cursor.execute(f"SET work_mem = '{_WORK_MEM}'")
+            cursor.execute("SET jit = off")  # compiling a window's query costs more than it saves
+            cursor.execute("SET max_parallel_workers_per_gather = 0")
+        yield _Reader(adbc, "")
     finally:
         adbc.close()
+
+
+def _sqlite(path: str, query: str) -> Iterator[pa.RecordBatch]:
+    """The rows of `query` on the SQLite file `path`, from a child process (see its module)."""
+    argv = [sys.executable, "-m", "autoprof.store.sqlite_arrow", path, str(BATCH), query]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout is not None
+        # nothing written: the child failed, and says why below
+        with contextlib.suppress(pa.ArrowInvalid):
+            yield from pa.ipc.open_stream(child.stdout)
+    finally:
+        if child.poll() is None and child.stdout is not None:
+            child.stdout.close()  # a reader stopping early: the child ends on a broken pipe
+        _, error = child.communicate()
+    if child.returncode:
+        raise AutoprofError(f"reading {path}: {error.decode(errors='replace').strip()}")
