@@ -79,6 +79,12 @@ def test_migrations_create_exactly_the_models(store_url):
         assert engine.current_revision(conn) == engine.head_revision()
 
 
+def test_head_revision_is_the_newest_migration():
+    from alembic.script import ScriptDirectory
+
+    assert ScriptDirectory(str(engine.MIGRATIONS)).get_current_head() == engine.HEAD_REVISION
+
+
 def test_round_trip_export_is_byte_identical(store_url, tmp_path):
     out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=30)
     up = autoprof("upload", out, "--tag", "kernel=6.1", store=store_url)
