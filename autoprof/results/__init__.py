@@ -355,9 +355,9 @@ def arrow_types() -> dict[str, Any]:
     return {name: kinds[dtype] for name, dtype in DTYPES.items()}
 
 
-def read_chunks(path: str | Path, block_size: int = CHUNK_BYTES) -> Iterator[Any]:
+def read_chunks(path: str | Path, block_size: int | None = None) -> Iterator[Any]:
     """The rows of a results file as pyarrow tables of every result column (`arrow_types`; a
-    column autoperf's files lack is all null), `block_size` bytes of the file at a time: memory
+    column autoperf's files lack is all null), `block_size` bytes (CHUNK_BYTES) at a time: memory
     stays that of a block, whatever the file's size. The same values as `read_csv` (only an
     empty field is missing). Raises ValueError (with the reason) for a file that is not one: a
     header without autoperf's columns at once, a malformed line when its block is read."""
@@ -366,7 +366,7 @@ def read_chunks(path: str | Path, block_size: int = CHUNK_BYTES) -> Iterator[Any
     missing = [c for c in AUTOPERF_COLUMNS if c not in header]
     if missing:
         raise ValueError(f"results frame lacks columns: {', '.join(missing)}")
-    return _checked(_blocks(path, block_size))
+    return _checked(_blocks(path, block_size or CHUNK_BYTES))
 
 
 def _checked(blocks: Iterator[Any]) -> Iterator[Any]:

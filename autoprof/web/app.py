@@ -15,9 +15,11 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
+import os
 import re
 import stat
 import tarfile
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -41,6 +43,8 @@ from autoprof.web.guard import TOKEN_COOKIE, Guard, host_names
 from autoprof.web.jobs import Backend, LocalQueue
 
 TOKEN_HEADER = "X-Autoprof-Token"
+EXPORTS = "exports"  # data_dir's folder of results.csv files already downloaded once
+EXPORT_CACHE_BYTES = 4 << 30
 # what a workload printed: readable with the token only (it may hold anything the program saw)
 PRIVATE_FILES = frozenset({outdir.STDOUT, outdir.STDERR})
 HERE = Path(__file__).parent
@@ -167,19 +171,16 @@ def _tar_out(root: Path, name: str, private: bool) -> bytes:
     return buffer.getvalue()
 
 
-def _run_uuid(state: State, ident: str) -> str:
-    with state.settings.store.read() as conn:
-        return find_run(conn, ident).uuid
-
-
 def download(request: Request) -> Response:
     """results.csv (byte for byte `runs export`), results.parquet, out.tar.gz, or a raw file
     of the run's out/ folder: /runs/ID/files/PATH."""
     state = state_of(request)
     ident, kind = request.path_params["run_id"], request.path_params["kind"]
-    uuid = _run_uuid(state, ident)
+    with state.settings.store.read() as conn:
+        run = find_run(conn, ident)
+    uuid = run.uuid
     if kind in ("results.csv", "results.parquet"):
-        return _results_download(state.settings.store, uuid, kind)
+        return _results_download(state, uuid, run.rows, kind)
     root = local_out(state, uuid)
     if root is None:
         raise HTTPException(404, "this run's out/ folder is not on this machine")
@@ -192,20 +193,50 @@ def download(request: Request) -> Response:
     raise HTTPException(404)
 
 
-def _results_download(store: Store, uuid: str, kind: str) -> Response:
+def _results_download(state: State, uuid: str, rows: int, kind: str) -> Response:
     """The run's results streamed from the store as they are read, a window of rows at a time
-    (`store.export`): the first bytes leave at once, and memory stays flat."""
-    if kind == "results.csv":
-        name, media_type = f"{uuid}.csv", "text/csv"
-        body = _from_store(store, uuid, export.csv_chunks)
-    else:
+    (`store.export`): the first bytes leave at once, and memory stays flat. results.csv is
+    kept as it goes out (data_dir/exports, the newest EXPORT_CACHE_BYTES), so that the next
+    download of the run is a file sent at the disk's speed; keyed by the run's rows, since a
+    stored run changes only by gaining parts."""
+    store = state.settings.store
+    if kind == "results.parquet":
         name, media_type = f"{uuid}.parquet", "application/octet-stream"
         body = _from_store(store, uuid, _parquet_chunks)
+    else:
+        name, media_type = f"{uuid}.csv", "text/csv"
+        kept = state.settings.data_dir / EXPORTS / f"{uuid}-{rows}.csv"
+        headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+        if kept.is_file():
+            os.utime(kept)  # newest used: the last to go
+            return FileResponse(kept, media_type=media_type, headers=headers)
+        body = _kept(kept, _from_store(store, uuid, export.csv_chunks))
     return StreamingResponse(
         body,
         media_type=media_type,
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
+
+
+def _kept(path: Path, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """`chunks`, written to `path` too once all of them went out (a download cut short keeps
+    nothing); then the oldest kept files go until EXPORT_CACHE_BYTES are left."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".partial", delete=False) as file:
+        try:
+            for chunk in chunks:
+                file.write(chunk)
+                yield chunk
+        except BaseException:  # the reader went away, or the store failed: nothing kept
+            Path(file.name).unlink(missing_ok=True)
+            raise
+    os.replace(file.name, path)
+    kept = sorted(path.parent.glob("*.csv"), key=lambda p: p.stat().st_mtime, reverse=True)
+    total = 0
+    for old in kept:
+        total += old.stat().st_size
+        if total > EXPORT_CACHE_BYTES:
+            old.unlink(missing_ok=True)
 
 
 def _from_store(store: Store, uuid: str, make) -> Iterator[bytes]:
