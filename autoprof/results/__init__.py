@@ -344,7 +344,7 @@ def read_csv(
     return frame
 
 
-CHUNK_BYTES = 8 << 20  # bytes of a results file read at a time by `read_chunks`
+CHUNK_BYTES = 1 << 20  # bytes of a results file read at a time by `read_chunks` (~12,000 rows)
 
 
 def arrow_types() -> dict[str, Any]:
@@ -355,18 +355,22 @@ def arrow_types() -> dict[str, Any]:
     return {name: kinds[dtype] for name, dtype in DTYPES.items()}
 
 
-def read_chunks(path: str | Path, block_size: int | None = None) -> Iterator[Any]:
+def read_chunks(
+    path: str | Path, block_size: int | None = None, verbatim: tuple = ()
+) -> Iterator[Any]:
     """The rows of a results file as pyarrow tables of every result column (`arrow_types`; a
     column autoperf's files lack is all null), `block_size` bytes (CHUNK_BYTES) at a time: memory
     stays that of a block, whatever the file's size. The same values as `read_csv` (only an
-    empty field is missing). Raises ValueError (with the reason) for a file that is not one: a
-    header without autoperf's columns at once, a malformed line when its block is read."""
+    empty field is missing); text columns come dictionary-encoded (a run has few names), and the
+    columns named in `verbatim` as the file's text (for a reader that parses them itself).
+    Raises ValueError (with the reason) for a file that is not one: a header without
+    autoperf's columns at once, a malformed line when its block is read."""
     with open(path, newline="") as file:
         header = next(csv.reader([file.readline()]), [])
     missing = [c for c in AUTOPERF_COLUMNS if c not in header]
     if missing:
         raise ValueError(f"results frame lacks columns: {', '.join(missing)}")
-    return _checked(_blocks(path, block_size or CHUNK_BYTES))
+    return _checked(_blocks(path, block_size or CHUNK_BYTES, verbatim))
 
 
 def _checked(blocks: Iterator[Any]) -> Iterator[Any]:
@@ -378,15 +382,24 @@ def _checked(blocks: Iterator[Any]) -> Iterator[Any]:
         raise ValueError(str(err).strip().splitlines()[0]) from None
 
 
-def _blocks(path: str | Path, block_size: int) -> Iterator[Any]:
+def _blocks(path: str | Path, block_size: int, verbatim: tuple) -> Iterator[Any]:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
+    types = arrow_types()
+    for name, kind in types.items():
+        if name in verbatim:
+            types[name] = pa.string()
+        elif kind == pa.string():
+            types[name] = pa.dictionary(pa.int32(), pa.string())
+
     reader = pcsv.open_csv(
         path,
-        read_options=pcsv.ReadOptions(block_size=block_size),
+        # one thread: the caller's work on a chunk overlaps with the next one's reading anyway,
+        # and parallel parsing holds several blocks (and their columns) at once
+        read_options=pcsv.ReadOptions(block_size=block_size, use_threads=False),
         convert_options=pcsv.ConvertOptions(
-            column_types=arrow_types(),
+            column_types=types,
             null_values=[""],
             strings_can_be_null=True,
             include_columns=COLUMNS,

@@ -39,8 +39,8 @@ from autoprof.store.models import MEASUREMENT_INDEX, SAMPLE_COLUMNS, SERIES_COLU
 MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
 # what a read returns per row: the series number, then the sample columns (results names)
 READ_COLUMNS = ["series", *SAMPLE_COLUMNS]
-WINDOW = 1 << 20  # rows per read on PostgreSQL (put in order here): about 60 MB of Arrow
-BATCH = 1 << 18  # rows per batch on SQLite (its driver's default, 1024, costs per batch)
+WINDOW = 1 << 18  # rows per read on PostgreSQL, put in order here (about 15 MB of Arrow)
+BATCH = 1 << 16  # rows per batch on SQLite (its driver's default, 1024, costs per batch)
 _WORK_MEM = "256MB"  # several parts' rows are sorted by the server
 
 
@@ -55,32 +55,30 @@ class SeriesNumbers:
         """The series number of each row of `table` (new series are numbered on the way)."""
         if table.num_rows == 0:
             return np.zeros(0, np.int32)
-        key: np.ndarray | None = None
-        codes, dictionaries = [], []
-        for name in SERIES_COLUMNS:
-            encoded = pc.dictionary_encode(
-                table.column(name).combine_chunks(), null_encoding="encode"
-            )
-            code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            codes.append(code)
-            dictionaries.append(encoded.dictionary)
-            # combined codes stay dense (each step encoded again): no overflow, any width
-            joined = code if key is None else key * len(encoded.dictionary) + code
-            key = pc.dictionary_encode(pa.array(joined)).indices.to_numpy().astype(np.int64)
-        assert key is not None
-        # codes are numbered in order of first appearance; the row where each first appears
-        first = np.empty(int(key.max()) + 1, np.int64)
-        first[key[::-1]] = np.arange(len(key) - 1, -1, -1)
-        values = [
-            d.take(pa.array(c[first])).to_pylist()
-            for c, d in zip(codes, dictionaries, strict=False)
-        ]
+        columns = [table.column(name).combine_chunks() for name in SERIES_COLUMNS]
+        # one int64 key per row from each column's small codes (text: dictionary indices,
+        # integers: the value less the chunk's smallest), encoded again should it grow too wide
+        key = np.zeros(table.num_rows, np.int64)
+        span = 1
+        for column in columns:
+            code, width = _codes(column)
+            if span * width >= 2**62:
+                key = pc.dictionary_encode(pa.array(key)).indices.to_numpy().astype(np.int64)
+                span = int(key.max()) + 1
+            key = key * width + code
+            span *= width
+        encoded = pc.dictionary_encode(pa.array(key))
+        local = encoded.indices.to_numpy().astype(np.int64)  # numbered as they first appear
+        first = np.empty(len(encoded.dictionary), np.int64)
+        first[local[::-1]] = np.arange(len(local) - 1, -1, -1)
+        at = pa.array(first)
+        values = [column.take(at).to_pylist() for column in columns]
         number = np.fromiter(
             (self.numbers.setdefault(v, len(self.numbers)) for v in zip(*values, strict=True)),
             np.int32,
             len(first),
         )
-        return number[key]
+        return number[local]
 
     def rows(self, part_id: int) -> list[dict[str, Any]]:
         """The `series` table's rows of this part."""
@@ -91,10 +89,31 @@ class SeriesNumbers:
         ]
 
 
+def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
+    """Small non-negative codes of a column's values (a missing value is 0), and their bound."""
+    if pa.types.is_dictionary(column.type):
+        indices = pc.fill_null(column.indices, -1).to_numpy().astype(np.int64)
+        return indices + 1, len(column.dictionary) + 1
+    if column.null_count == len(column):
+        return np.zeros(len(column), np.int64), 1
+    low, high = pc.min(column).as_py(), pc.max(column).as_py()
+    if high - low >= 2**31:  # far-apart values: hashed instead
+        encoded = pc.dictionary_encode(column, null_encoding="encode")
+        return encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
+    values = pc.fill_null(column, low - 1).to_numpy().astype(np.int64)
+    return values - (low - 1), high - low + 2
+
+
 def _no_nan(column: pa.Array) -> pa.Array:
-    """NaN as a missing value (NULL), as results files mean it."""
-    if pc.any(pc.is_nan(column)).as_py():
-        return pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
+    """NaN (a float, or a number's text) as a missing value (NULL), as results files mean it."""
+    if pa.types.is_floating(column.type):
+        nan = pc.is_nan(column)
+    elif pa.types.is_string(column.type):
+        nan = pc.match_substring_regex(column, "^[+-]?nan$", ignore_case=True)
+    else:
+        return column
+    if pc.any(nan).as_py():
+        return pc.if_else(nan, pa.scalar(None, column.type), column)
     return column
 
 
@@ -107,9 +126,18 @@ def measurement_rows(part_id: int, first: int, series: np.ndarray, table: pa.Tab
         "series": pa.array(series),
     }
     for name, column in SAMPLE_COLUMNS.items():
-        values = table.column(name).combine_chunks()
-        columns[column] = _no_nan(values) if pa.types.is_floating(values.type) else values
+        columns[column] = _no_nan(table.column(name).combine_chunks())
     return pa.table(columns)
+
+
+# PostgreSQL parses these columns' text itself, as the results file has it: the client parses
+# and prints no number (its floats print in shortest round-trip form, Python's own)
+VERBATIM = ("INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING")
+
+
+def verbatim(dialect: str) -> tuple[str, ...]:
+    """The results columns `write_measurements` takes as text (`results.read_chunks`)."""
+    return VERBATIM if dialect == "postgresql" else ()
 
 
 def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
@@ -148,8 +176,10 @@ def _python_rows(chunk: pa.Table) -> Iterator[tuple]:
     columns: list[Any] = []
     for name in MEASUREMENT:
         column = chunk.column(name).combine_chunks()
-        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            encoded = pc.dictionary_encode(column)
+        if pa.types.is_string(column.type) or pa.types.is_dictionary(column.type):
+            encoded = (
+                column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+            )
             texts = np.asarray([*encoded.dictionary.to_pylist(), None], dtype=object)
             codes = pc.fill_null(encoded.indices, len(texts) - 1).to_numpy()
             columns.append(texts[codes].tolist())

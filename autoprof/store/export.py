@@ -27,6 +27,9 @@ from autoprof.util import spreadsheet
 if TYPE_CHECKING:
     import pandas as pd
 
+ENCODED_ROWS = 1 << 16  # rows turned into text at a time: a few MB, and several times that
+# in the steps between
+
 
 def chunks(
     conn: Connection, ident: str, *, partial: bool = False, excel_safe: bool = False
@@ -119,7 +122,8 @@ def csv_chunks(
 def _encoded(tables: Iterator[pa.Table]) -> Iterator[bytes]:
     yield results.HEADER
     for table in tables:
-        yield results.encode(table)
+        for start in range(0, table.num_rows, ENCODED_ROWS):  # its text and the steps to it
+            yield results.encode(table.slice(start, ENCODED_ROWS))
 
 
 def frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.DataFrame:

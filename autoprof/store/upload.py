@@ -109,12 +109,12 @@ def read_profile(out: Path) -> Profile:
     return Profile(manifest, part, parts, report, records, kind)
 
 
-def results_chunks(out: Path) -> Iterator[Any]:
+def results_chunks(out: Path, verbatim: tuple[str, ...] = ()) -> Iterator[Any]:
     """The chunks of `out`'s results.csv (`results.read_chunks`); its header is checked now, a
     malformed line when its chunk is read (both: one line)."""
     path = out / outdir.RESULTS
     try:
-        chunks = results.read_chunks(path)
+        chunks = results.read_chunks(path, verbatim=verbatim)
     except ValueError as err:
         raise AutoprofError(f"{path}: not a results file: {err}") from None
 
@@ -268,7 +268,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
     with store.read() as conn:
         if _stored_part(conn, uuid, part):
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
-    chunks = results_chunks(out)
+    chunks = results_chunks(out, bulk.verbatim(store.dialect))
     functions = load_functions(out)
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()
