@@ -23,6 +23,7 @@ from autoprof.store import bulk
 from autoprof.store.models import RUN_COMPLETE, SERIES_COLUMNS, RunPart, Series
 from autoprof.store.queries import find_run
 from autoprof.util import spreadsheet
+from autoprof.util.prefetch import prefetched
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,7 +58,7 @@ def _joined(
 ) -> Iterator[pa.Table]:
     if not read:
         return
-    for rows in bulk.read_rows(conn, read):
+    for rows in prefetched(bulk.read_rows(conn, read)):  # the next window read meanwhile
         number = rows.column("series").combine_chunks()
         columns = {
             name: pa.DictionaryArray.from_arrays(number, series[name]) for name in SERIES_COLUMNS
