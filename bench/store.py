@@ -12,7 +12,8 @@ processes, medians of --repeat:
             (T: a table of results.csv's columns; the export must equal results.csv byte for
             byte), and the peak RSS of each autoprof process
   web       `autoprof serve` vs `python -m http.server` serving the same results.csv:
-            download first byte and total; the run page's first open after the upload (page,
+            download first byte and total (the first download streams from the store, later
+            ones send the file the server kept); the run page's first open after the upload (page,
             stats and correlation, one event's timeline) and later opens; the server's RSS.
 Targets: upload and export within 1.5x, their peak RSS under 300 MiB; download first byte
 under 0.5 s and total within 2x; the page of a run of up to 1 M rows opens in 2 s the first
@@ -263,9 +264,11 @@ def web_rows(store: Store, out: Path, run_id: str, rows: int, repeat: int, label
             process.wait()
     med = statistics.median
     found = [
-        Row(f"{label} download first byte (s)", med(ours_first), None, FIRST_BYTE_S),
-        Row(f"{label} download / http.server (s)", med(ours_total), med(theirs_total),
+        Row(f"{label} download first byte (s)", max(ours_first), None, FIRST_BYTE_S),
+        Row(f"{label} first download / http.server (s)", ours_total[0], theirs_total[0],
             DOWNLOAD_RATIO),
+        Row(f"{label} later downloads / http.server (s)", med(ours_total[1:] or ours_total),
+            med(theirs_total[1:] or theirs_total), DOWNLOAD_RATIO),
     ]  # fmt: skip
     target_first, target_later = (FIRST_OPEN_S, LATER_OPEN_S) if rows <= PAGE_ROWS else (1e9, 1e9)
     found += [

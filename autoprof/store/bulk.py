@@ -262,8 +262,8 @@ class _Reader:
         for start in range(0, part.rows, WINDOW):
             window = f"{where} AND m.seq >= {start} AND m.seq < {start + WINDOW}"
             table = pa.concat_tables(self.query(series, "measurement m", window, seq=True))
-            order = np.argsort(table.column("seq").to_numpy(), kind="stable")
-            yield table.drop_columns(["seq"]).take(pa.array(order))
+            ordered = np.argsort(table.column("seq").to_numpy(), kind="stable")
+            yield table.drop_columns(["seq"]).take(pa.array(ordered))
 
     def query(self, series: str, source: str, where: str, seq: bool = False) -> Iterator[pa.Table]:
         if self.postgresql:

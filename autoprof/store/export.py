@@ -75,11 +75,13 @@ def _series(
 ) -> tuple[dict[str, pa.Array], list[bulk.Part]]:
     """Every series of the parts, numbered one part after the other, as one array per result
     column; and the parts to read, each with the offset of its numbers."""
-    found = conn.execute(
-        select(Series.part_id, *(Series.__table__.c[c] for c in SERIES_COLUMNS.values()))
-        .where(Series.part_id.in_(part_ids))
-        .order_by(Series.part_id, Series.number)
-    ).all()
+    found = list(
+        conn.execute(
+            select(Series.part_id, *(Series.__table__.c[c] for c in SERIES_COLUMNS.values()))
+            .where(Series.part_id.in_(part_ids))
+            .order_by(Series.part_id, Series.number)
+        ).all()
+    )
     position = {part_id: i for i, part_id in enumerate(part_ids)}
     found.sort(key=lambda row: position[row[0]])  # stable: by part, then number
     counts = {part_id: 0 for part_id in part_ids}

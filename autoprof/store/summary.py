@@ -136,23 +136,26 @@ class _Lines:
 
     @classmethod
     def of(cls, conn: Connection, part_ids: list[int]) -> _Lines:
-        found = conn.execute(
-            select(
-                Series.part_id,
-                Series.event_name,
-                Series.pmu,
-                Series.plan_run,
-                Series.repeat,
-                Series.value_unit,
-            )
-            .where(Series.part_id.in_(part_ids))
-            .order_by(Series.part_id, Series.number)
-        ).all()
+        found = list(
+            conn.execute(
+                select(
+                    Series.part_id,
+                    Series.event_name,
+                    Series.pmu,
+                    Series.plan_run,
+                    Series.repeat,
+                    Series.value_unit,
+                )
+                .where(Series.part_id.in_(part_ids))
+                .order_by(Series.part_id, Series.number)
+            ).all()
+        )
         position = {part_id: i for i, part_id in enumerate(part_ids)}
         found.sort(key=lambda row: position[row[0]])
         pairs: dict[tuple[str, str | None], int] = {}
         lines: dict[tuple[int, int, int], int] = {}
-        line_of, units = [], {}
+        line_of: list[int] = []
+        units: dict[str, str | None] = {}
         per_part = dict.fromkeys(part_ids, 0)
         for part_id, name, pmu, run, repeat, unit in found:
             per_part[part_id] += 1
