@@ -66,7 +66,7 @@ def _joined(
         for name in bulk.READ_COLUMNS[1:]:
             columns[name] = rows.column(name)
         if excel_safe:
-            columns["STATUS"] = _safe(pc.dictionary_encode(rows.column("STATUS")))
+            columns["STATUS"] = _safe(pc.dictionary_encode(rows.column("STATUS").combine_chunks()))
         yield pa.table([columns[name] for name in results.COLUMNS], names=results.COLUMNS)
 
 
