@@ -4,7 +4,7 @@ memory, whatever its size.
 In: chunks of a results file (`autoprof.results.read_chunks`, pyarrow tables) become a part's
 series (`SeriesNumbers`, numbered in the order they first appear) and its narrow measurement
 rows, sent with PostgreSQL's ``COPY measurement FROM STDIN`` (CSV text that pyarrow writes, a
-thread sending one chunk while the next is made) or SQLite prepared inserts (``executemany``),
+few chunks made ahead in a thread while one is sent) or SQLite prepared inserts (``executemany``),
 inside the upload's one transaction.
 
 Out: a part's rows in their order (`seq`) as pyarrow tables, read through ADBC (`read_rows`):
@@ -35,6 +35,7 @@ from sqlalchemy import Connection
 from autoprof import results
 from autoprof.errors import AutoprofError
 from autoprof.store.models import MEASUREMENT_INDEX, SAMPLE_COLUMNS, SERIES_COLUMNS
+from autoprof.util.prefetch import prefetched
 
 MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
 # what a read returns per row: the series number, then the sample columns (results names)
@@ -148,15 +149,14 @@ def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
     assert driver is not None  # an open connection has its driver's
     names = ", ".join(MEASUREMENT)
     if conn.dialect.name == "postgresql":
-        from psycopg.copy import QueuedLibpqWriter
-
         with driver.cursor() as cursor:
             statement = f"COPY measurement ({names}) FROM STDIN (FORMAT CSV)"
-            with cursor.copy(statement, writer=QueuedLibpqWriter(cursor)) as copy:
-                for chunk in chunks:
-                    text = io.BytesIO()
-                    pcsv.write_csv(chunk, text, pcsv.WriteOptions(include_header=False))
-                    copy.write(text.getbuffer())
+            with cursor.copy(statement) as copy:
+                # chunks are read and turned into CSV a few ahead, in a thread, while this
+                # one sends: the two overlap, and memory holds a few chunks, never a queue
+                # that grows when the server is the slower side
+                for text in prefetched(_csv_texts(chunks), ahead=4):
+                    copy.write(text)
         return
     # pages written again and again (the b-tree's right edge) stay in memory, not in the WAL
     driver.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
@@ -164,6 +164,13 @@ def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
     insert = f"INSERT INTO measurement ({names}) VALUES ({marks})"
     for chunk in chunks:
         driver.executemany(insert, _python_rows(chunk))
+
+
+def _csv_texts(chunks: Iterable[pa.Table]) -> Iterator[bytes]:
+    for chunk in chunks:
+        text = io.BytesIO()
+        pcsv.write_csv(chunk, text, pcsv.WriteOptions(include_header=False))
+        yield text.getvalue()
 
 
 def index_new_rows(conn: Connection) -> None:
