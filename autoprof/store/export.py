@@ -58,7 +58,7 @@ def _joined(
 ) -> Iterator[pa.Table]:
     if not read:
         return
-    for rows in prefetched(bulk.read_rows(conn, read)):  # the next window read meanwhile
+    for rows in prefetched(bulk.read_rows(conn, read), ahead=1):  # the next one read meanwhile
         number = rows.column("series").combine_chunks()
         columns = {
             name: pa.DictionaryArray.from_arrays(number, series[name]) for name in SERIES_COLUMNS
