@@ -110,9 +110,10 @@ def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
     read = [bulk.Part(p.id, p.rows, int(o)) for p, o in zip(parts, offsets, strict=True) if p.rows]
     pass_ = _Pass(lines)
     if read:
-        for table in prefetched(bulk.read_rows(conn, read)):
+        for table in prefetched(bulk.read_rows(conn, read), ahead=1):
             pass_.add(table)
     intervals, facts, names = pass_.result()
+    del pass_  # its cells, copied into `intervals`: the server's memory peaks below
     items = {ANALYSIS: json.dumps(_analysis(intervals, facts), default=str)}
     events = _timeline_lines(intervals, names, lines.units)
     for event, timeline in timelines(events, CHART_POINTS).items():
