@@ -32,6 +32,14 @@ class _Group(click.Group):
 
         return list(COMMANDS)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their whole one-line summaries, from the table: listing them imports
+        no command module."""
+        from autoprof.commands import SUMMARIES
+
+        with formatter.section("Commands"):
+            formatter.write_dl(list(SUMMARIES.items()))
+
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         from autoprof.commands import COMMANDS
 

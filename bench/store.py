@@ -1,113 +1,324 @@
-"""Results store speed: bulk upload and export rows/s on SQLite and PostgreSQL (>= 1M rows).
+"""The results store at scale (#30): each row a ratio of autoprof to what a user would reach for,
+both measured in this run, alternately, on the same file.
 
-Usage: python bench/store.py [--rows N] [--pg postgresql://postgres@127.0.0.1/postgres]
+    python bench/store.py [--rows 1000000] [--rows 10000000] [--repeat 3]
+                          [--stores sqlite,postgresql] [--pg postgresql://postgres@127.0.0.1/postgres]
 
-For each backend, in a fresh database (PostgreSQL: a randomly named database created through the
-maintenance URL and dropped afterwards), it times:
-  insert   the bulk path alone (COPY / executemany of a results frame, in one transaction)
-  upload   `autoprof upload` of an out/ folder: read results.csv, then the same transaction
-  export   rebuild the frame from the database and write results.csv (checked byte-identical)
-Target (issue 5): PostgreSQL insert >= 200,000 rows/s on the 2-core development VM.
+For each size, a synthetic out/ folder (autoprof/testing/synthetic_out.py) is made, then for
+each store (SQLite: a fresh file; PostgreSQL: a fresh database, dropped after), whole
+processes, medians of --repeat:
+  upload    `autoprof upload OUT`         vs `psql \\copy T FROM results.csv` / `sqlite3 .import`
+  export    `autoprof runs export ID -o F` vs `psql \\copy T TO F` / `sqlite3 -csv ... > F`
+            (T: a table of results.csv's columns; the export must equal results.csv byte for
+            byte), and the peak RSS of each autoprof process
+  web       `autoprof serve` vs `python -m http.server` serving the same results.csv:
+            download first byte and total (the first download streams from the store, later
+            ones send the file the server kept); the run page's first open after the upload (page,
+            stats and correlation, one event's timeline) and later opens; the server's RSS.
+Targets: upload and export within 1.5x, their peak RSS under 300 MiB; download first byte
+under 0.5 s and total within 2x; the page of a run of up to 1 M rows opens in 2 s the first
+time and 0.3 s after; the server under 400 MiB.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from sqlalchemy import select
 
-from autoprof import results
 from autoprof.run import outdir
-from autoprof.store import engine, queries, upload
-from autoprof.store.models import RunPart
 from autoprof.testing.synthetic_out import EVENTS, make_out
 
+AUTOPROF = [sys.executable, "-m", "autoprof"]
 PER_INTERVAL = sum(2 if e[3] else 1 for e in EVENTS)  # rows per interval with 2 CPUs
+RATIO, DOWNLOAD_RATIO = 1.5, 2.0
+RSS_MIB, SERVER_RSS_MIB = 300, 400
+FIRST_BYTE_S, FIRST_OPEN_S, LATER_OPEN_S, PAGE_ROWS = 0.5, 2.0, 0.3, 1_000_000
+STAGING = (
+    "CREATE TABLE results_csv (event_name text, interval_index bigint, time double precision, "
+    "socket bigint, core bigint, cpu bigint, node bigint, unit text, sample_value double "
+    "precision, plan_run bigint, repeat bigint, pmu text, value_unit text, percent_running "
+    "double precision, status text)"
+)
 
 
-def bench(store_text: str, out: Path, work: Path) -> dict[str, float]:
-    store = engine.open_store(store_text)
-    frame = upload.load_results(out)
-    # the bulk path alone, into a part of its own (a throwaway run)
-    manifest = outdir.read_manifest(out)
-    manifest.id = str(uuid.uuid4())
-    scratch = work / "scratch"
-    scratch.mkdir(exist_ok=True)
-    outdir.write_manifest(scratch, manifest)
-    (scratch / outdir.RESULTS).write_text(",".join(results.COLUMNS) + "\n")
-    done = upload.upload(store, scratch)
-    with store.write() as conn:
-        run = queries.find_run(conn, done.uuid)
-        part_id = conn.scalar(select(RunPart.id).where(RunPart.run_id == run.id))
+@dataclass
+class Row:
+    case: str
+    ours: float
+    theirs: float | None  # None: an absolute target
+    target: float
+    unit: str = "s"
+
+    @property
+    def value(self) -> float:
+        return self.ours / self.theirs if self.theirs else self.ours
+
+    @property
+    def ok(self) -> bool:
+        return self.value <= self.target
+
+
+def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one process, which must succeed. The peak is the
+    process's own high-water mark (VmHWM), read until it ends: getrusage would count the pages
+    it shared with this (large) process between fork and exec."""
+    with tempfile.TemporaryFile() as errors:
         began = time.perf_counter()
-        upload.insert_part(conn, part_id, frame)
-    insert_s = time.perf_counter() - began
-
-    began = time.perf_counter()
-    stored = upload.upload(store, out)
-    upload_s = time.perf_counter() - began
-    assert stored.stored and stored.rows == len(frame)
-
-    began = time.perf_counter()
-    with store.read() as conn:
-        exported = queries.export_frame(conn, stored.uuid)
-    results.write_csv(exported, work / "export.csv")
-    export_s = time.perf_counter() - began
-    identical = (work / "export.csv").read_bytes() == (out / outdir.RESULTS).read_bytes()
-    store.engine.dispose()
-    return {
-        "rows": len(frame),
-        "insert": len(frame) / insert_s,
-        "upload": len(frame) / upload_s,
-        "export": len(frame) / export_s,
-        "identical": identical,
-    }
+        child = subprocess.Popen(argv, stdout=stdout, stderr=errors)
+        peak = 0.0
+        while child.poll() is None:
+            peak = max(peak, peak_rss(child.pid))
+            time.sleep(0.005)
+        seconds = time.perf_counter() - began
+        if child.returncode:
+            errors.seek(0)
+            raise SystemExit(f"{' '.join(map(str, argv))}: {errors.read().decode().strip()}")
+    return seconds, peak
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/postgres")
-    args = parser.parse_args()
-    runs = 10
-    intervals = -(-args.rows // (runs * PER_INTERVAL))
-    table = []
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        out = make_out(work / "out", runs=runs, repeats=1, intervals=intervals, cpus=2)
-        table.append(("sqlite", bench(f"sqlite:///{work / 'bench.db'}", out, work)))
-        name = f"autoprof_bench_{uuid.uuid4().hex[:12]}"
-        admin = args.pg
-        try:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        except psycopg.OperationalError as err:
-            print(f"PostgreSQL skipped: {err}".splitlines()[0])
+def peak_rss(pid: int) -> float:
+    """VmHWM of a process in MiB (0 once it has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    found = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
+    return int(found[0]) / 1024 if found else 0.0
+
+
+class Store:
+    """A fresh store of one kind, its baseline tools, and the staging table they fill."""
+
+    def __init__(self, kind: str, work: Path, pg: str) -> None:
+        self.kind, self.work, self.pg = kind, work, pg
+        if kind == "sqlite":
+            self.url = f"sqlite:///{work / 'store.db'}"
+            self.baseline_db = work / "baseline.db"
         else:
-            try:
-                target = args.pg.rsplit("/", 1)[0] + "/" + name
-                table.append(("postgresql", bench(target, out, work)))
-            finally:
-                with psycopg.connect(admin, autocommit=True) as conn:
-                    conn.execute(
-                        sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name))
-                    )
-    print(
-        f"{'backend':<11} {'rows':>10} {'insert rows/s':>14} {'upload rows/s':>14} "
-        f"{'export rows/s':>14}  export identical"
-    )
-    for backend, r in table:
+            self.name = f"autoprof_bench_{uuid.uuid4().hex[:12]}"
+            with psycopg.connect(pg, autocommit=True) as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
+            self.url = pg.rsplit("/", 1)[0] + "/" + self.name
+
+    def close(self) -> None:
+        if self.kind == "postgresql":
+            with psycopg.connect(self.pg, autocommit=True) as conn:
+                drop = sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(self.name))
+                conn.execute(drop)
+
+    def _psql(self, command: str) -> list[str]:
+        return ["psql", "-q", "-X", self.url, "-c", command]
+
+    def fresh_staging(self) -> None:
+        if self.kind == "sqlite":
+            self.baseline_db.unlink(missing_ok=True)
+            subprocess.run(["sqlite3", self.baseline_db, STAGING], check=True)
+        else:
+            subprocess.run(self._psql("DROP TABLE IF EXISTS results_csv"), check=True)
+            subprocess.run(self._psql(STAGING), check=True)
+
+    def load(self, csv: Path) -> list[str]:
+        if self.kind == "sqlite":
+            return ["sqlite3", str(self.baseline_db), f".import --csv --skip 1 {csv} results_csv"]
+        return self._psql(f"\\copy results_csv FROM '{csv}' WITH (FORMAT csv, HEADER)")
+
+    def dump(self, csv: Path) -> tuple[list[str], Path | None]:
+        """The command writing the staging table to `csv`, and where its stdout goes."""
+        if self.kind == "sqlite":
+            return [
+                "sqlite3",
+                "-csv",
+                "-header",
+                str(self.baseline_db),
+                "SELECT * FROM results_csv",
+            ], csv
+        return self._psql(f"\\copy results_csv TO '{csv}' WITH (FORMAT csv, HEADER)"), None
+
+
+def store_rows(store: Store, out: Path, repeat: int, label: str) -> tuple[list[Row], str]:
+    """Upload and export rows; the run id left stored (its summary not built yet)."""
+    csv = out / outdir.RESULTS
+    run_id = outdir.read_manifest(out).id
+    ours_up, theirs_up, rss_up, ours_ex, theirs_ex, rss_ex = [], [], [], [], [], []
+    exported, dumped = store.work / "export.csv", store.work / "dump.csv"
+    for k in range(repeat):
+        store.fresh_staging()
+        theirs_up.append(timed(store.load(csv))[0])
+        if k:
+            subprocess.run([*AUTOPROF, "runs", "delete", run_id, "--yes", "--store", store.url],
+                           check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        seconds, rss = timed([*AUTOPROF, "upload", str(out), "--store", store.url])
+        ours_up.append(seconds)
+        rss_up.append(rss)
+        argv, target = store.dump(dumped)
+        with open(target, "wb") if target else open(os.devnull, "wb") as sink:
+            theirs_ex.append(timed(argv, stdout=sink)[0])
+        seconds, rss = timed(
+            [*AUTOPROF, "runs", "export", run_id, "-o", str(exported), "--force",
+             "--store", store.url]
+        )  # fmt: skip
+        ours_ex.append(seconds)
+        rss_ex.append(rss)
+        if exported.read_bytes() != csv.read_bytes():
+            raise SystemExit(f"{store.kind}: the export differs from results.csv")
+    tool = "sqlite3" if store.kind == "sqlite" else "psql \\copy"
+    med = statistics.median
+    return [
+        Row(f"{label} upload / {tool} (s)", med(ours_up), med(theirs_up), RATIO),
+        Row(f"{label} export / {tool} (s)", med(ours_ex), med(theirs_ex), RATIO),
+        Row(f"{label} upload peak RSS", max(rss_up), None, RSS_MIB, "MiB"),
+        Row(f"{label} export peak RSS", max(rss_ex), None, RSS_MIB, "MiB"),
+    ], run_id
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(port: int, path: str) -> tuple[float, float, bytes]:
+    """(seconds to the first body byte, seconds in all, body) of GET http://127.0.0.1:PORT/path."""
+    began = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.request("GET", path)
+    answer = conn.getresponse()
+    first = answer.read(1)
+    first_s = time.perf_counter() - began
+    body = first + answer.read()
+    total = time.perf_counter() - began
+    conn.close()
+    if answer.status != 200:
+        raise SystemExit(f"GET {path}: {answer.status} {body[:300]!r}")
+    return first_s, total, body
+
+
+def wait_up(port: int, path: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the server on port {port} exited ({process.returncode})")
+        try:
+            get(port, path)
+            return
+        except (ConnectionError, OSError):
+            time.sleep(0.2)
+    raise SystemExit(f"no server on port {port}")
+
+
+def web_rows(store: Store, out: Path, run_id: str, rows: int, repeat: int, label: str) -> list[Row]:
+    csv = out / outdir.RESULTS
+    port, static_port = free_port(), free_port()
+    server = subprocess.Popen(
+        [*AUTOPROF, "serve", "--store", store.url, "--port", str(port), "--data",
+         str(store.work / "serve")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    static = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(static_port), "--bind", "127.0.0.1",
+         "--directory", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_up(port, "/api/events", server)  # this machine's event list is built once
+        wait_up(static_port, "/manifest.json", static)
+        page = [f"/runs/{run_id}", f"/api/runs/{run_id}/analysis",
+                f"/api/runs/{run_id}/series?event=INST_RETIRED.ANY"]  # fmt: skip
+        began = time.perf_counter()
+        for path in page:
+            get(port, path)
+        first_open = time.perf_counter() - began
+        later = []
+        for _ in range(5):
+            began = time.perf_counter()
+            for path in page:
+                get(port, path)
+            later.append(time.perf_counter() - began)
+        ours_first, ours_total, theirs_first, theirs_total = [], [], [], []
+        for _ in range(repeat):
+            first, total, body = get(port, f"/runs/{run_id}/results.csv")
+            if body != csv.read_bytes():
+                raise SystemExit(f"{store.kind}: the download differs from results.csv")
+            ours_first.append(first)
+            ours_total.append(total)
+            first, total, _ = get(static_port, f"/{outdir.RESULTS}")
+            theirs_first.append(first)
+            theirs_total.append(total)
+        peak = peak_rss(server.pid)
+    finally:
+        for process in (server, static):
+            process.terminate()
+            process.wait()
+    med = statistics.median
+    found = [
+        Row(f"{label} download first byte (s)", max(ours_first), None, FIRST_BYTE_S),
+        Row(f"{label} first download / http.server (s)", ours_total[0], theirs_total[0],
+            DOWNLOAD_RATIO),
+        Row(f"{label} later downloads / http.server (s)", med(ours_total[1:] or ours_total),
+            med(theirs_total[1:] or theirs_total), DOWNLOAD_RATIO),
+    ]  # fmt: skip
+    target_first, target_later = (FIRST_OPEN_S, LATER_OPEN_S) if rows <= PAGE_ROWS else (1e9, 1e9)
+    found += [
+        Row(f"{label} run page first open (s)", first_open, None, target_first),
+        Row(f"{label} run page later opens (s)", med(later), None, target_later),
+        Row(f"{label} server peak RSS", peak, None, SERVER_RSS_MIB, "MiB"),
+    ]
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, action="append", help="repeatable (default 1 M)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--stores", default="sqlite,postgresql")
+    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--no-web", action="store_true", help="upload and export only")
+    args = parser.parse_args()
+    table: list[Row] = []
+    for rows in args.rows or [1_000_000]:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            intervals = -(-rows // (10 * PER_INTERVAL))
+            out = make_out(work / "out", runs=10, repeats=1, intervals=intervals, cpus=2)
+            size = f"{rows / 1e6:g}M"
+            for kind in args.stores.split(","):
+                (work / kind).mkdir()
+                store = Store(kind, work / kind, args.pg)
+                try:
+                    label = f"{kind} {size}"
+                    found, run_id = store_rows(store, out, args.repeat, label)
+                    table += found
+                    if not args.no_web:
+                        table += web_rows(store, out, run_id, rows, args.repeat, label)
+                finally:
+                    store.close()
+                print(f"{label}: done", file=sys.stderr)
+    print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; medians of {args.repeat}")
+    print(f"{'case':<52} {'autoprof':>10} {'baseline':>10} {'ratio':>7} {'target':>8}  ok")
+    for row in table:
+        theirs = f"{row.theirs:>10.3f}" if row.theirs else f"{'-':>10}"
+        ratio = f"{row.value:>6.2f}x" if row.theirs else f"{'-':>7}"
+        target = f"{row.target:g}{'x' if row.theirs else ' ' + row.unit}"
+        target = target if row.target < 1e9 else "-"
         print(
-            f"{backend:<11} {r['rows']:>10,} {r['insert']:>14,.0f} {r['upload']:>14,.0f} "
-            f"{r['export']:>14,.0f}  {'yes' if r['identical'] else 'NO'}"
+            f"{row.case:<52} {row.ours:>10.3f} {theirs} {ratio} {target:>8}  "
+            f"{'yes' if row.ok else 'NO'}"
         )
+    return 0 if all(r.ok for r in table) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,6 +3,7 @@ pipes) and output meant for pipes."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pty
@@ -17,7 +18,7 @@ import pytest
 
 from autoprof import __version__
 from autoprof.catalog import host
-from autoprof.commands import COMMANDS, common
+from autoprof.commands import COMMANDS, SUMMARIES, common
 from autoprof.testing.synthetic_out import make_out
 
 # libraries a command imports inside its functions, never at the top of its module (#11)
@@ -110,6 +111,31 @@ print(json.dumps(first))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == {}
+
+
+def test_help_lists_every_command_whole_without_importing_one():
+    """`autoprof --help` reads the summaries table: no command module is imported, and each
+    summary is its command's own (the first paragraph of its docstring), not cut short."""
+    assert list(SUMMARIES) == list(COMMANDS)
+    code = """
+import contextlib, io, json, sys
+from autoprof.cli import cli
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    assert cli.main(args=["--help"], standalone_mode=False) == 0
+loaded = sorted(m for m in sys.modules if m.startswith("autoprof.commands."))
+print(json.dumps({"loaded": loaded, "help": out.getvalue()}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout.splitlines()[-1])
+    assert shown["loaded"] == []
+    listing = " ".join(shown["help"].split())
+    for name, target in COMMANDS.items():
+        module, _, attr = target.partition(":")
+        summary = getattr(importlib.import_module(module), attr).get_short_help_str(10**6)
+        assert SUMMARIES[name] == summary, name
+        assert f"{name} {summary}" in listing, name
 
 
 def test_help_names_the_catalog_variable():

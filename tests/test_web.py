@@ -6,6 +6,7 @@ The browser tests (test_web_browser.py) drive the same pages in Chromium with re
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -15,17 +16,18 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from starlette.testclient import TestClient
 
+from autoprof.analysis.downsample import lttb
 from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
 from autoprof.results.live import Tail
-from autoprof.store import engine, queries, upload
+from autoprof.store import engine, export, queries, upload
 from autoprof.testing.synthetic_out import EVENTS, PLANNED, make_out
 from autoprof.web import views
 from autoprof.web.app import TOKEN_HEADER, Settings, create_app
-from autoprof.web.downsample import lttb
 
 TOKEN = "t" * 24
 XSS = "<script>window.pwned=1</script>"
@@ -93,7 +95,7 @@ def test_run_api_event_table_and_series(web, stored):
     # a per-CPU event: each point is the sum over CPUs of that interval, as in the export
     per_cpu = web.get(f"/api/runs/{ids[0]}/series", params={"event": "context-switches"}).json()
     with engine.open_store(stored[0]).read() as conn:
-        frame = queries.export_frame(conn, ids[0])
+        frame = export.frame(conn, ids[0])
     rows = frame[(frame["EVENT_NAME"] == "context-switches") & (frame["RUN"] == 2)]
     expected = rows[rows["REPEAT"] == 1].groupby("INDEX")["SAMPLE_VALUE"].sum(min_count=1)
     line = next(x for x in per_cpu["lines"] if x["name"] == "run 2 repeat 1")
@@ -119,10 +121,12 @@ def test_csv_download_is_runs_export(web, stored, tmp_path):
     from autoprof import results
 
     with engine.open_store(url).read() as conn:
-        results.write_csv(queries.export_frame(conn, ids[1]), tmp_path / "export.csv")
+        frame = export.frame(conn, ids[1])
+    results.write_csv(frame, tmp_path / "export.csv")
     assert got.content == (tmp_path / "export.csv").read_bytes()
     parquet = web.get(f"/runs/{ids[1]}/results.parquet")
     assert parquet.content[:4] == b"PAR1"
+    pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(parquet.content)), frame)
 
 
 def test_user_text_is_escaped(web, stored):

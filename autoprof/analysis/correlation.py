@@ -182,7 +182,8 @@ def short_pairs(series: pd.DataFrame, min_overlap: int = MIN_OVERLAP) -> pd.Data
 
 def cross_run_pairs(frame: pd.DataFrame, events: list[str]) -> pd.DataFrame:
     """The pairs of `events` that no run measured together: in an attached profile (`profile
-    -p`) such a pair compares different moments of the target, aligned by interval index only."""
+    -p`) such a pair compares different moments of the target, aligned by interval index only.
+    `frame` has EVENT and RUN columns: the results, or their per-interval view."""
     rows = frame[frame[data.EVENT].isin(events)]
     runs = rows.groupby(data.EVENT, observed=True)["RUN"].agg(lambda r: frozenset(r.unique()))
     pairs = [
@@ -348,11 +349,26 @@ def analyse(
     from the data by `choose_min_overlap`). `attached` (a `profile -p` folder) lists the pairs
     no run measured together.
     """
-    if repeat is not None:
-        frame = frame[frame["REPEAT"] == repeat]
-        if frame.empty:
-            raise AutoprofError(f"no results for repeat {repeat}")
     intervals = data.per_interval(frame)
+    return analyse_intervals(intervals, method, anchor, events, top, repeat, min_overlap, attached)
+
+
+def analyse_intervals(
+    intervals: pd.DataFrame,
+    method: str = "pearson",
+    anchor: str | None = None,
+    events: str | None = None,
+    top: int | None = None,
+    repeat: int | None = None,
+    min_overlap: int | None = None,
+    attached: bool = False,
+) -> Correlation:
+    """`analyse` from the per-interval view of the results (`data.per_interval`), all it needs:
+    a store builds that view a chunk of rows at a time."""
+    if repeat is not None:
+        intervals = intervals[intervals["REPEAT"] == repeat]
+        if intervals.empty:
+            raise AutoprofError(f"no results for repeat {repeat}")
     chosen = data.filter_events([str(c) for c in intervals[data.EVENT].cat.categories], events)
     if not chosen:
         raise AutoprofError(f"no event matches --events {events!r}")
@@ -387,5 +403,5 @@ def analyse(
         short_pairs=short_pairs(usable, min_overlap),
         min_overlap=min_overlap,
         min_overlap_chosen=chosen_overlap,
-        cross_run=cross_run_pairs(frame, list(matrix.index)) if attached else None,
+        cross_run=cross_run_pairs(intervals, list(matrix.index)) if attached else None,
     )

@@ -18,6 +18,7 @@ the frame (the stats count them) and skipped by every mean and sum.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -98,20 +99,23 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def event_labels(frame: pd.DataFrame) -> pd.Categorical:
-    """The label of each row's event: its name, or ``pmu/name`` when the name alone is
-    ambiguous (the same event name scheduled on two PMUs). Categorical: millions of rows share
-    a few hundred labels, and grouping by codes is what keeps the analyses fast."""
+    """The label of each row's event (`pair_labels`). Categorical: millions of rows share a few
+    hundred labels, and grouping by codes is what keeps the analyses fast."""
     name_codes, names = pd.factorize(frame["EVENT_NAME"])
     pmu_codes, pmus = pd.factorize(frame["PMU"])  # no PMU (autoperf): code -1, label ""
     pmu_codes, pmus = pmu_codes + 1, ["", *pmus]
     pair_codes, pairs = pd.factorize(name_codes.astype(np.int64) * len(pmus) + pmu_codes)
     pair_name = np.asarray(names, dtype=object)[pairs // len(pmus)]
     pair_pmu = np.asarray(pmus, dtype=object)[pairs % len(pmus)]
-    ambiguous = pd.Series(pair_name).map(pd.Series(pair_name).value_counts()).gt(1).to_numpy()
-    labels = [
-        f"{p}/{n}" if a and p else n for n, p, a in zip(pair_name, pair_pmu, ambiguous, strict=True)
-    ]
+    labels = pair_labels(list(zip(pair_name, pair_pmu, strict=True)))
     return pd.Categorical.from_codes(pair_codes, categories=labels)
+
+
+def pair_labels(pairs: list[tuple[str, str | None]]) -> list[str]:
+    """The label of each distinct (event name, PMU) pair: its name, or ``pmu/name`` when the
+    name alone is ambiguous (the same event name scheduled on two PMUs)."""
+    uses = Counter(name for name, _ in pairs)
+    return [f"{pmu}/{name}" if uses[name] > 1 and pmu else name for name, pmu in pairs]
 
 
 def _slots(keys: list[np.ndarray], position: np.ndarray) -> tuple:

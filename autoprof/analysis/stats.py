@@ -41,26 +41,37 @@ def event_table(frame: pd.DataFrame) -> pd.DataFrame:
     no_value (rows without), intervals, total (mean over executions of the run total), mean and
     cv over the interval series, all_zero, min_percent_running."""
     by_event = frame.groupby(data.EVENT, observed=True)
-    table = pd.DataFrame(
+    facts = pd.DataFrame(
         {
             "pmu": by_event["PMU"].first(),
-            "runs": by_event["RUN"].nunique(),
-            "repeats": by_event["REPEAT"].nunique(),
             "rows": by_event.size(),
             "samples": by_event["SAMPLE_VALUE"].count(),
-            "intervals": by_event["INDEX"].nunique(),
             "min_percent_running": by_event["PERCENT_RUNNING"].min(),
+            "absmax": frame["SAMPLE_VALUE"].abs().groupby(frame[data.EVENT], observed=True).max(),
         }
     )
+    return event_table_of(facts, data.per_interval(frame))
+
+
+def event_table_of(facts: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
+    """`event_table` from what it needs of the rows: per event label (the index, in label
+    order) its pmu, rows, samples, min_percent_running and absmax (largest |count|); and the
+    per-interval view (`data.per_interval`). A store builds both a chunk of rows at a time."""
+    by_event = intervals.groupby(data.EVENT, observed=True)
+    table = facts[["pmu"]].copy()
+    table["runs"] = by_event["RUN"].nunique()
+    table["repeats"] = by_event["REPEAT"].nunique()
+    table["rows"] = facts["rows"]
+    table["samples"] = facts["samples"]
+    table["intervals"] = by_event["INDEX"].nunique()
+    table["min_percent_running"] = facts["min_percent_running"]
     table["no_value"] = table["rows"] - table["samples"]
-    intervals = data.per_interval(frame)
     totals = data.run_totals(intervals).groupby(data.EVENT, observed=True)["TOTAL"].mean()
     series = data.interval_series(intervals)
     table["total"] = totals
     table["mean"] = series.mean()
     table["cv"] = data.variability(series)
-    absmax = frame["SAMPLE_VALUE"].abs().groupby(frame[data.EVENT], observed=True).max()
-    table["all_zero"] = (absmax == 0).reindex(table.index, fill_value=False)
+    table["all_zero"] = (facts["absmax"] == 0).reindex(table.index, fill_value=False)
     table.index = table.index.astype(str)
     table.index.name = "event"
     columns = ["pmu", "runs", "repeats", "rows", "samples", "no_value", "intervals", "total"]

@@ -186,9 +186,7 @@ def export_command(
     Write a run's results.csv, byte for byte as `aggregate` wrote it (with --report, the
     per-function CSV of its sampled recording, as `autoprof report --csv` wrote it); with
     --excel-safe, text cells that a spreadsheet would run as formulas are quoted."""
-    from autoprof import results
-    from autoprof.store import engine, queries
-    from autoprof.util import spreadsheet
+    from autoprof.store import engine, export
 
     if report:
         return _export_report(run_id, output, force, recording, excel_safe, store_text)
@@ -197,16 +195,24 @@ def export_command(
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
     store = engine.open_store(store_text, create=False)
     with store.read() as conn:
-        frame = queries.export_frame(conn, run_id, partial=partial)
-    if excel_safe:
-        frame = spreadsheet.frame(frame)
-    if output == "-":
-        results.write_csv(frame, sys.stdout)
-        return
-    tmp = target.with_name(target.name + ".tmp")
-    results.write_csv(frame, tmp)
-    tmp.replace(target)
-    click.echo(f"wrote {len(frame)} rows to {target}", err=True)
+        data = export.csv_chunks(conn, run_id, partial=partial, excel_safe=excel_safe)
+        if output == "-":
+            sys.stdout.flush()
+            for chunk in data:
+                sys.stdout.buffer.write(chunk)
+            return
+        tmp = target.with_name(target.name + ".tmp")
+        lines = 0
+        try:
+            with open(tmp, "wb") as file:
+                for chunk in data:
+                    file.write(chunk)
+                    lines += chunk.count(b"\n")
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        tmp.replace(target)
+    click.echo(f"wrote {lines - 1} rows to {target}", err=True)
 
 
 def _export_report(run_id, output, force, recording, excel_safe, store_text) -> None:

@@ -23,12 +23,17 @@ Columns:
 
 from __future__ import annotations
 
+import csv
+import io
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made: the streaming paths need none
+    import pandas as pd
 
 AUTOPERF_COLUMNS = [
     "EVENT_NAME",
@@ -66,6 +71,8 @@ DTYPES: dict[str, str] = {
 
 def empty_frame() -> pd.DataFrame:
     """A results frame with no rows but every column and dtype."""
+    import pandas as pd
+
     return pd.DataFrame({name: pd.Series(dtype=DTYPES[name]) for name in COLUMNS})
 
 
@@ -149,9 +156,15 @@ def _segment(columns: list, end: str = ""):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    columns = _shared(columns)
     if len(columns) == 1:
         codes, texts = columns[0]
         rows = pa.array(codes)
+    elif max(len(texts) for _, texts in columns) * 4 > len(columns[0][0]):
+        # values mostly distinct (an export's TIME): no combinations worth finding
+        parts = [texts.take(pa.array(codes)) for codes, texts in columns]
+        joined = pc.binary_join_element_wise(*parts, ",")
+        return pc.binary_join_element_wise(joined, pa.scalar(end), "") if end else joined
     else:
         if math.prod(len(texts) for _, texts in columns) < 2**62:
             key = np.zeros(len(columns[0][0]), np.int64)
@@ -176,60 +189,90 @@ def _segment(columns: list, end: str = ""):
     return texts.take(rows)
 
 
+def _shared(columns: list) -> list:
+    """Adjacent columns with the same codes (an export's series columns) as one (codes, texts
+    joined with commas): their combinations need no hashing."""
+    import pyarrow.compute as pc
+
+    merged: list = []
+    for codes, texts in columns:
+        if merged and merged[-1][0] is codes:
+            merged[-1] = (codes, pc.binary_join_element_wise(merged[-1][1], texts, ","))
+        else:
+            merged.append((codes, texts))
+    return merged
+
+
 def _string_bytes(array) -> bytes:
     """The characters of a pyarrow string array, end to end (its data buffer, no copy per row)."""
     offsets = np.frombuffer(array.buffers()[1], np.int32, len(array) + 1, array.offset * 4)
     return memoryview(array.buffers()[2])[offsets[0] : offsets[-1]].tobytes()
 
 
-class ResultsWriter:
-    """The one canonical text form of results (the bytes `runs export` must reproduce), written
-    chunk by chunk: `aggregate` streams a profile run by run instead of holding it whole.
+HEADER = (",".join(COLUMNS) + "\n").encode()
+
+
+def encode(table) -> bytes:
+    """The rows of `table` (a pyarrow table of the result columns: floats as float64, integers
+    as int64, text as strings, nulls for missing; any of them may be dictionary-encoded) in the
+    canonical text form, header aside: what `ResultsWriter` writes and `runs export` streams.
 
     Counts are written as integers when they are whole (``1004``, not ``1004.0``), other floats
     with Python's shortest round-trip repr, so that reading a file and writing it again gives the
-    same bytes; missing values are empty fields. Chunks are pyarrow tables with the result
-    columns (floats as float64, integers as int64, text as strings; nulls for missing).
+    same bytes; missing values are empty fields.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    def __init__(self, target: str | Path | IO[str]) -> None:
+    if table.num_rows == 0:
+        return b""
+    coded = {}
+    # columns of one index array (an export's series columns) share one codes array; the
+    # indices stay referenced here, so that no other column's buffer can take their address
+    same: dict[tuple[int, int, int], tuple[Any, np.ndarray]] = {}
+    for name in COLUMNS:
+        column = table.column(name).combine_chunks()
+        if name == "SAMPLE_VALUE":  # mostly distinct: formatted as it is
+            continue
+        if not pa.types.is_dictionary(column.type):
+            column = pc.dictionary_encode(column)
+        texts = _texts(column.dictionary, name)
+        if texts is None:
+            return _quoted_csv(table)  # rare: an unmapped event spec with a comma
+        indices = column.indices
+        if indices.null_count:  # a missing value: one more text, empty
+            indices = pc.fill_null(indices, len(texts))
+            texts = pa.concat_arrays([texts, pa.array([""], texts.type)])
+        where = (indices.buffers()[1].address, indices.offset, len(indices))
+        if indices.null_count or where not in same:
+            same[where] = (indices, indices.to_numpy(zero_copy_only=False).astype(np.int64))
+        coded[name] = (same[where][1], texts)
+    values = table.column("SAMPLE_VALUE").combine_chunks()
+    value = _float_text(values.to_numpy(zero_copy_only=False).astype(np.float64), True)
+    parts = [_segment([coded[n] for n in names]) for names in _SEGMENTS[:-1]]
+    last = _segment([coded[n] for n in _SEGMENTS[-1]], "\n")
+    line = pc.binary_join_element_wise(*parts, pc.fill_null(value, ""), last, ",")
+    return _string_bytes(line)
+
+
+class ResultsWriter:
+    """The one canonical text form of results (the bytes `runs export` must reproduce), written
+    chunk by chunk (`encode`): `aggregate` streams a profile run by run instead of holding it
+    whole. `target` is a path, a binary file or a text file (standard output)."""
+
+    def __init__(self, target: str | Path | IO[str] | IO[bytes]) -> None:
         self._own = isinstance(target, (str, Path))
         self._file: Any = (
             open(target, "wb") if isinstance(target, (str, Path)) else target  # noqa: SIM115
         )
-        self._put(",".join(COLUMNS).encode() + b"\n")
+        self._text = isinstance(self._file, io.TextIOBase)
+        self._put(HEADER)
 
     def _put(self, data: bytes) -> None:
-        self._file.write(data if self._own else data.decode())
+        self._file.write(data.decode() if self._text else data)
 
     def write(self, table) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        if table.num_rows == 0:
-            return
-        coded = {}
-        for name in COLUMNS:
-            column = table.column(name).combine_chunks()
-            if name == "SAMPLE_VALUE":  # mostly distinct: formatted as it is
-                continue
-            if not pa.types.is_dictionary(column.type):
-                column = pc.dictionary_encode(column)
-            texts = _texts(column.dictionary, name)
-            if texts is None:
-                self._put(_quoted_csv(table))  # rare: an unmapped event spec with a comma
-                return
-            indices = column.indices
-            if indices.null_count:  # a missing value: one more text, empty
-                indices = pc.fill_null(indices, len(texts))
-                texts = pa.concat_arrays([texts, pa.array([""], texts.type)])
-            coded[name] = (indices.to_numpy(zero_copy_only=False).astype(np.int64), texts)
-        values = table.column("SAMPLE_VALUE").combine_chunks()
-        value = _float_text(values.to_numpy(zero_copy_only=False).astype(np.float64), True)
-        parts = [_segment([coded[n] for n in names]) for names in _SEGMENTS[:-1]]
-        last = _segment([coded[n] for n in _SEGMENTS[-1]], "\n")
-        line = pc.binary_join_element_wise(*parts, pc.fill_null(value, ""), last, ",")
-        self._put(_string_bytes(line))
+        self._put(encode(table))
 
     def close(self) -> None:
         if self._own:
@@ -284,6 +327,8 @@ def read_csv(
     `categorical` reads the text columns as pandas categories: millions of rows share a few
     hundred event names, and grouping by category codes is what keeps analyses fast.
     """
+    import pandas as pd
+
     wanted = COLUMNS if columns is None else [c for c in COLUMNS if c in columns]
     text = "category" if categorical else "string"
     frame = pd.read_csv(
@@ -297,3 +342,69 @@ def read_csv(
         if name in wanted and name not in frame.columns:
             frame[name] = pd.Series(None, index=frame.index, dtype=DTYPES[name])
     return frame
+
+
+CHUNK_BYTES = 1 << 20  # bytes of a results file read at a time by `read_chunks` (~12,000 rows)
+
+
+def arrow_types() -> dict[str, Any]:
+    """The pyarrow type of each result column (DTYPES' counterparts)."""
+    import pyarrow as pa
+
+    kinds = {"string": pa.string(), "float64": pa.float64(), "Int64": pa.int64()}
+    return {name: kinds[dtype] for name, dtype in DTYPES.items()}
+
+
+def read_chunks(
+    path: str | Path, block_size: int | None = None, verbatim: tuple = ()
+) -> Iterator[Any]:
+    """The rows of a results file as pyarrow tables of every result column (`arrow_types`; a
+    column autoperf's files lack is all null), `block_size` bytes (CHUNK_BYTES) at a time: memory
+    stays that of a block, whatever the file's size. The same values as `read_csv` (only an
+    empty field is missing); text columns come dictionary-encoded (a run has few names), and the
+    columns named in `verbatim` as the file's text (for a reader that parses them itself).
+    Raises ValueError (with the reason) for a file that is not one: a header without
+    autoperf's columns at once, a malformed line when its block is read."""
+    with open(path, newline="") as file:
+        header = next(csv.reader([file.readline()]), [])
+    missing = [c for c in AUTOPERF_COLUMNS if c not in header]
+    if missing:
+        raise ValueError(f"results frame lacks columns: {', '.join(missing)}")
+    return _checked(_blocks(path, block_size or CHUNK_BYTES, verbatim))
+
+
+def _checked(blocks: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    try:
+        yield from blocks
+    except pa.ArrowInvalid as err:
+        raise ValueError(str(err).strip().splitlines()[0]) from None
+
+
+def _blocks(path: str | Path, block_size: int, verbatim: tuple) -> Iterator[Any]:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    types = arrow_types()
+    for name, kind in types.items():
+        if name in verbatim:
+            types[name] = pa.string()
+        elif kind == pa.string():
+            types[name] = pa.dictionary(pa.int32(), pa.string())
+
+    reader = pcsv.open_csv(
+        path,
+        # one thread: the caller's work on a chunk overlaps with the next one's reading anyway,
+        # and parallel parsing holds several blocks (and their columns) at once
+        read_options=pcsv.ReadOptions(block_size=block_size, use_threads=False),
+        convert_options=pcsv.ConvertOptions(
+            column_types=types,
+            null_values=[""],
+            strings_can_be_null=True,
+            include_columns=COLUMNS,
+            include_missing_columns=True,
+        ),
+    )
+    for batch in reader:
+        yield pa.Table.from_batches([batch])

@@ -39,6 +39,7 @@ from autoprof.results.sanity_report import (
     write_report,
 )
 from autoprof.run import outdir
+from autoprof.util.prefetch import prefetched
 from autoprof.util.status import FINAL_RUN_STATUSES, RowStatus, RunStatus
 
 MAX_PROBLEMS_PER_FILE = 20  # a garbage file should not drown the report
@@ -142,7 +143,7 @@ def _aggregate(
             emit(mapper.rest())
 
     mapper = None
-    for kind, item, problems in _prefetched(_pieces(out, state)):
+    for kind, item, problems in prefetched(_pieces(out, state)):
         broken.extend(problems)
         if kind == _CHUNK and mapper is not None:
             lines += len(item) if item is not None else 0
@@ -193,20 +194,6 @@ def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[Broken
         if record is not None:
             for counts, problems in _read_chunks(folder, folder.relative_to(out), record, state):
                 yield _CHUNK, counts, problems
-
-
-def _prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
-    """`items`, made in a thread up to `ahead` in advance: each perf.csv chunk is read while
-    the ones before it are mapped and written (pyarrow and numpy let go of the GIL)."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    end = object()
-    with ThreadPoolExecutor(max_workers=1) as pool:  # one worker: next() calls in order
-        pending = deque(pool.submit(next, items, end) for _ in range(ahead))
-        while (item := pending.popleft().result()) is not end:
-            pending.append(pool.submit(next, items, end))
-            yield item
 
 
 def _refused(record: outdir.RunRecord, state: _RunState) -> list[tally.Label]:

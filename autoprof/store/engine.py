@@ -20,12 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
-from sqlalchemy import Connection, Engine, create_engine, event, inspect
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -35,6 +30,9 @@ from autoprof.util.urls import scrub
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "autoprof_schema"
+# the newest migration's revision: a store at it is opened without importing Alembic, which
+# costs every command a few tenths of a second (tests/test_store.py checks it is the head)
+HEAD_REVISION = "0006"
 # pg_advisory_xact_lock key held while the schema is checked, created or migrated
 _MIGRATION_LOCK = 0x6175746F70726F66 & 0x7FFFFFFFFFFFFFFF  # "autoprof"
 CONNECT_TIMEOUT_S = 10
@@ -61,10 +59,12 @@ class Store:
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
         """Turn database errors into one masked line for the user."""
+        from adbc_driver_manager import Error as AdbcError
+
         try:
             yield
-        except (DBAPIError, psycopg.Error, sqlite3.Error) as err:
-            # the bulk paths use the driver directly, so its own errors arrive here unwrapped
+        except (DBAPIError, psycopg.Error, sqlite3.Error, AdbcError) as err:
+            # the bulk paths use the drivers (and ADBC's) directly: their errors arrive unwrapped
             orig = err.orig if isinstance(err, DBAPIError) else err
             reason = str(orig or err).strip().splitlines()
             first = reason[0] if reason else type(err).__name__
@@ -112,7 +112,9 @@ def _engine(url: URL) -> Engine:
     return create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
 
 
-def alembic_config(conn: Connection) -> Config:
+def alembic_config(conn: Connection):
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = conn
@@ -120,14 +122,20 @@ def alembic_config(conn: Connection) -> Config:
 
 
 def head_revision() -> str:
-    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
-    assert head is not None
-    return head
+    return HEAD_REVISION
 
 
 def current_revision(conn: Connection) -> str | None:
-    context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-    return context.get_current_revision()
+    """The store's schema revision (Alembic's version table, read in SQL), None if it has none."""
+    if not inspect(conn).has_table(VERSION_TABLE):
+        return None
+    return conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+
+
+def _upgrade(conn: Connection) -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(conn), "head")
 
 
 def _lock(conn: Connection) -> None:
@@ -136,6 +144,9 @@ def _lock(conn: Connection) -> None:
 
 
 def _is_known(revision: str) -> bool:
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError
+
     try:
         return ScriptDirectory(str(MIGRATIONS)).get_revision(revision) is not None
     except CommandError:
@@ -157,7 +168,7 @@ def check_schema(store: Store, conn: Connection, create: bool = True) -> None:
             )
         if not create:
             raise AutoprofError(f"no store at {store.shown}: the database is empty ({_CREATES})")
-        command.upgrade(alembic_config(conn), "head")
+        _upgrade(conn)
         return
     if _is_known(current):
         raise AutoprofError(
@@ -205,5 +216,5 @@ def migrate(text: str | None) -> tuple[str | None, str]:
                 f"(up to {head}): upgrade autoprof instead"
             )
         if current != head:
-            command.upgrade(alembic_config(conn), "head")
+            _upgrade(conn)
     return current, head

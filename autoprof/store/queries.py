@@ -1,4 +1,4 @@
-"""Read and delete runs: list with filters, show one, rebuild its results frame, delete it.
+"""Read and delete runs: list with filters, show one, delete it (`export` writes one back).
 
 Runs are named by their uuid or any unambiguous prefix of it (at least 4 characters), as git
 names commits.
@@ -8,27 +8,19 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
 from sqlalchemy import Connection, Row, delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from autoprof import results
 from autoprof.errors import AutoprofError
 from autoprof.store.functions import read_functions, summary
 from autoprof.store.models import (
-    RUN_COMPLETE,
-    SAMPLE_COLUMNS,
-    SERIES_COLUMNS,
     Machine,
     Measurement,
     Run,
     RunPart,
-    Series,
     Tag,
 )
 from autoprof.util.clock import naive_utc
@@ -241,58 +233,6 @@ def run_details(conn: Connection, ident: str) -> dict:
     }
 
 
-def export_frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.DataFrame:
-    """The run's results frame, as `aggregate` wrote it (feed it to `results.write_csv`).
-
-    One part: its rows in their original order. Several parts: concatenated and stably sorted by
-    (RUN, REPEAT), which is the order a single-machine `aggregate` writes runs in.
-    """
-    run = find_run(conn, ident)
-    stored = conn.execute(
-        select(func.count()).select_from(RunPart).where(RunPart.run_id == run.id)
-    ).scalar_one()
-    if run.status != RUN_COMPLETE and not partial:
-        raise AutoprofError(
-            f"run {run.uuid} is incomplete ({stored} of {run.parts_expected} parts stored); "
-            "use --partial to export the parts present"
-        )
-    part_ids = select(RunPart.id).where(RunPart.run_id == run.id)
-    series = _frame(
-        conn.execute(
-            select(
-                RunPart.part,
-                Series.number,
-                *(Series.__table__.c[c] for c in SERIES_COLUMNS.values()),
-            )
-            .join(RunPart, RunPart.id == Series.part_id)
-            .where(Series.part_id.in_(part_ids))
-        ).cursor.fetchall(),
-        ["part", "number", *SERIES_COLUMNS],
-    )
-    samples = _frame(
-        conn.execute(
-            select(
-                RunPart.part,
-                Measurement.series,
-                *(Measurement.__table__.c[c] for c in SAMPLE_COLUMNS.values()),
-            )
-            .join(RunPart, RunPart.id == Measurement.part_id)
-            .where(Measurement.part_id.in_(part_ids))
-            .order_by(RunPart.part, Measurement.seq)
-        ).cursor.fetchall(),
-        ["part", "number", *SAMPLE_COLUMNS],
-    )
-    if samples.empty:
-        return results.empty_frame()
-    series = series.set_index(["part", "number"])
-    where = series.index.get_indexer(pd.MultiIndex.from_frame(samples[["part", "number"]]))
-    fixed = series.iloc[where].reset_index(drop=True)
-    frame = results.normalize(pd.concat([fixed, samples.drop(columns=["part", "number"])], axis=1))
-    if stored > 1:
-        frame = frame.sort_values(["RUN", "REPEAT"], kind="stable", ignore_index=True)
-    return frame
-
-
 def export_functions(conn: Connection, ident: str, recording: str | None = None) -> str:
     """A recording's per-function rows, as `autoprof report --csv` writes them."""
     from autoprof.functions.render import csv_text
@@ -308,22 +248,6 @@ def export_functions(conn: Connection, ident: str, recording: str | None = None)
     if name not in tables:
         raise AutoprofError(f"run {run.uuid} has no recording {name!r} ({', '.join(tables)})")
     return csv_text(tables[name])
-
-
-def _frame(rows: Sequence, columns: list[str]) -> pd.DataFrame:
-    """Rows fetched from the store (the driver's plain tuples: SQLAlchemy's Row objects cost
-    seconds per million rows) -> a frame with each column in its results dtype (object
-    columns of Python values and None, converted once, column by column)."""
-    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
-    data = {}
-    for name, column in zip(columns, values, strict=True):
-        dtype = results.DTYPES.get(name, "int64")
-        data[name] = pd.array(column, dtype=dtype) if dtype != "float64" else _floats(column)
-    return pd.DataFrame(data)
-
-
-def _floats(column: tuple) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in column], dtype="float64")
 
 
 def delete_run(conn: Connection, ident: str) -> tuple[str, int]:

@@ -5,7 +5,8 @@ PostgreSQL, the database write lock on SQLite), so concurrent uploads of the sam
 behind each other and all but the first find their part already stored. The part, its
 measurements and the run's totals are written in that one transaction: a killed uploader leaves
 nothing behind, and a retry starts afresh. Measurements go in through the fastest path each
-driver offers: binary ``COPY`` (psycopg 3) on PostgreSQL, ``executemany`` on SQLite.
+driver offers (`bulk`): ``COPY FROM STDIN`` on PostgreSQL, prepared inserts on SQLite, fed a chunk
+of results.csv at a time: memory stays flat however many rows the part has.
 
 Parts: a profile split over N machines (``manifest.options.part`` of ``.parts``, both
 1-based and shared by the parts' manifests with the same `id`) arrives as N uploads; the run
@@ -18,14 +19,11 @@ import contextlib
 import datetime as dt
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
-from itertools import count, repeat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -36,6 +34,7 @@ from autoprof.errors import AutoprofError
 from autoprof.results.sanity_report import Report, not_planned, read_report
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
+from autoprof.store import bulk
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
@@ -43,10 +42,7 @@ from autoprof.store.models import (
     KIND_PROFILE,
     RUN_COMPLETE,
     RUN_INCOMPLETE,
-    SAMPLE_COLUMNS,
-    SERIES_COLUMNS,
     Machine,
-    Measurement,
     Run,
     RunPart,
     Series,
@@ -113,11 +109,47 @@ def read_profile(out: Path) -> Profile:
     return Profile(manifest, part, parts, report, records, kind)
 
 
-def load_results(out: Path) -> pd.DataFrame:
+def results_chunks(out: Path, verbatim: tuple[str, ...] = ()) -> Iterator[Any]:
+    """The chunks of `out`'s results.csv (`results.read_chunks`); its header is checked now, a
+    malformed line when its chunk is read (both: one line)."""
+    path = out / outdir.RESULTS
     try:
-        return results.normalize(results.read_csv(out / outdir.RESULTS))
-    except (ValueError, TypeError) as err:
-        raise AutoprofError(f"{out / outdir.RESULTS}: not a results file: {err}") from None
+        chunks = results.read_chunks(path, verbatim=verbatim)
+    except ValueError as err:
+        raise AutoprofError(f"{path}: not a results file: {err}") from None
+
+    def checked() -> Iterator[Any]:
+        first_line = 2  # the header is line 1
+        try:
+            for chunk in chunks:
+                _check_counts(path, chunk, first_line)
+                first_line += chunk.num_rows
+                yield chunk
+        except ValueError as err:
+            raise AutoprofError(f"{path}: not a results file: {err}") from None
+
+    return checked()
+
+
+def _check_counts(path: Path, chunk: Any, first_line: int) -> None:
+    """Refuse a count that is not a finite number (inf, -inf): perf never prints one, and every
+    analysis of it would be meaningless (a missing count is an empty cell). The chunk's
+    SAMPLE_VALUE is a float column, or the file's text where the database parses it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = chunk.column("SAMPLE_VALUE").combine_chunks()
+    if pa.types.is_floating(column.type):
+        infinite = pc.is_inf(column)
+    else:
+        infinite = pc.match_substring_regex(column, r"^\s*[+-]?inf(inity)?\s*$", ignore_case=True)
+    row = pc.index(pc.fill_null(infinite, False), True).as_py()
+    if row >= 0:
+        value = float(column[row].as_py())
+        raise AutoprofError(
+            f"{path}: {chunk.column('EVENT_NAME')[row].as_py()} has a SAMPLE_VALUE of "
+            f"{value!r} (line {first_line + row}): a count is a finite number; nothing stored"
+        )
 
 
 def _insert(conn: Connection, table: type):
@@ -155,56 +187,32 @@ def _span(records: list[dict[str, Any]]) -> tuple[dt.datetime | None, dt.datetim
     return min(times("start"), default=None), max(times("end"), default=None)
 
 
-def _objects(frame: pd.DataFrame, names: Iterable[str]) -> list[Any]:
-    """One object array per column, NA as None, numbers as Python int/float."""
-    return [frame[name].to_numpy(dtype=object, na_value=None) for name in names]
+@dataclass
+class Loaded:
+    """What `load_part` stored: its rows, and the event names they hold (first seen first)."""
+
+    rows: int
+    events: list[str]
 
 
-_COPY_TYPES = {"INTEGER": "int4", "BIGINT": "int8", "DOUBLE": "float8", "TEXT": "text"}
-_MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
+def load_part(conn: Connection, part_id: int, chunks: Iterable[Any]) -> Loaded:
+    """Store results `chunks` as the series and measurements of `part_id`, a chunk at a time
+    through the driver's bulk path (`bulk.write_measurements`)."""
+    numbers = bulk.SeriesNumbers()
+    rows = 0
 
+    def measurements() -> Iterator[Any]:
+        nonlocal rows
+        for chunk in chunks:
+            yield bulk.measurement_rows(part_id, rows, numbers.number(chunk), chunk)
+            rows += chunk.num_rows
 
-def _copy_types() -> list[str]:
-    table = Measurement.__table__
-    return [_COPY_TYPES[str(table.c[name].type)] for name in _MEASUREMENT]
-
-
-def _insert_measurements(conn: Connection, rows: Iterable[tuple]) -> None:
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open connection has its driver's
-    names = ", ".join(_MEASUREMENT)
-    if conn.dialect.name == "postgresql":
-        with (
-            driver.cursor() as cursor,
-            cursor.copy(f"COPY measurement ({names}) FROM STDIN (FORMAT BINARY)") as copy,
-        ):
-            copy.set_types(_copy_types())
-            for row in rows:
-                copy.write_row(row)
-    else:
-        marks = ", ".join("?" * len(_MEASUREMENT))
-        driver.executemany(f"INSERT INTO measurement ({names}) VALUES ({marks})", rows)
-
-
-def insert_part(conn: Connection, part_id: int, frame: pd.DataFrame) -> int:
-    """Bulk-insert `frame` (a normalized results frame) as the series and measurements of
-    `part_id`; returns the number of measurements."""
-    keys = list(SERIES_COLUMNS)
-    numbers = frame.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
-    first = np.unique(numbers, return_index=True)[1]  # row where each series first appears
-    series = frame.iloc[first]
-    series_rows = zip(range(len(series)), *_objects(series, keys), strict=True)
-    names = ["number", *SERIES_COLUMNS.values()]
-    if len(series):
-        conn.execute(
-            insert(Series),
-            [{"part_id": part_id} | dict(zip(names, row, strict=True)) for row in series_rows],
-        )
-    rows = zip(
-        repeat(part_id), count(), numbers.tolist(), *_objects(frame, SAMPLE_COLUMNS), strict=False
-    )
-    _insert_measurements(conn, rows)
-    return len(frame)
+    bulk.write_measurements(conn, measurements())
+    if numbers.numbers:
+        conn.execute(insert(Series), numbers.rows(part_id))
+    bulk.index_new_rows(conn)
+    names = dict.fromkeys(key[0] for key in numbers.numbers if key[0] is not None)
+    return Loaded(rows, list(names))
 
 
 def _stored_part(conn: Connection, uuid: str, part: int) -> bool:
@@ -265,30 +273,17 @@ def _check_same_profile(conn: Connection, run_id: int, profile: Profile) -> None
         )
 
 
-def _check_planned(out: Path, profile: Profile, frame: pd.DataFrame) -> None:
+def _check_planned(out: Path, profile: Profile, events: list[str]) -> None:
     """Refuse results whose events the manifest's plan does not name (an edited results.csv:
     the store and its exports would hand the names on), and a report that flagged some."""
     planned = profile.manifest.event_names()
     unknown = []
     if planned is not None:
-        unknown = [n for n in frame["EVENT_NAME"].dropna().unique().tolist() if n not in planned]
+        unknown = [n for n in events if n not in planned]
     if not unknown and profile.report is not None:
         unknown = profile.report.unknown_events
     if unknown:
         raise AutoprofError(f"{out}: {not_planned([str(n) for n in unknown])}; nothing stored")
-
-
-def _check_counts(out: Path, frame: pd.DataFrame) -> None:
-    """Refuse a count that is not a finite number (inf, -inf): perf never prints one, and
-    every analysis of it would be meaningless (a missing count is an empty cell)."""
-    values = frame["SAMPLE_VALUE"].to_numpy(np.float64, na_value=np.nan)
-    infinite = np.flatnonzero(np.isinf(values))
-    if len(infinite):
-        row = int(infinite[0])
-        raise AutoprofError(
-            f"{out / outdir.RESULTS}: {frame['EVENT_NAME'].iloc[row]} has a SAMPLE_VALUE of "
-            f"{float(values[row])!r} (line {row + 2}): a count is a finite number; nothing stored"
-        )
 
 
 def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploaded:
@@ -298,9 +293,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
     with store.read() as conn:
         if _stored_part(conn, uuid, part):
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
-    frame = load_results(out)
-    _check_planned(out, profile, frame)
-    _check_counts(out, frame)
+    chunks = results_chunks(out, bulk.verbatim(store.dialect))
     functions = load_functions(out)
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()
@@ -319,12 +312,15 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
                 manifest=profile.manifest.to_json(),
                 report=profile.report.to_json() if profile.report else None,
                 records=profile.records,
-                rows=len(frame),
+                rows=0,
                 uploaded=naive_now(),
             )
             .returning(RunPart.id)
         )
-        rows = insert_part(conn, part_id, frame)
+        loaded = load_part(conn, part_id, chunks)
+        _check_planned(out, profile, loaded.events)  # raised: the transaction stores nothing
+        rows = loaded.rows
+        conn.execute(update(RunPart).where(RunPart.id == part_id).values(rows=rows))
         insert_functions(conn, part_id, functions)
         if tags:
             conn.execute(

@@ -15,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
+import os
 import re
 import stat
 import tarfile
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -35,8 +37,9 @@ from autoprof import results
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
+from autoprof.store import export
 from autoprof.store.engine import Store
-from autoprof.store.queries import export_frame, find_run
+from autoprof.store.queries import find_run
 from autoprof.web.analyses import FrameCache
 from autoprof.web.guard import TOKEN_COOKIE, Guard, host_names
 from autoprof.web.jobs import Backend, LocalQueue
@@ -46,6 +49,9 @@ if TYPE_CHECKING:
     from autoprof.catalog.model import Catalog
 
 TOKEN_HEADER = "X-Autoprof-Token"
+EXPORTS = "exports"  # data_dir's folder of results.csv files already downloaded once
+EXPORT_CACHE_BYTES = 4 << 30
+KEPT_CHUNK_BYTES = 1 << 20  # a kept file goes out a MiB per write (Starlette's 64 KiB: 3x slower)
 # what a workload printed: readable with the token only (it may hold anything the program saw)
 PRIVATE_FILES = frozenset({outdir.STDOUT, outdir.STDERR})
 HERE = Path(__file__).parent
@@ -180,28 +186,16 @@ def _tar_out(root: Path, name: str, private: bool) -> bytes:
     return buffer.getvalue()
 
 
-def _run_uuid(state: State, ident: str) -> str:
-    with state.settings.store.read() as conn:
-        return find_run(conn, ident).uuid
-
-
 def download(request: Request) -> Response:
     """results.csv (byte for byte `runs export`), results.parquet, out.tar.gz, or a raw file
     of the run's out/ folder: /runs/ID/files/PATH."""
     state = state_of(request)
     ident, kind = request.path_params["run_id"], request.path_params["kind"]
-    uuid = _run_uuid(state, ident)
+    with state.settings.store.read() as conn:
+        run = find_run(conn, ident)
+    uuid = run.uuid
     if kind in ("results.csv", "results.parquet"):
-        with state.settings.store.read() as conn:
-            frame = export_frame(conn, uuid, partial=True)
-        if kind == "results.parquet":
-            buffer = io.BytesIO()
-            frame.to_parquet(buffer, index=False)
-            return _attachment(buffer.getvalue(), f"{uuid}.parquet", "application/octet-stream")
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "results.csv"
-            results.write_csv(frame, path)
-            return _attachment(path.read_bytes(), f"{uuid}.csv", "text/csv")
+        return _results_download(state, uuid, run.rows, kind)
     root = local_out(state, uuid)
     if root is None:
         raise HTTPException(404, "this run's out/ folder is not on this machine")
@@ -212,6 +206,94 @@ def download(request: Request) -> Response:
         path = request.path_params.get("path", "")
         return FileResponse(inside(root, path, has_token(request)))
     raise HTTPException(404)
+
+
+def _results_download(state: State, uuid: str, rows: int, kind: str) -> Response:
+    """The run's results streamed from the store as they are read, a window of rows at a time
+    (`store.export`): the first bytes leave at once, and memory stays flat. results.csv is
+    kept as it goes out (data_dir/exports, the newest EXPORT_CACHE_BYTES), so that the next
+    download of the run is a file sent at the disk's speed; keyed by the run's rows, since a
+    stored run changes only by gaining parts."""
+    store = state.settings.store
+    if kind == "results.parquet":
+        name, media_type = f"{uuid}.parquet", "application/octet-stream"
+        body = _from_store(store, uuid, _parquet_chunks)
+    else:
+        name, media_type = f"{uuid}.csv", "text/csv"
+        kept = state.settings.data_dir / EXPORTS / f"{uuid}-{rows}.csv"
+        headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+        if kept.is_file():
+            os.utime(kept)  # newest used: the last to go
+            response = FileResponse(kept, media_type=media_type, headers=headers)
+            response.chunk_size = KEPT_CHUNK_BYTES
+            return response
+        body = _kept(kept, _from_store(store, uuid, export.csv_chunks))
+    return StreamingResponse(
+        body,
+        media_type=media_type,
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+def _kept(path: Path, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """`chunks`, written to `path` too once all of them went out (a download cut short keeps
+    nothing); then the oldest kept files go until EXPORT_CACHE_BYTES are left."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".partial", delete=False) as file:
+        try:
+            for chunk in chunks:
+                file.write(chunk)
+                yield chunk
+        except BaseException:  # the reader went away, or the store failed: nothing kept
+            Path(file.name).unlink(missing_ok=True)
+            raise
+    os.replace(file.name, path)
+    kept = sorted(path.parent.glob("*.csv"), key=lambda p: p.stat().st_mtime, reverse=True)
+    total = 0
+    for old in kept:
+        total += old.stat().st_size
+        if total > EXPORT_CACHE_BYTES:
+            old.unlink(missing_ok=True)
+
+
+def _from_store(store: Store, uuid: str, make) -> Iterator[bytes]:
+    """`make(conn, uuid)`'s bytes, read in one transaction that stays open while they are sent
+    (Starlette runs this generator in its thread pool)."""
+    with store.read() as conn:
+        yield from make(conn, uuid, partial=True)
+
+
+def _parquet_chunks(conn, uuid: str, partial: bool) -> Iterator[bytes]:
+    """results.parquet, a row group per window of rows, each sent once written; with pandas'
+    metadata, so that pandas reads the results dtypes back (nullable integers, strings)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.Schema.from_pandas(results.empty_frame(), preserve_index=False)
+    sink = _Drained()
+    with pq.ParquetWriter(sink, schema) as writer:
+        for table in export.chunks(conn, uuid, partial=partial):
+            writer.write_table(results.decoded(table).cast(schema))
+            yield sink.drain()
+    yield sink.drain()
+
+
+class _Drained(io.RawIOBase):
+    """A write-only file whose bytes are taken away as they come (`drain`)."""
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.pending += data
+        return len(data)
+
+    def drain(self) -> bytes:
+        data, self.pending = bytes(self.pending), bytearray()
+        return data
 
 
 def record_file(request: Request) -> Response:

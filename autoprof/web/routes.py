@@ -22,7 +22,7 @@ from starlette.routing import Route
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.run.options import ProfileOptions
-from autoprof.store import queries
+from autoprof.store import queries, summary
 from autoprof.web import analyses, views
 from autoprof.web.app import (
     TOKEN_COOKIE,
@@ -134,18 +134,25 @@ def api_series(request: Request) -> Response:
     """An event's per-interval counts (summed over CPUs), LTTB-downsampled to `points`
     (default 1000) per (run, repeat), and its histogram."""
     state = state_of(request)
+    ident = request.path_params["run_id"]
     event = request.query_params.get("event", "")
-    points = _int_param(request, "points", views.CHART_POINTS, 10, 10_000)
+    points = _int_param(request, "points", summary.CHART_POINTS, 10, 10_000)
+    if points == summary.CHART_POINTS:  # what the page plots: kept in the run's summary
+        text = summary.stored(state.settings.store, ident, summary.TIMELINE + event)
+        if text is None:
+            raise AutoprofError(f"no event {event!r} in run {ident}")
+        return Response(text, media_type="application/json")
     with state.settings.store.read() as conn:
-        uuid = queries.find_run(conn, request.path_params["run_id"]).uuid
+        uuid = queries.find_run(conn, ident).uuid
         return _json(views.event_series(conn, uuid, event, points))
 
 
 def api_analysis(request: Request) -> Response:
-    """Stats per event and the clustered correlation matrix of a run (`analyze` over it)."""
+    """Stats per event and the clustered correlation matrix of a run (`analyze` over it),
+    computed once per run and kept in the store (`store.summary`)."""
     state = state_of(request)
-    _, frame = state.frames.get(state.settings.store, request.path_params["run_id"])
-    return _json(analyses.run_analyses(frame))
+    text = summary.stored(state.settings.store, request.path_params["run_id"], summary.ANALYSIS)
+    return Response(text or "{}", media_type="application/json")
 
 
 def api_metrics(request: Request) -> Response:

@@ -20,12 +20,10 @@ from autoprof.errors import AutoprofError
 from autoprof.results.sanity_report import Report
 from autoprof.store import queries
 from autoprof.store.models import Measurement, Run, RunPart, Series
+from autoprof.store.summary import CHART_POINTS, Line, timelines
 from autoprof.util.clock import naive_now
-from autoprof.web.downsample import lttb
 
 PER_PAGE = 50
-CHART_POINTS = 1000  # a chart is about this many pixels wide: more points show nothing more
-HISTOGRAM_BINS = 30
 
 
 @dataclass
@@ -130,7 +128,7 @@ def _series_table(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
 def event_table(conn: Connection, uuid: str) -> list[dict[str, Any]]:
     """Per event: PMU, unit, plan runs, repeats and locations (CPUs/boxes), from the series
     alone: a page opens without reading the measurements. Totals come with the run's stats
-    (`analyses.run_analyses`), which the page loads next."""
+    (`store.summary`), which the page loads next."""
     series = _series_table(conn, _part_ids(conn, uuid))
     if series.empty:
         return []
@@ -171,7 +169,8 @@ def event_series(
     conn: Connection, uuid: str, event: str, points: int = CHART_POINTS
 ) -> dict[str, Any]:
     """An event's count per interval (summed over CPUs/boxes), one line per (run, repeat), each
-    cut to `points` with LTTB; and a histogram of all its interval counts."""
+    cut to `points` with LTTB; and a histogram of all its interval counts. Summed in SQL: what
+    the page asks for first (CHART_POINTS) comes from the run's stored summary instead."""
     series = _series_table(conn, _part_ids(conn, uuid))
     chosen = series[series["event"] == event]
     if chosen.empty:
@@ -208,32 +207,13 @@ def event_series(
     lines = []
     for number, line in per_interval.groupby("line"):
         run, repeat = names.loc[int(number), ["run", "repeat"]]
-        x = line["time"].to_numpy(np.float64, na_value=np.nan)
-        y = line["value"].to_numpy(np.float64, na_value=np.nan)
-        y = np.where(np.isinf(y), np.nan, y)  # no count (stored before upload refused them)
-        keep = lttb(x, y, points)
-        lines.append(
-            {
-                "name": f"run {_int(run)} repeat {_int(repeat)}",
-                "x": x[keep].tolist(),
-                "y": y[keep].tolist(),
-                "intervals": len(line),
-            }
-        )
-    counted = per_interval["value"].to_numpy(np.float64, na_value=np.nan)
-    counted = counted[np.isfinite(counted)]
-    counts, edges = np.histogram(counted, bins=HISTOGRAM_BINS) if len(counted) else ([], [])
-    counts, edges = np.asarray(counts, np.int64), np.asarray(edges, np.float64)
-    return {
-        "event": event,
-        "unit": chosen["unit"].dropna().iloc[0] if chosen["unit"].notna().any() else None,
-        "lines": lines,
-        "histogram": {"counts": counts.tolist(), "edges": edges.tolist()},
-    }
-
-
-def _int(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+        time = line["time"].to_numpy(np.float64, na_value=np.nan)
+        value = line["value"].to_numpy(np.float64, na_value=np.nan)
+        # an infinite count (stored before upload refused them) is no count
+        value = np.where(np.isinf(value), np.nan, value)
+        lines.append(Line(run, repeat, time, value))
+    unit = chosen["unit"].dropna().iloc[0] if chosen["unit"].notna().any() else None
+    return timelines([(event, unit, lines)], points)[event]
 
 
 def run_overview(conn: Connection, ident: str) -> dict[str, Any]:

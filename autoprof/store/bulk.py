@@ -1,0 +1,352 @@
+"""The measurement table's bulk paths, each driver's own, in chunks: a run is never whole in
+memory, whatever its size.
+
+In: chunks of a results file (`autoprof.results.read_chunks`, pyarrow tables) become a part's
+series (`SeriesNumbers`, numbered in the order they first appear) and its narrow measurement
+rows, sent with PostgreSQL's ``COPY measurement FROM STDIN`` (CSV text that pyarrow writes, a
+few chunks made ahead in a thread while one is sent) or SQLite prepared inserts (``executemany``),
+inside the upload's one transaction.
+
+Out: a part's rows in their order (`seq`) as pyarrow tables, read through ADBC (`read_rows`):
+Arrow record batches straight from the database, never a Python object per row (PostgreSQL's
+ADBC driver reads with ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)``). On PostgreSQL a window
+of `seq` at a time, found by the BRIN index on (part_id, seq) and put in order here; on SQLite
+the table's own (part_id, seq) order. Values are exact both ways: pyarrow writes floats in
+shortest round-trip form, and reads come back in binary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+from sqlalchemy import Connection
+
+from autoprof import results
+from autoprof.errors import AutoprofError
+from autoprof.store.models import MEASUREMENT_INDEX, SAMPLE_COLUMNS, SERIES_COLUMNS
+from autoprof.util.prefetch import prefetched
+
+MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
+# what a read returns per row: the series number, then the sample columns (results names)
+READ_COLUMNS = ["series", *SAMPLE_COLUMNS]
+WINDOW = 1 << 18  # rows per read on PostgreSQL, put in order here (about 15 MB of Arrow)
+BATCH = 1 << 16  # rows per batch on SQLite (its driver's default, 1024, costs per batch)
+SQLITE_CACHE_KIB = 32 << 10  # 32 MiB of page cache for a load: 20% faster than the default 2
+_WORK_MEM = "256MB"  # several parts' rows are sorted by the server
+
+
+class SeriesNumbers:
+    """The series of one part (its rows' values in SERIES_COLUMNS), numbered 0, 1, ... in the
+    order they first appear, chunk after chunk."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[tuple[Any, ...], int] = {}
+
+    def number(self, table: pa.Table) -> np.ndarray:
+        """The series number of each row of `table` (new series are numbered on the way)."""
+        if table.num_rows == 0:
+            return np.zeros(0, np.int32)
+        columns = [table.column(name).combine_chunks() for name in SERIES_COLUMNS]
+        # one int64 key per row from each column's small codes (text: dictionary indices,
+        # integers: the value less the chunk's smallest), encoded again should it grow too wide
+        key = np.zeros(table.num_rows, np.int64)
+        span = 1
+        for column in columns:
+            code, width = _codes(column)
+            if span * width >= 2**62:
+                key = pc.dictionary_encode(pa.array(key)).indices.to_numpy().astype(np.int64)
+                span = int(key.max()) + 1
+            key = key * width + code
+            span *= width
+        encoded = pc.dictionary_encode(pa.array(key))
+        local = encoded.indices.to_numpy().astype(np.int64)  # numbered as they first appear
+        first = np.empty(len(encoded.dictionary), np.int64)
+        first[local[::-1]] = np.arange(len(local) - 1, -1, -1)
+        at = pa.array(first)
+        values = [column.take(at).to_pylist() for column in columns]
+        number = np.fromiter(
+            (self.numbers.setdefault(v, len(self.numbers)) for v in zip(*values, strict=True)),
+            np.int32,
+            len(first),
+        )
+        return number[local]
+
+    def rows(self, part_id: int) -> list[dict[str, Any]]:
+        """The `series` table's rows of this part."""
+        names = list(SERIES_COLUMNS.values())
+        return [
+            {"part_id": part_id, "number": n, **dict(zip(names, values, strict=True))}
+            for values, n in self.numbers.items()
+        ]
+
+
+def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
+    """Small non-negative codes of a column's values (a missing value is 0), and their bound."""
+    if pa.types.is_dictionary(column.type):
+        indices = pc.fill_null(column.indices, -1).to_numpy().astype(np.int64)
+        return indices + 1, len(column.dictionary) + 1
+    if column.null_count == len(column):
+        return np.zeros(len(column), np.int64), 1
+    low, high = pc.min(column).as_py(), pc.max(column).as_py()
+    if high - low >= 2**31:  # far-apart values: hashed instead
+        encoded = pc.dictionary_encode(column, null_encoding="encode")
+        return encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
+    values = pc.fill_null(column, low - 1).to_numpy().astype(np.int64)
+    return values - (low - 1), high - low + 2
+
+
+def _no_nan(column: pa.Array) -> pa.Array:
+    """NaN (a float, or a number's text) as a missing value (NULL), as results files mean it."""
+    if pa.types.is_floating(column.type):
+        nan = pc.is_nan(column)
+    elif pa.types.is_string(column.type):
+        nan = pc.match_substring_regex(column, "^[+-]?nan$", ignore_case=True)
+    else:
+        return column
+    if pc.any(nan).as_py():
+        return pc.if_else(nan, pa.scalar(None, column.type), column)
+    return column
+
+
+def measurement_rows(part_id: int, first: int, series: np.ndarray, table: pa.Table) -> pa.Table:
+    """The measurement rows (MEASUREMENT columns) of a chunk whose first row is `first`."""
+    n = table.num_rows
+    columns = {
+        "part_id": pa.array(np.full(n, part_id, np.int32)),
+        "seq": pa.array(np.arange(first, first + n, dtype=np.int64)),
+        "series": pa.array(series),
+    }
+    for name, column in SAMPLE_COLUMNS.items():
+        columns[column] = _no_nan(table.column(name).combine_chunks())
+    return pa.table(columns)
+
+
+# PostgreSQL parses these columns' text itself, as the results file has it: the client parses
+# and prints no number (its floats print in shortest round-trip form, Python's own)
+VERBATIM = ("INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING")
+
+
+def verbatim(dialect: str) -> tuple[str, ...]:
+    """The results columns `write_measurements` takes as text (`results.read_chunks`)."""
+    return VERBATIM if dialect == "postgresql" else ()
+
+
+def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
+    """Insert `chunks` (MEASUREMENT columns) through the driver's bulk path, in the
+    connection's transaction."""
+    driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection has its driver's
+    names = ", ".join(MEASUREMENT)
+    if conn.dialect.name == "postgresql":
+        with driver.cursor() as cursor:
+            statement = f"COPY measurement ({names}) FROM STDIN (FORMAT CSV)"
+            with cursor.copy(statement) as copy:
+                # chunks are read and turned into CSV a few ahead, in a thread, while this
+                # one sends: the two overlap, and memory holds a few chunks, never a queue
+                # that grows when the server is the slower side
+                for text in prefetched(_csv_texts(chunks), ahead=4):
+                    copy.write(text)
+        return
+    # pages written again and again (the b-tree's right edge) stay in memory, not in the WAL
+    driver.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+    marks = ", ".join("?" * len(MEASUREMENT))
+    insert = f"INSERT INTO measurement ({names}) VALUES ({marks})"
+    for chunk in chunks:
+        driver.executemany(insert, _python_rows(chunk))
+
+
+def _csv_texts(chunks: Iterable[pa.Table]) -> Iterator[bytes]:
+    for chunk in chunks:
+        text = io.BytesIO()
+        pcsv.write_csv(chunk, text, pcsv.WriteOptions(include_header=False))
+        yield text.getvalue()
+
+
+def index_new_rows(conn: Connection) -> None:
+    """PostgreSQL: summarize the page ranges the load added in the BRIN index (the rows of the
+    open transaction included), so that the first export reads only its own pages."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT brin_summarize_new_values('{MEASUREMENT_INDEX}')")
+
+
+def _python_rows(chunk: pa.Table) -> Iterator[tuple]:
+    """The rows of `chunk` as tuples for sqlite3: numbers through numpy (fast), None for a
+    missing value (a float NaN binds as NULL too)."""
+    columns: list[Any] = []
+    for name in MEASUREMENT:
+        column = chunk.column(name).combine_chunks()
+        if pa.types.is_string(column.type) or pa.types.is_dictionary(column.type):
+            encoded = (
+                column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+            )
+            texts = np.asarray([*encoded.dictionary.to_pylist(), None], dtype=object)
+            codes = pc.fill_null(encoded.indices, len(texts) - 1).to_numpy()
+            columns.append(texts[codes].tolist())
+        elif pa.types.is_floating(column.type):
+            columns.append(column.to_numpy(zero_copy_only=False).tolist())
+        else:
+            values = pc.fill_null(column, 0).to_numpy().tolist()
+            if column.null_count:
+                for i in np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False)):
+                    values[i] = None
+            columns.append(values)
+    return zip(*columns, strict=True)
+
+
+_READ_TYPES = {
+    "series": pa.int32(),
+    **{name: results.arrow_types()[name] for name in SAMPLE_COLUMNS},
+}
+_NULLABLE = list(SAMPLE_COLUMNS.values())
+
+
+@dataclass(frozen=True)
+class Part:
+    """A stored part to read: its id, its rows, and what to add to its series numbers (the
+    parts of a run read as one numbers their series one after the other)."""
+
+    id: int
+    rows: int
+    offset: int = 0
+
+
+def read_rows(conn: Connection, parts: list[Part]) -> Iterator[pa.Table]:
+    """The measurements of `parts` as tables of READ_COLUMNS, in the order `runs export`
+    writes them: one part in its own order; several stably sorted by (RUN, REPEAT), the order a
+    single-machine `aggregate` writes runs in (a missing RUN or REPEAT last), part by part.
+
+    Read through ADBC (Arrow's database connectivity), apart from the caller's connection (see
+    `_Reader`): rows arrive as Arrow record batches, never as Python objects (PostgreSQL's
+    driver reads them with ``COPY ... TO STDOUT (FORMAT BINARY)``). Raises AutoprofError when
+    the run's rows change while they are read (a delete, on another connection)."""
+    expected = sum(p.rows for p in parts)
+    found = 0
+    with _reader(conn) as reader:
+        for table in reader.tables(parts):
+            found += table.num_rows
+            yield table
+    if found != expected:
+        raise AutoprofError(f"the run changed while it was read ({found} of {expected} rows)")
+
+
+class _Reader:
+    """Queries through ADBC, as tables of READ_COLUMNS: on PostgreSQL a connection of its own
+    (`adbc`), on SQLite a child process per query (`autoprof.store.sqlite_arrow`)."""
+
+    def __init__(self, adbc: Any, path: str) -> None:
+        self.adbc, self.path = adbc, path
+        self.postgresql = adbc is not None
+
+    def tables(self, parts: list[Part]) -> Iterator[pa.Table]:
+        if len(parts) > 1:
+            shift = " ".join(f"WHEN {int(p.id)} THEN {int(p.offset)}" for p in parts)
+            order = "s.plan_run IS NULL, s.plan_run, s.repeat IS NULL, s.repeat, r.part, m.seq"
+            yield from self.query(
+                f"m.series + CASE m.part_id {shift} END",
+                "measurement m JOIN series s ON s.part_id = m.part_id AND s.number = m.series "
+                "JOIN run_part r ON r.id = m.part_id",
+                f"m.part_id IN ({', '.join(str(int(p.id)) for p in parts)}) ORDER BY {order}",
+            )
+            return
+        (part,) = parts
+        series, where = f"m.series + {int(part.offset)}", f"m.part_id = {int(part.id)}"
+        if not self.postgresql:  # the table is the (part_id, seq) b-tree: read in its order
+            yield from self.query(series, "measurement m", f"{where} ORDER BY m.seq")
+            return
+        # a window of seq at a time, found by the BRIN index, put in order here: no sort in
+        # the server, and memory bounded by the window
+        for start in range(0, part.rows, WINDOW):
+            window = f"{where} AND m.seq >= {start} AND m.seq < {start + WINDOW}"
+            table = pa.concat_tables(self.query(series, "measurement m", window, seq=True))
+            ordered = np.argsort(table.column("seq").to_numpy(), kind="stable")
+            yield table.drop_columns(["seq"]).take(pa.array(ordered))
+
+    def query(self, series: str, source: str, where: str, seq: bool = False) -> Iterator[pa.Table]:
+        if self.postgresql:
+            columns = [f"{series} AS series", *(f"m.{c}" for c in _NULLABLE)]
+        else:  # the driver types a column by its first values: never let one start NULL
+            columns = [f"{series} AS series"]
+            columns += [f"coalesce(m.{c}, {_ZERO[c]})" for c in _NULLABLE]
+            columns.append(" | ".join(f"((m.{c} IS NULL) << {i})" for i, c in enumerate(_NULLABLE)))
+        if seq:
+            columns.append("m.seq")
+        query = f"SELECT {', '.join(columns)} FROM {source} WHERE {where}"
+        batches = self._postgresql(query) if self.postgresql else _sqlite(self.path, query)
+        for batch in batches:
+            yield self._typed(batch, seq)
+
+    def _postgresql(self, query: str) -> Iterator[pa.RecordBatch]:
+        cursor = self.adbc.cursor()
+        try:
+            cursor.execute(query)
+            yield from cursor.fetch_record_batch()
+        finally:
+            cursor.close()
+
+    def _typed(self, batch: pa.RecordBatch, seq: bool) -> pa.Table:
+        arrays = list(batch.columns)
+        if not self.postgresql:
+            nulls = arrays.pop(len(READ_COLUMNS)).to_numpy()
+            for i in range(len(_NULLABLE)):
+                missing = (nulls >> i) & 1 == 1
+                if missing.any():
+                    arrays[i + 1] = pc.if_else(
+                        missing, pa.scalar(None, arrays[i + 1].type), arrays[i + 1]
+                    )
+        names = READ_COLUMNS + (["seq"] if seq else [])
+        typed = [
+            a.cast(_READ_TYPES[n]) if n in _READ_TYPES else a
+            for a, n in zip(arrays, names, strict=False)
+        ]
+        return pa.table(typed, names=names)
+
+
+_ZERO = {c: ("''" if c == "status" else "0") for c in _NULLABLE}
+
+
+@contextlib.contextmanager
+def _reader(conn: Connection) -> Iterator[_Reader]:
+    """What reads `conn`'s database through ADBC (PostgreSQL: a connection, closed after)."""
+    url = conn.engine.url
+    if conn.dialect.name != "postgresql":
+        yield _Reader(None, str(Path(url.database or "").expanduser().resolve()))
+        return
+    import adbc_driver_postgresql.dbapi as adbc_pg
+
+    adbc = adbc_pg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
+    try:
+        with adbc.cursor() as cursor:
+            cursor.execute(f"SET work_mem = '{_WORK_MEM}'")
+            cursor.execute("SET jit = off")  # compiling a window's query costs more than it saves
+            cursor.execute("SET max_parallel_workers_per_gather = 0")
+        yield _Reader(adbc, "")
+    finally:
+        adbc.close()
+
+
+def _sqlite(path: str, query: str) -> Iterator[pa.RecordBatch]:
+    """The rows of `query` on the SQLite file `path`, from a child process (see its module)."""
+    argv = [sys.executable, "-m", "autoprof.store.sqlite_arrow", path, str(BATCH), query]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout is not None
+        # nothing written: the child failed, and says why below
+        with contextlib.suppress(pa.ArrowInvalid):
+            yield from pa.ipc.open_stream(child.stdout)
+    finally:
+        if child.poll() is None and child.stdout is not None:
+            child.stdout.close()  # a reader stopping early: the child ends on a broken pipe
+        _, error = child.communicate()
+    if child.returncode:
+        raise AutoprofError(f"reading {path}: {error.decode(errors='replace').strip()}")

@@ -1,0 +1,259 @@
+"""Large runs (#30): the store streams rows in and out in chunks (byte-identical whatever the
+chunk sizes), the web download streams from the store and is kept for the next one, and a
+run's page reads a summary computed once and kept in the store, rebuilt when it is old.
+
+Speed and memory targets are in bench/store.py; these tests make chunks tiny instead, so that a
+few thousand rows cross many chunk and window boundaries.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+from starlette.testclient import TestClient
+
+from autoprof import results
+from autoprof.analysis import correlation, data, stats
+from autoprof.analysis.downsample import lttb, lttb_many
+from autoprof.cli import cli
+from autoprof.run import outdir
+from autoprof.store import bulk, engine, export, summary
+from autoprof.store.queries import find_run
+from autoprof.testing.synthetic_out import make_out
+from autoprof.web import views
+from autoprof.web.app import Settings, create_app
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store' / 'results.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def tiny_chunks(monkeypatch):
+    """Chunks of a few hundred rows in, windows and batches of 1,000 out."""
+    monkeypatch.setattr(results, "CHUNK_BYTES", 1 << 14)
+    monkeypatch.setattr(bulk, "WINDOW", 1000)
+    monkeypatch.setattr(bulk, "BATCH", 1000)
+
+
+def autoprof(*args, store: str):
+    argv = [str(a) for a in args] + ["--store", store]
+    return CliRunner().invoke(cli, argv, catch_exceptions=False)
+
+
+def uploaded(url: str, out) -> str:
+    done = autoprof("upload", out, store=url)
+    assert done.exit_code == 0, done.output
+    return outdir.read_manifest(out).id
+
+
+def test_results_chunks_are_the_file(tmp_path, monkeypatch):
+    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=40)
+    monkeypatch.setattr(results, "CHUNK_BYTES", 1 << 12)
+    chunks = list(results.read_chunks(out / outdir.RESULTS))
+    assert len(chunks) > 10
+    import pyarrow as pa
+
+    whole = results.normalize(pa.concat_tables(chunks).to_pandas())
+    pd.testing.assert_frame_equal(whole, results.read_csv(out / outdir.RESULTS))
+
+
+def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_path, tiny_chunks):
+    out = make_out(tmp_path / "out", runs=4, repeats=2, intervals=60)
+    run_id = uploaded(store_url, out)
+    store = engine.open_store(store_url, create=False)
+    with store.read() as conn:
+        pieces = list(export.csv_chunks(conn, run_id))
+        series = conn.execute(text("SELECT count(*) FROM series")).scalar_one()
+    rows = len(results.read_csv(out / outdir.RESULTS))
+    assert len(pieces) >= rows // 1000  # streamed: a window (or batch) at a time
+    assert b"".join(pieces) == (out / outdir.RESULTS).read_bytes()
+    frame = results.read_csv(out / outdir.RESULTS)
+    keys = ["EVENT_NAME", "SOCKET", "CORE", "CPU", "NODE", "UNIT", "RUN", "REPEAT", "PMU"]
+    keys += ["VALUE_UNIT"]
+    assert series == len(frame[keys].drop_duplicates())  # numbered once across chunks
+    exported = tmp_path / "e.csv"
+    assert autoprof("runs", "export", run_id, "-o", exported, store=store_url).exit_code == 0
+    assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
+
+
+def test_split_run_exports_in_run_order_from_small_windows(store_url, tmp_path, tiny_chunks):
+    """Parts (each its plan runs) come out as one `aggregate` would have written them: stably
+    sorted by (RUN, REPEAT), part after part."""
+    profile_id = outdir.read_manifest(make_out(tmp_path / "id", seed=4)).id
+    parts = {}
+    for k in (2, 1, 3):  # parts arrive in any order
+        parts[k] = make_out(tmp_path / f"p{k}", runs=5, repeats=2, intervals=30, seed=4,
+                            profile_id=profile_id, part=k, parts=3)  # fmt: skip
+        uploaded(store_url, parts[k])
+    frames = [results.read_csv(parts[k] / outdir.RESULTS) for k in (1, 2, 3)]
+    merged = pd.concat(frames, ignore_index=True)
+    merged = merged.sort_values(["RUN", "REPEAT"], kind="stable", ignore_index=True)
+    results.write_csv(merged, tmp_path / "want.csv")
+    exported = tmp_path / "e.csv"
+    assert autoprof("runs", "export", profile_id, "-o", exported, store=store_url).exit_code == 0
+    assert exported.read_bytes() == (tmp_path / "want.csv").read_bytes()
+
+
+@pytest.fixture
+def served(store_url, tmp_path):
+    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=50, cpus=3)
+    run_id = uploaded(store_url, out)
+    store = engine.open_store(store_url, create=False)
+    settings = Settings(store, tmp_path / "data", "t" * 24)
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        yield client, store, run_id, out, tmp_path / "data"
+
+
+def test_download_streams_from_the_store_then_from_the_kept_file(served):
+    client, _, run_id, out, data_dir = served
+    with client.stream("GET", f"/runs/{run_id}/results.csv") as answer:
+        assert answer.status_code == 200
+        pieces = list(answer.iter_raw())
+    assert len(pieces) > 1
+    assert b"".join(pieces) == (out / outdir.RESULTS).read_bytes()
+    kept = list((data_dir / "exports").glob("*.csv"))
+    assert [p.name for p in kept] == [f"{run_id}-{len(results.read_csv(out / 'results.csv'))}.csv"]
+    again = client.get(f"/runs/{run_id}/results.csv")
+    assert again.content == (out / outdir.RESULTS).read_bytes()
+    assert again.headers["content-length"] == str(kept[0].stat().st_size)  # a file, sent whole
+
+
+def _expected_analysis(store, run_id: str) -> dict:
+    """What `autoprof analyze stats` and `correlation` say over the run's whole frame."""
+    with store.read() as conn:
+        frame = data.prepare(export.frame(conn, run_id))
+    table = stats.event_table(frame)
+    found = correlation.analyse(frame, top=summary.HEATMAP_EVENTS)
+    return {
+        "stats": summary.records(table.reset_index()),
+        "events": [str(e) for e in found.matrix.index],
+        "matrix": found.matrix.to_numpy(),
+    }
+
+
+def _summary_rows(store, run_id: str) -> list[tuple]:
+    with store.read() as conn:
+        run = find_run(conn, run_id)
+        return conn.execute(
+            text("SELECT name, version, rows FROM run_summary WHERE run_id = :r ORDER BY name"),
+            {"r": run.id},
+        ).all()
+
+
+def test_run_page_reads_a_summary_made_once(served):
+    client, store, run_id, _, _ = served
+    assert _summary_rows(store, run_id) == []
+    first = client.get(f"/api/runs/{run_id}/analysis").json()
+    want = _expected_analysis(store, run_id)
+    assert json.loads(json.dumps(want["stats"], default=str)) == first["stats"]
+    assert first["correlation"]["events"] == want["events"]
+    got = np.array(first["correlation"]["matrix"], dtype=float)
+    assert np.allclose(got, want["matrix"], atol=1e-4, equal_nan=True)
+    stored = _summary_rows(store, run_id)
+    assert {name for name, _, _ in stored} >= {"analysis", "timeline:task-clock"}
+    assert {version for _, version, _ in stored} == {summary.VERSION}
+    # the summary is what later opens read: the rows themselves are no longer needed
+    with store.write() as conn:
+        conn.execute(text("DELETE FROM measurement"))
+    assert client.get(f"/api/runs/{run_id}/analysis").json() == first
+    series = client.get(f"/api/runs/{run_id}/series", params={"event": "task-clock"})
+    assert series.status_code == 200 and len(series.json()["lines"]) == 3 * 2
+    missing = client.get(f"/api/runs/{run_id}/series", params={"event": "no-such-event"})
+    assert missing.status_code == 400
+
+
+def test_an_old_summary_is_rebuilt(served):
+    client, store, run_id, _, _ = served
+    first = client.get(f"/api/runs/{run_id}/analysis").json()
+    with store.write() as conn:
+        conn.execute(
+            text("UPDATE run_summary SET version = :v, data = '{}'"), {"v": summary.VERSION - 1}
+        )
+    assert client.get(f"/api/runs/{run_id}/analysis").json() == first
+    assert {version for _, version, _ in _summary_rows(store, run_id)} == {summary.VERSION}
+
+
+def test_a_summary_is_rebuilt_when_the_run_gains_a_part(store_url, tmp_path):
+    profile_id = None
+    store = engine.open_store(store_url)
+    settings = Settings(store, tmp_path / "data", "t" * 24)
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        for k in (1, 2):
+            part = make_out(tmp_path / f"p{k}", runs=4, repeats=1, intervals=20, seed=2,
+                            profile_id=profile_id, part=k, parts=2)  # fmt: skip
+            profile_id = uploaded(store_url, part)
+            analysis = client.get(f"/api/runs/{profile_id}/analysis").json()
+            runs = {row["event"]: row["runs"] for row in analysis["stats"]}
+            assert runs["task-clock"] == 2 * k  # part k brings plan runs k and k + 2
+    both = sum(len(results.read_csv(tmp_path / f"p{k}" / outdir.RESULTS)) for k in (1, 2))
+    assert {rows for _, _, rows in _summary_rows(store, profile_id)} == {both}
+
+
+def test_stored_timeline_is_the_live_one(served):
+    """The timeline the summary keeps is the one summed in SQL for any other width."""
+    client, store, run_id, _, _ = served
+    for event in ("task-clock", "context-switches", "CPU_CLK_UNHALTED.THREAD"):
+        stored = client.get(f"/api/runs/{run_id}/series", params={"event": event}).json()
+        with store.read() as conn:
+            live = views.event_series(conn, run_id, event, summary.CHART_POINTS)
+        assert json.loads(json.dumps(live)) == stored
+
+
+def test_lttb_of_many_lines_is_lttb_of_each():
+    rng = np.random.default_rng(5)
+    xs, ys = [], []
+    for k in range(40):
+        n = int(rng.integers(1, 5000))
+        xs.append(np.cumsum(rng.random(n)))
+        y = rng.standard_normal(n)
+        if k % 3 == 0:
+            y[rng.integers(0, n, n // 5)] = np.nan
+        ys.append(y)
+    for points in (2, 3, 17, 1000):
+        many = lttb_many(xs, ys, points)
+        assert all(
+            np.array_equal(m, lttb(x, y, points)) for m, x, y in zip(many, xs, ys, strict=True)
+        )
+        assert all(
+            len(m) <= max(points, 2) or len(m) == len(x) for m, x in zip(many, xs, strict=True)
+        )
+
+
+def test_migration_0006_keeps_every_row_in_order(store_url):
+    from alembic import command
+
+    store = engine.connect(store_url)
+    with store.write() as conn:
+        command.upgrade(engine.alembic_config(conn), "0005")
+        values = "(7, 2, 0, 0.5), (7, 0, 0, 0.25), (3, 0, 1, NULL), (7, 1, 0, 1e-300)"
+        conn.execute(text(f"INSERT INTO measurement (part_id, seq, series, time) VALUES {values}"))
+    engine.migrate(store_url)
+    with store.read() as conn:
+        rows = conn.execute(
+            text("SELECT part_id, seq, series, time FROM measurement ORDER BY part_id, seq")
+        ).all()
+        assert [tuple(r) for r in rows] == [
+            (3, 0, 1, None), (7, 0, 0, 0.25), (7, 1, 0, 1e-300), (7, 2, 0, 0.5)
+        ]  # fmt: skip
+        if store.dialect == "sqlite":
+            ddl = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'measurement'"))
+            assert "WITHOUT ROWID" in ddl.scalar_one()
+        else:
+            kinds = (
+                conn.execute(
+                    text("SELECT indexdef FROM pg_indexes WHERE tablename = 'measurement'")
+                )
+                .scalars()
+                .all()
+            )
+            assert len(kinds) == 1 and "brin" in kinds[0]
+    store.engine.dispose()
