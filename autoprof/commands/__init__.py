@@ -34,49 +34,22 @@ COMMANDS: dict[str, str] = {
 SUMMARIES: dict[str, str] = {
     "events": "List, search and describe the events of a CPU.",
     "schedule": "Pack every event into the fewest runs without multiplexing.",
-    "profile": (
-        "Measure every event (or the chosen ones) for COMMAND, without multiplexing; or attach to"
-        " running processes (-p), a cgroup or the whole system (-a) for --duration per group."
-    ),
-    "metrics": (
-        "The metric catalog: Intel's perfmon metrics (TMA tree, Info, Bottlenecks) and yours."
-    ),
-    "aggregate": "Parse every run of the profile folder OUT into one long-format results.csv.",
-    "upload": "Store aggregated profiles (OUT folders with results.csv) in the results store.",
+    "profile": "Measure every event for a command, without multiplexing.",
+    "metrics": "List and describe the metrics of a CPU.",
+    "aggregate": "Turn a profile folder into results.csv and a report.",
+    "upload": "Store aggregated profiles in the results store.",
     "runs": "List, show, export and delete stored runs.",
     "store": "Manage the results store's schema.",
-    "worker": "Run queued profiles on this machine, one at a time, and store their results.",
-    "submit": "Queue a profile of COMMAND for a target machine; prints the job ids and the run id.",
+    "worker": "Run queued profiles on this machine, one at a time.",
+    "submit": "Queue a profile of a command for a target machine.",
     "jobs": "List, show and cancel profile jobs.",
-    "record": "Sample where COMMAND spends its time (perf record, call graphs on).",
-    "flamegraph": (
-        "Draw a flame graph of INPUT: a perf.data (or a `record` folder), `perf script` text "
-        "(plain or .gz), or folded stacks."
-    ),
-    "report": (
-        "Per-function samples of every event of RECORDING (an `autoprof record` folder, a "
-        "perf.data or `perf script` text): weighted by period, shares, and ratios."
-    ),
-    "callgraph": (
-        "Draw the call graph of RECORDING (an `autoprof record` folder, a perf.data or `perf "
-        "script` text): nodes coloured by total time, labelled total % and (self %)."
-    ),
-    "memory": (
-        "Profile the heap of COMMAND over time (valgrind --tool=massif): a plot stacked by the "
-        "top allocation sites and the peak's allocation tree."
-    ),
-    "bench": (
-        "Run each COMMAND (separated by --) many times under perf stat: times and counts per run,"
-        " mean +- sd, outliers, and the ratio of each command to the first."
-    ),
-    "demo": (
-        "Build the example workload, watch its 12 slots with hardware breakpoints plus software "
-        "events (3 runs: 4 debug registers), aggregate, and check every count against the writes "
-        "the example made."
-    ),
-    "analyze": "Analyses of a results.csv: correlation, event-detail, stats, compare, metrics.",
-    "serve": (
-        "Serve web pages of the stored runs (compare, download, delete) and, with --allow, new "
-        "measurements with live plots."
-    ),
+    "record": "Sample where a command spends its time (perf record).",
+    "flamegraph": "Draw a flame graph of a recording or a trace.",
+    "report": "Print the per-function samples of a recording.",
+    "callgraph": "Draw the call graph of a recording (Graphviz).",
+    "memory": "Profile the heap of a command over time (massif).",
+    "bench": "Time commands and count their events, many runs each.",
+    "demo": "Profile the bundled example and check its counts.",
+    "analyze": "Analyse a results.csv: correlation, stats, compare.",
+    "serve": "Serve web pages of the runs and new measurements.",
 }
