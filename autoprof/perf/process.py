@@ -21,7 +21,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 STOP_GRACE_S = 2.0
@@ -87,18 +87,28 @@ def stop_group(
 ) -> int:
     """Stop `proc` (the leader of its own process group) and every process of its group, with
     `signals` in turn, `grace` seconds apart while any of them lives. Returns proc's exit code."""
+    stop_processes(proc.pid, lambda: proc.poll() is not None, grace, signals)
+    return proc.wait()
+
+
+def stop_processes(
+    group: int,
+    ended: Callable[[], bool],
+    grace: float = STOP_GRACE_S,
+    signals: tuple[int, ...] = STOP_SIGNALS,
+) -> None:
+    """Send process group `group` `signals` in turn, `grace` seconds apart, until `ended()`
+    (the caller's own children are done) and no live process is left in the group."""
     for sig in signals:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
+            os.killpg(group, sig)
         deadline = time.monotonic() + grace
         while True:
-            code = proc.poll()
-            if code is not None and not group_members(proc.pid):
-                return code
+            if ended() and not group_members(group):
+                return
             if time.monotonic() >= deadline:
                 break
             time.sleep(_POLL_S)
-    return proc.wait()
 
 
 class Stopper:
@@ -142,20 +152,21 @@ class Stopper:
 
 def stop_leftovers(pids: Iterable[int]) -> list[int]:
     """Kill what a dead profiler left running: each of `pids` (the perf of a run its run.json
-    says is unfinished) that is still a perf leading its own process group, with its workload.
-    Returns the process groups killed.
+    says is unfinished) that is still a perf, with the process group it is in (its workload's,
+    or its own for an attached run). Returns the pids of the perfs stopped.
 
-    perf runs in a session of its own (so that a timeout can stop perf and workload together),
-    which also means it outlives a profiler killed with SIGKILL and would disturb whatever is
-    measured next. Only a live process named perf that leads its own group is killed: the pid
-    may have been reused since.
+    perf and the workload run in a process group of their own (so that a timeout can stop them
+    together), which also means they outlive a profiler killed with SIGKILL and would disturb
+    whatever is measured next. Only a live process named perf outside this process's own group
+    is killed: the pid may have been reused since.
     """
     killed = []
     for pid in pids:
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            if comm == "perf" and os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGKILL)
+            group = os.getpgid(pid)
+            if comm == "perf" and group != os.getpgrp():
+                os.killpg(group, signal.SIGKILL)
                 killed.append(pid)
         except (OSError, ProcessLookupError):
             continue  # gone already

@@ -173,9 +173,11 @@ class RunRecord:
     part: int = 1
     # > 1 when earlier attempts failed and `--retries` ran the run again (the journal keeps them)
     attempt: int = 1
-    # perf's pid, which leads its own process group (perf + workload): whoever finds this run
-    # unfinished after its profiler died can stop what it left running
+    # perf's pid, in the process group it shares with the workload (which leads it; perf leads
+    # an attached run's): whoever finds this run unfinished after its profiler died can stop
+    # what it left running
     perf_pid: int | None = None
+    workload_pid: int | None = None  # the command autoprof started for perf to count
 
     FORMAT: ClassVar[int] = 1
 
