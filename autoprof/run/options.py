@@ -173,6 +173,14 @@ class ProfileOptions(Declared):
         spec=True,
         help="Count on these CPUs only (perf -C LIST -A).",
     )
+    user: bool = declare(
+        False,
+        measures=True,
+        flags=("--user",),
+        spec=True,
+        help="Count every event in user mode only (perf's :u, each event named NAME:u): what "
+        "perf counts for a user who is not root when kernel.perf_event_paranoid is 2.",
+    )
     timeout: float | None = declare(
         None,
         flags=("--timeout",),
