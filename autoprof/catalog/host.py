@@ -14,9 +14,22 @@ import re
 import shutil
 import socket
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
-from autoprof.catalog import amd, arm, cache, embedded, formats, intel, perfnames, vendor, yaml
+from autoprof.catalog import (
+    amd,
+    arm,
+    cache,
+    embedded,
+    formats,
+    intel,
+    modifiers,
+    perfnames,
+    vendor,
+    yaml,
+)
+from autoprof.catalog import probe as counter_probe
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.errors import AutoprofError
@@ -358,22 +371,19 @@ def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:
 def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
     """The catalog restricted to `specs`: catalog names, ``pmu/name``, tracepoints,
     breakpoints ``mem:ADDR:w`` (which no catalog can list: any address is an event), and
-    perf's generic, raw and sysfs-alias events (`perfnames.resolve`)."""
+    perf's generic, raw and sysfs-alias events (`perfnames.resolve`), each also in user or
+    kernel mode only as perf spells it (``INST_RETIRED:u``, ``cpu/event=0x3c/k``:
+    `modifiers`)."""
     chosen = Catalog(catalog.cpu, {}, [], source=catalog.source)
     sysfs = SYSFS_PMUS if catalog.cpu == cpu_id() else None  # None: planning for another CPU
     for spec in specs:
-        if spec.startswith("mem:"):
-            extra = Catalog(catalog.cpu, {"breakpoint": breakpoint_pmu()}, [breakpoint_event(spec)])
-        elif re.fullmatch(r"[\w-]+:[\w-]+", spec) and spec in set(tracepoints()):
-            extra = Catalog(
-                catalog.cpu,
-                {"tracepoint": Pmu("tracepoint", unconstrained=True)},
-                [Event(name=spec, pmu="tracepoint", spec=spec)],
-            )
-        elif catalog.find(spec):
-            extra = catalog.select([spec])
-        else:
-            extra = perfnames.resolve(catalog, spec, sysfs) or catalog.select([spec])
+        base, modifier = modifiers.split(spec)
+        if modifier and _known(catalog, spec):
+            base, modifier = spec, ""  # an event whose own name ends so
+        extra = _resolve_one(catalog, base, sysfs)
+        if modifier:
+            events = [modifiers.with_modifier(e, modifier) for e in extra.events]
+            extra = Catalog(extra.cpu, extra.pmus, events, [], extra.source)
         known = {e.key: e for e in chosen.events}
         for event in extra.events:
             same = known.get(event.key)
@@ -387,6 +397,24 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
     return chosen
 
 
+def _known(catalog: Catalog, spec: str) -> bool:
+    return bool(catalog.find(spec)) or spec in set(tracepoints())
+
+
+def _resolve_one(catalog: Catalog, spec: str, sysfs: Path | None) -> Catalog:
+    if spec.startswith("mem:"):
+        return Catalog(catalog.cpu, {"breakpoint": breakpoint_pmu()}, [breakpoint_event(spec)])
+    if re.fullmatch(r"[\w-]+:[\w-]+", spec) and spec in set(tracepoints()):
+        return Catalog(
+            catalog.cpu,
+            {"tracepoint": Pmu("tracepoint", unconstrained=True)},
+            [Event(name=spec, pmu="tracepoint", spec=spec)],
+        )
+    if catalog.find(spec):
+        return catalog.select([spec])
+    return perfnames.resolve(catalog, spec, sysfs) or catalog.select([spec])
+
+
 def build_catalog(
     events_dir: str | None = None,
     cpu: str | None = None,
@@ -397,8 +425,11 @@ def build_catalog(
     offcore_matrix: bool = False,
     tracepoints: bool = False,
     counters: tuple[str, ...] = (),
+    probe: bool = True,
 ) -> Catalog:
-    """The catalog the command-line options describe (shared by the CLI and the queue worker)."""
+    """The catalog the command-line options describe (shared by the CLI and the queue worker).
+    For this machine the counters of its AMD or Arm core PMU are the probed ones
+    (`probed_counters`), unless `probe` is off (--no-probe)."""
     smt_on = smt_active() if smt is None and cpu is None else smt != "off"
     options = ReadOptions(
         smt=smt_on,
@@ -411,7 +442,46 @@ def build_catalog(
     )
     given = events_dir or os.environ.get(ENV_EVENTS_DIR)
     directory = _find_events_dir(given) if given else None  # else: the CPU's vendor's data
-    return host_catalog(directory, cpu, options, tracepoints)
+    catalog = host_catalog(directory, cpu, options, tracepoints)
+    if probe and cpu is None and vendor.vendor_of(catalog.cpu) in (vendor.AMD, vendor.ARM64):
+        found = probed_counters(catalog, dict(options.counters))
+        if found:
+            numbers = dict(options.counters) | found
+            options = replace(options, counters=tuple(sorted(numbers.items())))
+            tables = {n: catalog.pmus[n].counters for n in found}
+            catalog = host_catalog(directory, cpu, options, tracepoints)
+            notes = [
+                f"{n}: the model table's {tables[n]} generic counters are wrong for this "
+                f"machine, which counts {k} at once (probed): planning with {k}"
+                for n, k in found.items()
+            ]
+            catalog.note = "; ".join(filter(None, [catalog.note, *notes]))
+    return catalog
+
+
+def probed_counters(catalog: Catalog, given: dict[str, int]) -> dict[str, int]:
+    """The probed counters of this machine's core PMUs that differ from the catalog's (the
+    model table's); a `given` (--counters) number above the probe is refused with both."""
+    perf = shutil.which("perf")
+    if perf is None or not has_core_pmu():
+        return {}
+    changed = {}
+    for name, pmu in catalog.pmus.items():
+        if pmu.unconstrained or pmu.system_wide or counter_probe.probe_event(name) is None:
+            continue
+        found = counter_probe.counters(perf, name, pmu.counters)
+        if found is None:
+            continue
+        if name in given and given[name] > found.counters:
+            raise AutoprofError(
+                f"--counters {name}={given[name]} is more than the {found.counters} generic "
+                f"counters this machine's {name} has (probed: the kernel counts a group of "
+                f"{found.counters} events and refuses {found.counters + 1}); --counters is for "
+                "planning another machine (--cpu), or with --no-probe"
+            )
+        if name not in given and pmu.counters != found.counters:
+            changed[name] = found.counters
+    return changed
 
 
 def counter_numbers(given: tuple[str, ...] | list[str]) -> tuple[tuple[str, int], ...]:
