@@ -13,11 +13,12 @@ SIGTRAP once its exec has completed, before its first user-mode instruction. per
 to that pid (`perf stat -p PID`, counters enabled at once, inherited by CMD's children) with a
 control pipe (`--control fd:CTL,ACK`); perf answers a `ping` only from its event loop, after
 its counters are open, and then autoprof detaches (PTRACE_DETACH with no signal) from the very
-thread that started CMD (the tracer). CMD runs as it would under bare perf, untraced; autoprof
-reaps it (the exact exit status or signal) and sends perf SIGCHLD, which perf stat takes for
-"stop" (skip_signal): it prints the last, partial interval and exits 0. perf's own exit on a
-target gone, which it checks only when its poll wakes, would drop that interval (and all of a
-run shorter than one interval).
+thread that started CMD (the tracer). CMD runs as it would under bare perf, untraced. When it
+ends (its exact exit status or signal, read with WNOWAIT) autoprof sends perf SIGCHLD, which
+perf stat takes for "stop" (skip_signal): it prints the last, partial interval and exits 0;
+only then is CMD reaped. perf stops by itself at a target gone from /proc (is_target_alive),
+without printing that interval (nor anything, for a run shorter than one interval), so CMD
+stays a zombie, still "alive" to perf, until perf has printed.
 
 What is counted, then, is CMD from its first instruction: user-mode counts equal bare perf's
 exactly; kernel-mode counts lack the end of the exec that bare perf counts after its
@@ -26,7 +27,7 @@ dynamic loader: 2 of the ~47 page faults of `true`) and hold instead the return 
 stop. A set-user-ID program does not gain its privileges when exec'd under ptrace.
 
 CMD leads a process group of its own in autoprof's session, with perf in it: stopping the group
-(`process.stop_group`) stops both and whatever CMD started. A system-wide profile of a command
+(`process.stop_processes`) stops both and whatever CMD started. A system-wide profile of a command
 (`-a`, `-C`) runs the same way, perf counting every CPU instead of attaching to CMD.
 """
 
@@ -65,8 +66,8 @@ def _ptrace() -> Any:
 
 
 def _trace_me(call: Any) -> None:
-    """In the child between fork and exec (subprocess's preexec_fn): only a prepared ctypes
-    call, no import, no allocation beyond the call's own."""
+    """In the child between fork and exec (subprocess's preexec_fn): only a ctypes call
+    prepared in the parent, no import."""
     if call(_PTRACE_TRACEME, 0, None, None) != 0:
         raise OSError(ctypes.get_errno(), "PTRACE_TRACEME")
 

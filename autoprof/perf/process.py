@@ -34,11 +34,18 @@ _POLL_S = 0.01
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def workload_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment perf and its workload start with: `base` (this process's) less
-    autoprof's own AUTOPROF_* settings, in the C locale so that perf's numbers parse."""
+def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command autoprof starts for perf to count (`perf.launch`): `base`
+    (this process's) less autoprof's own AUTOPROF_* settings; nothing added, so the command
+    runs as it would under bare perf (a locale of autoprof's would change what it does)."""
     env = {k: v for k, v in (os.environ if base is None else base).items()}
-    return {k: v for k, v in env.items() if not k.upper().startswith(OWN_PREFIX)} | {"LC_ALL": "C"}
+    return {k: v for k, v in env.items() if not k.upper().startswith(OWN_PREFIX)}
+
+
+def workload_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment perf starts with (and a workload perf starts itself: `bench`,
+    `record`): `command_env`, in the C locale so that perf's numbers parse."""
+    return command_env(base) | {"LC_ALL": "C"}
 
 
 class Interrupted(Exception):

@@ -23,7 +23,7 @@ from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import process
 from autoprof.perf.launch import Launch
-from autoprof.perf.process import Interrupted, Stopper, stop_group, workload_env
+from autoprof.perf.process import Interrupted, Stopper, command_env, stop_group, workload_env
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run import attach, outcome, outdir
 from autoprof.run.journal import Entry, Journal, finished
@@ -85,7 +85,8 @@ class Runner:
         self.options = options
         self.on_event = on_event or (lambda *_: None)
         self.perf = perf_command.perf_path()
-        self.env = workload_env()
+        self.env = workload_env()  # perf's
+        self.command_env = command_env()  # the command's own, as under bare perf
         self.stopper = Stopper()
         self.journal = Journal(out)
 
@@ -217,7 +218,7 @@ class Runner:
     ) -> tuple[int | None, int | None]:
         """A run of the command (`perf.launch`): (perf's exit code, the workload's end)."""
         with self.stopper.deferred():  # a signal now is raised once both pids are known
-            launch = Launch.spawn(self.command, env=self.env, stdout=out, stderr=err)
+            launch = Launch.spawn(self.command, env=self.command_env, stdout=out, stderr=err)
             try:
                 record.perf_argv = launch.start_perf(
                     argv, attach=counts_workload(self.options), env=self.env, stdout=out, stderr=err
