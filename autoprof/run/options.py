@@ -252,11 +252,13 @@ class ProfileOptions(Declared):
 
     def to_json(self) -> dict[str, Any]:
         """What a manifest records: the options that say what the numbers mean; the part only
-        of a split profile and the target only of an attached one (how the runs were driven,
-        --force, --fail-fast, --retries, is not the profile's)."""
+        of a split profile, the target only of an attached one and --user only when set (how
+        the runs were driven, --force, --fail-fast, --retries, is not the profile's)."""
         skip = set() if self.parts > 1 else {"part", "parts"}
         if not self.attached:
             skip |= {"pids", "cgroup", "duration"}
+        if not self.user:  # all modes, as every manifest written before --user says
+            skip.add("user")
         return {
             f.name: getattr(self, f.name)
             for f, option in option_fields()
