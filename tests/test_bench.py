@@ -147,6 +147,10 @@ def test_failing_command_is_one_line(tmp_path):
     proc = autoprof("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "exit 3")
     assert proc.returncode != 0
     assert "exited with status 3" in proc.stderr and "Traceback" not in proc.stderr
+    # perf stat exits 0 for a workload killed by a signal, and prints psignal's line
+    killed = autoprof("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "kill -SEGV $$")
+    assert killed.returncode == 2 and "Traceback" not in killed.stderr
+    assert killed.stderr.strip().endswith("sh -c 'kill -SEGV $$' was killed by SIGSEGV")
 
 
 @needs_perf

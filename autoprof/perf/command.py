@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,19 @@ _SYNTAX = re.compile(r"event syntax error: '(.+?)'", re.MULTILINE)
 _NO_PERMISSION = re.compile(r"^No permission to enable (\S+) event\.", re.MULTILINE)
 _EPERM = 1
 _CUT = ".."  # how perf marks the ends it cut off a long event in a syntax error
+
+
+def workload_signal(stderr: str, argv0: str) -> int | None:
+    """The signal that killed the workload of a `perf stat -- CMD` without -I, or None: perf 6.1
+    then exits 0 and says so only in its stderr's last line, psignal's ``CMD: Segmentation
+    fault`` (tools/perf/builtin-stat.c, __run_perf_stat: psignal(WTERMSIG(status), argv[0]))."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return None
+    for number in sorted(set(signal.Signals)):
+        if lines[-1] == f"{argv0}: {signal.strsignal(number)}":
+            return int(number)
+    return None
 
 
 def perf_path() -> str:
