@@ -150,3 +150,21 @@ def test_the_command_runs_in_the_users_environment(tmp_path):
     printed = (outdir.run_folders(out)[0] / outdir.STDOUT).read_text().splitlines()
     assert "LC_ALL=C.UTF-8" in printed and "MARK=kept" in printed
     assert not any(line.startswith("AUTOPROF_") for line in printed)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_a_kernel_that_refuses_ptrace_traceme_is_one_line(tmp_path):
+    """Under a tracer (strace -f attaches every child at its fork) the kernel refuses the
+    command's PTRACE_TRACEME, as it does with kernel.yama.ptrace_scope=3."""
+    proc = subprocess.run(
+        ["strace", "-f", "-qq", "-o", "/dev/null", sys.executable, "-m", "autoprof", "profile",
+         "-e", "task-clock", "-o", str(tmp_path / "out"), "--", "true"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("autoprof: error")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert errors == [
+        "autoprof: error: cannot start true held at its exec: PTRACE_TRACEME refused "
+        "(a seccomp filter, or autoprof itself under a tracer?)"
+    ]

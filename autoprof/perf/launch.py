@@ -44,6 +44,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from autoprof.errors import AutoprofError
@@ -82,6 +83,19 @@ def resolve(name: str, env: Mapping[str, str] | None = None) -> str:
         reason = "is a directory" if os.path.isdir(name) else os.strerror(errno.EACCES)
         raise AutoprofError(f"cannot run {name}: {reason}")
     raise AutoprofError(f"command not found: {name}")
+
+
+def _traceme_refused() -> str:
+    """Why the kernel refuses PTRACE_TRACEME, as far as it can be told from here."""
+    try:
+        scope = Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip()
+    except OSError:
+        scope = ""
+    if scope == "3":
+        return "PTRACE_TRACEME refused (kernel.yama.ptrace_scope=3 forbids ptrace)"
+    if scope == "2":
+        return "PTRACE_TRACEME refused (kernel.yama.ptrace_scope=2: root or CAP_SYS_PTRACE only)"
+    return "PTRACE_TRACEME refused (a seccomp filter, or autoprof itself under a tracer?)"
 
 
 def control_args(pid: int | str | None, ctl: int | str, ack: int | str) -> list[str]:
@@ -129,10 +143,9 @@ class Launch:
                 process_group=0,
                 preexec_fn=lambda: _trace_me(call),
             )
-        except subprocess.SubprocessError:
+        except subprocess.SubprocessError:  # the child's PTRACE_TRACEME failed
             raise AutoprofError(
-                f"cannot start {name} under ptrace (PTRACE_TRACEME refused: "
-                "kernel.yama.ptrace_scope=3, a seccomp filter, or autoprof itself traced?)"
+                f"cannot start {name} held at its exec: {_traceme_refused()}"
             ) from None
         except OSError as err:
             raise AutoprofError(f"cannot run {name}: {err.strerror or err}") from None
