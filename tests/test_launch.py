@@ -168,3 +168,21 @@ def test_a_kernel_that_refuses_ptrace_traceme_is_one_line(tmp_path):
         "autoprof: error: cannot start true held at its exec: PTRACE_TRACEME refused "
         "(a seccomp filter, or autoprof itself under a tracer?)"
     ]
+
+
+@pytest.mark.slow
+def test_pythons_own_locale_does_not_reach_the_command(tmp_path):
+    """In the C locale Python sets LC_CTYPE=C.UTF-8 in its own environment at start-up (PEP
+    538); the command must not inherit what the user never set."""
+    out = tmp_path / "out"
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "-o", str(out), "--",
+         "sh", "-c", "env"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    printed = (outdir.run_folders(out)[0] / outdir.STDOUT).read_text().splitlines()
+    assert not any(line.startswith(("LC_", "LANG")) for line in printed), printed

@@ -32,14 +32,29 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_S = 0.01
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_COERCED = ("C.UTF-8", "C.utf8", "UTF-8")  # the locales of PEP 538's coercion
 
 
 def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a command autoprof starts for perf to count (`perf.launch`): `base`
-    (this process's) less autoprof's own AUTOPROF_* settings; nothing added, so the command
-    runs as it would under bare perf (a locale of autoprof's would change what it does)."""
+    (this process's) less autoprof's own AUTOPROF_* settings and less the LC_CTYPE Python sets
+    itself in the C locale (PEP 538), so that the command runs in the user's environment (a
+    locale changes what a program does)."""
     env = {k: v for k, v in (os.environ if base is None else base).items()}
+    if base is None and _coerced_locale():
+        del env["LC_CTYPE"]
     return {k: v for k, v in env.items() if not k.upper().startswith(OWN_PREFIX)}
+
+
+def _coerced_locale() -> bool:
+    """Python set LC_CTYPE at start-up (PEP 538): this process was not given one."""
+    if os.environ.get("LC_CTYPE") not in _COERCED:
+        return False
+    try:
+        given = Path("/proc/self/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return not any(item.startswith(b"LC_CTYPE=") for item in given)
 
 
 def workload_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
