@@ -4,12 +4,16 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian packages the tests use: perf, a C compiler, a headless browser for the flame-graph SVG,
-# Graphviz (callgraph), valgrind (memory, and the trace flame graph's reference counts) and
-# QEMU user mode and a RISC-V cross compiler (instruction traces for `flamegraph --trace`).
-APT_PKGS := linux-perf gcc chromium graphviz valgrind qemu-user gcc-riscv64-linux-gnu
-APT_BINS := perf cc chromium dot valgrind qemu-x86_64 riscv64-linux-gnu-gcc
+# Graphviz (callgraph), valgrind (memory, and the trace flame graph's reference counts),
+# QEMU user mode and a RISC-V cross compiler (instruction traces for `flamegraph --trace`), and
+# for the PMU lane (tests/pmu_lane: an Arm kernel with a real PMU) QEMU's system emulator,
+# mmdebstrap (its root filesystem) and an aarch64 assembler and linker (its loop program).
+APT_PKGS := linux-perf gcc chromium graphviz valgrind qemu-user gcc-riscv64-linux-gnu \
+	qemu-system-arm mmdebstrap binutils-aarch64-linux-gnu
+APT_BINS := perf cc chromium dot valgrind qemu-x86_64 riscv64-linux-gnu-gcc \
+	qemu-system-aarch64 mmdebstrap aarch64-linux-gnu-as
 
-.PHONY: install system-deps test test-fast lint bench demo clean
+.PHONY: install system-deps test test-fast test-pmu lint bench demo clean
 
 install: $(STAMP)
 
@@ -41,6 +45,11 @@ test: install system-deps
 # processes (pytest-xdist; the fast tests share nothing: own tmp paths, databases, Redis indexes).
 test-fast: install system-deps
 	$(PYTEST) -q -m "not slow" -n 2
+
+# The PMU lane alone: builds (once, cached in $XDG_CACHE_HOME/autoprof-pmu-lane) and boots a
+# Debian 12 arm64 kernel under qemu-system-aarch64 -icount shift=0; `make test` runs it too.
+test-pmu: install system-deps
+	$(PYTEST) -q tests/test_pmu_lane.py
 
 lint: install
 	$(VENV)/bin/ruff check .
