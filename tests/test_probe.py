@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from autoprof.catalog import probe
+
+SAMPLES = Path(__file__).parent / "data" / "samples"
 
 
 def kernel_with(counters: int):
@@ -25,6 +28,27 @@ def test_the_probe_finds_the_counters_whatever_the_tables_guess(counters, guess)
     if guess == counters < probe.MAX_COUNTERS:
         assert found.perf_calls == 2  # the table right: the group of k counts, k + 1 does not
     assert found.perf_calls <= 2 + 7
+
+
+def sample_block(title: str) -> str:
+    """One block of the real perf output of the lane's machine (tests/data/samples)."""
+    text = (SAMPLES / "armv8-pmuv3-qemu.txt").read_text()
+    block = text.split(f"--- {title}\n", 1)[1]
+    return block.split("\n---", 1)[0]
+
+
+def test_perfs_answer_to_a_group_is_read_as_the_kernel_gave_it():
+    """Real perf 6.1 output of the emulated Cortex-A76 (6 generic counters): six INST_RETIRED
+    in one group count; seven are refused (six <not counted>, one <not supported>)."""
+    fits = sample_block("perf stat -x, -e {r08,r08,r08,r08,r08,r08}:u -- loop 3000000 (fit6)")
+    over = sample_block("perf stat -x, -e {r08,r08,r08,r08,r08,r08,r08}:u -- loop 3000000 (over7)")
+    assert probe.group_counted(fits, 6) and not probe.group_counted(fits, 7)
+    assert not probe.group_counted(over, 7) and not probe.group_counted(over, 6)
+    muxed = sample_block(
+        "perf stat -x, -e r08:u -e r08:u -e r08:u -e r08:u -e r08:u -e r08:u -e r08:u -e r08:u "
+        "-e r08:u -- loop 3000000 (mux9)"
+    )
+    assert not probe.group_counted(muxed, 9)  # counted part of the time only
 
 
 def test_a_pmu_that_counts_nothing_probes_zero():

@@ -101,8 +101,14 @@ def group_counts(perf: str, event: str, size: int) -> bool:
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
-    # value,unit,event,run time,percent,...: one line per copy; <not counted> when refused
-    rows = [line.split(",") for line in proc.stderr.splitlines() if line.count(",") >= 4]
+    return group_counted(proc.stderr, size)
+
+
+def group_counted(output: str, size: int) -> bool:
+    """Whether perf's `-x,` output of a group of `size` events shows every one counted all of
+    the time (a refused group: `<not counted>` lines and the refused one `<not supported>`)."""
+    # value,unit,event,run time,percent,...: one line per event of the group
+    rows = [line.split(",") for line in output.splitlines() if line.count(",") >= 4]
     counted = [r for r in rows if r[0].replace(".", "").isdigit() and _full(r[4])]
     return len(rows) == size == len(counted)
 
