@@ -451,8 +451,8 @@ def build_catalog(
             tables = {n: catalog.pmus[n].counters for n in found}
             catalog = host_catalog(directory, cpu, options, tracepoints)
             notes = [
-                f"{n}: the model table's {tables[n]} generic counters are wrong for this "
-                f"machine, which counts {k} at once (probed): planning with {k}"
+                f"{n}: the model table's {tables[n]} generic counters are refused: this "
+                f"machine counts {k} at once (probed); planning with {k}"
                 for n, k in found.items()
             ]
             catalog.note = "; ".join(filter(None, [catalog.note, *notes]))
