@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import probe
+from autoprof.catalog import host, probe
+from autoprof.errors import AutoprofError
 
 SAMPLES = Path(__file__).parent / "data" / "samples"
 
@@ -97,3 +98,23 @@ def test_the_file_is_found_from_the_password_database_not_the_environment(monkey
     path = probe.cache_file()
     assert path is not None and "nonexistent" not in str(path)
     assert path.name == probe.FILE
+
+
+def test_the_probe_decides_this_machines_counters_and_names_both_numbers():
+    """The model table's number where the probe agrees; the probe's, with a note naming both,
+    where it does not; --counters at or below the probe kept, above it refused (both named)."""
+    tables = {"armv8_pmuv3": 6, "cpu": 6}
+    assert host.counter_decision(tables, {"armv8_pmuv3": 6}, {}) == ({}, [])
+    changed, notes = host.counter_decision(tables, {"armv8_pmuv3": 4}, {})
+    assert changed == {"armv8_pmuv3": 4}
+    assert notes == [
+        "armv8_pmuv3: the model table's 6 generic counters are refused: this machine counts 4 "
+        "at once (probed); planning with 4"
+    ]
+    assert host.counter_decision(tables, {"armv8_pmuv3": 6}, {"armv8_pmuv3": 5}) == ({}, [])
+    with pytest.raises(AutoprofError) as refused:
+        host.counter_decision(tables, {"armv8_pmuv3": 6}, {"armv8_pmuv3": 7})
+    assert str(refused.value).startswith(
+        "--counters armv8_pmuv3=7 is more than the 6 generic counters this machine's "
+        "armv8_pmuv3 has"
+    )

@@ -444,44 +444,54 @@ def build_catalog(
     directory = _find_events_dir(given) if given else None  # else: the CPU's vendor's data
     catalog = host_catalog(directory, cpu, options, tracepoints)
     if probe and cpu is None and vendor.vendor_of(catalog.cpu) in (vendor.AMD, vendor.ARM64):
-        found = probed_counters(catalog, dict(options.counters))
+        tables = {n: p.counters for n, p in catalog.pmus.items()}
+        found, notes = counter_decision(tables, probed_counters(catalog), dict(options.counters))
         if found:
             numbers = dict(options.counters) | found
             options = replace(options, counters=tuple(sorted(numbers.items())))
-            tables = {n: catalog.pmus[n].counters for n in found}
             catalog = host_catalog(directory, cpu, options, tracepoints)
-            notes = [
-                f"{n}: the model table's {tables[n]} generic counters are refused: this "
-                f"machine counts {k} at once (probed); planning with {k}"
-                for n, k in found.items()
-            ]
             catalog.note = "; ".join(filter(None, [catalog.note, *notes]))
     return catalog
 
 
-def probed_counters(catalog: Catalog, given: dict[str, int]) -> dict[str, int]:
-    """The probed counters of this machine's core PMUs that differ from the catalog's (the
-    model table's); a `given` (--counters) number above the probe is refused with both."""
+def probed_counters(catalog: Catalog) -> dict[str, int]:
+    """The generic counters of this machine's core PMUs that `probe` finds (remembered or
+    probed now): none without perf or a core PMU."""
     perf = shutil.which("perf")
     if perf is None or not has_core_pmu():
         return {}
-    changed = {}
+    found = {}
     for name, pmu in catalog.pmus.items():
         if pmu.unconstrained or pmu.system_wide or counter_probe.probe_event(name) is None:
             continue
-        found = counter_probe.counters(perf, name, pmu.counters)
-        if found is None:
-            continue
-        if name in given and given[name] > found.counters:
+        probed = counter_probe.counters(perf, name, pmu.counters)
+        if probed is not None:
+            found[name] = probed.counters
+    return found
+
+
+def counter_decision(
+    tables: dict[str, int], probed: dict[str, int], given: dict[str, int]
+) -> tuple[dict[str, int], list[str]]:
+    """The counter numbers to plan this machine with where the probe differs from the model
+    table (`tables`), and a note naming both for each; a `given` (--counters) number above the
+    probe is refused with both numbers, one at or below it is kept."""
+    changed, notes = {}, []
+    for name, counters in sorted(probed.items()):
+        if name in given and given[name] > counters:
             raise AutoprofError(
-                f"--counters {name}={given[name]} is more than the {found.counters} generic "
+                f"--counters {name}={given[name]} is more than the {counters} generic "
                 f"counters this machine's {name} has (probed: the kernel counts a group of "
-                f"{found.counters} events and refuses {found.counters + 1}); --counters is for "
-                "planning another machine (--cpu), or with --no-probe"
+                f"{counters} events and refuses {counters + 1}); --counters is for planning "
+                "another machine (--cpu), or with --no-probe"
             )
-        if name not in given and pmu.counters != found.counters:
-            changed[name] = found.counters
-    return changed
+        if name not in given and tables.get(name) != counters:
+            changed[name] = counters
+            notes.append(
+                f"{name}: the model table's {tables.get(name)} generic counters are refused: "
+                f"this machine counts {counters} at once (probed); planning with {counters}"
+            )
+    return changed, notes
 
 
 def counter_numbers(given: tuple[str, ...] | list[str]) -> tuple[tuple[str, int], ...]:
