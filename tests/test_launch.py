@@ -21,6 +21,7 @@ import pytest
 
 from autoprof import results
 from autoprof.catalog import host
+from autoprof.perf import process
 from autoprof.run import outdir
 
 pytestmark = pytest.mark.skipif(
@@ -186,3 +187,21 @@ def test_pythons_own_locale_does_not_reach_the_command(tmp_path):
     assert proc.returncode == 0, proc.stderr
     printed = (outdir.run_folders(out)[0] / outdir.STDOUT).read_text().splitlines()
     assert not any(line.startswith(("LC_", "LANG")) for line in printed), printed
+
+
+def test_a_workload_left_without_its_perf_is_stopped_by_its_identity(tmp_path):
+    """A profiler killed before perf acked leaves the workload alone (perf dies on the broken
+    ack pipe, and the kernel lets a tracee go when its tracer dies): run.json names it by pid
+    and start time, so the next profile or worker stops it, and never a process that merely
+    got its pid again."""
+    left = subprocess.Popen(["sleep", "60"], process_group=0)
+    try:
+        started = process.start_time(left.pid)
+        assert started is not None
+        assert process.stop_leftovers([], [(left.pid, started + 1)]) == []  # another process
+        assert left.poll() is None
+        assert process.stop_leftovers([], [(left.pid, started)]) == [left.pid]
+        assert left.wait(timeout=30) == -9
+    finally:
+        left.kill()
+        left.wait()

@@ -172,26 +172,46 @@ class Stopper:
             raise Interrupted(self.signum)
 
 
-def stop_leftovers(pids: Iterable[int]) -> list[int]:
-    """Kill what a dead profiler left running: each of `pids` (the perf of a run its run.json
+def start_time(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22): with the
+    pid it names one process, also after the pid is used again; None when there is none."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[19])
+
+
+def stop_leftovers(perfs: Iterable[int], workloads: Iterable[tuple[int, int]] = ()) -> list[int]:
+    """Kill what a dead profiler left running: each of `perfs` (the perf of a run its run.json
     says is unfinished) that is still a perf, with the process group it is in (its workload's,
-    or its own for an attached run). Returns the pids of the perfs stopped.
+    or its own for an attached run), and each of `workloads` ((pid, start_time) of the command
+    it started, which leads its group) that is still that very process: a workload whose perf
+    died too (the profiler died before perf acked) would run on uncounted. Returns the pids of
+    the perfs and workloads stopped.
 
     perf and the workload run in a process group of their own (so that a timeout can stop them
     together), which also means they outlive a profiler killed with SIGKILL and would disturb
-    whatever is measured next. Only a live process named perf outside this process's own group
-    is killed: the pid may have been reused since.
+    whatever is measured next. Only a live process named perf outside this process's own group,
+    or the recorded workload itself, is killed: a pid may have been reused since.
     """
-    killed = []
-    for pid in pids:
+    killed, groups = [], set()
+    for pid in perfs:
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
             group = os.getpgid(pid)
             if comm == "perf" and group != os.getpgrp():
                 os.killpg(group, signal.SIGKILL)
                 killed.append(pid)
+                groups.add(group)
         except (OSError, ProcessLookupError):
             continue  # gone already
+    for pid, started in workloads:
+        if pid in groups or start_time(pid) != started:
+            continue
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+            killed.append(pid)
     return killed
 
 

@@ -23,7 +23,14 @@ from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import process
 from autoprof.perf.launch import Launch
-from autoprof.perf.process import Interrupted, Stopper, command_env, stop_group, workload_env
+from autoprof.perf.process import (
+    Interrupted,
+    Stopper,
+    command_env,
+    start_time,
+    stop_group,
+    workload_env,
+)
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run import attach, outcome, outdir
 from autoprof.run.journal import Entry, Journal, finished
@@ -219,6 +226,9 @@ class Runner:
         """A run of the command (`perf.launch`): (perf's exit code, the workload's end)."""
         with self.stopper.deferred():  # a signal now is raised once both pids are known
             launch = Launch.spawn(self.command, env=self.command_env, stdout=out, stderr=err)
+            # recorded at once: a profiler killed now leaves a workload to stop (stop_leftovers)
+            record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
+            outdir.write_run_record(folder, record)
             try:
                 record.perf_argv = launch.start_perf(
                     argv, attach=counts_workload(self.options), env=self.env, stdout=out, stderr=err
@@ -226,7 +236,7 @@ class Runner:
             except BaseException:
                 launch.kill()
                 raise
-            record.perf_pid, record.workload_pid = launch.perf_pid, launch.pid
+            record.perf_pid = launch.perf_pid
             outdir.write_run_record(folder, record)
         timeout = self.options.timeout
         deadline = None if timeout is None else started + timeout
@@ -309,4 +319,7 @@ def _event_named(events: list[Event], name: str) -> Event | None:
 def stop_leftovers(root: Path) -> list[int]:
     """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
     still unfinished in its run.json. Returns the pids of the perfs stopped."""
-    return process.stop_leftovers(outdir.left_running(root))
+    records = outdir.left_running(root)
+    perfs = [r.perf_pid for r in records if r.perf_pid]
+    workloads = [(r.workload_pid, r.workload_start) for r in records if r.workload_pid]
+    return process.stop_leftovers(perfs, [(p, s) for p, s in workloads if s is not None])
