@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -67,17 +68,23 @@ def profiled(tmp_path: Path, command: list[str], *args: str) -> tuple[dict[str, 
 )
 def test_page_faults_are_bare_perfs(tmp_path, command):
     """`true` (shorter than perf's first interval: bare `perf stat -I` prints nothing for it),
-    and a shell whose children run `true`: counting is inherited. A program alone faults the
-    same pages every run; a shell and its children not quite (which of them touches a shared
-    page first after a fork varies with the load): there the counts agree within 2."""
-    want = bare(command)
-    got, _ = profiled(tmp_path, command)
+    and a shell whose children run `true`: counting is inherited. Without ASLR a program
+    faults the same pages run after run, but on a loaded machine now and then one more or
+    fewer (page cache, a shell's children racing their parent to shared pages after fork):
+    three runs of each, medians compared."""
+    want = [bare(command) for _ in range(3)]
+    got = [profiled(tmp_path / str(i), command)[0] for i in range(3)]
+
+    def median(runs: list[dict[str, float]], event: str) -> float:
+        return statistics.median(run[event] for run in runs)
+
+    user, every = (median(got, e) - median(want, e) for e in ("page-faults:u", "page-faults"))
     if len(command) == 1:
-        assert got["page-faults:u"] == want["page-faults:u"] > 0
+        assert user == 0, (got, want)
     else:  # the children's own faults are in: far more than the shell's alone
-        assert abs(got["page-faults:u"] - want["page-faults:u"]) <= 2, (got, want)
-        assert got["page-faults:u"] > bare(["sh", "-c", ":"])["page-faults:u"] + 100
-    assert abs(want["page-faults"] - got["page-faults"]) <= 2, (got, want)
+        assert abs(user) <= 2, (got, want)
+        assert median(got, "page-faults:u") > bare(["sh", "-c", ":"])["page-faults:u"] + 100
+    assert -2 <= every <= 0, (got, want)  # the end of the exec: bare perf counts it
 
 
 @pytest.mark.slow

@@ -3,8 +3,9 @@ with its real `armv8_pmuv3` driver under `qemu-system-aarch64 -icount shift=0`, 
 instruction counts are exact and the same run after run, run by Debian 12's own Python.
 
 One boot runs every guest check (`tests/pmu_lane/guest.py`, session fixture); each test here
-asserts one of them. The loop program (tests/pmu_lane/loop.S) retires 5 N + 5 digits(N) + 10
-user-mode instructions, which bare perf is checked to count first. Building the lane needs the
+asserts one of them. The loop program (tests/pmu_lane/loop.S) retires 5 N + 5 digits(N) + 15
+user-mode instructions (10 N + 5 digits(N) + 36 when it forks), which bare perf is checked to
+count first. Building the lane needs the
 package registries (apt, pip) once; it is cached (tests/pmu_lane/lane.py). `make test-pmu` runs
 this file alone.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 import tomllib
 from pathlib import Path
 
@@ -28,9 +30,9 @@ LONG = 100_000_000
 CORE = "armv8_pmuv3"
 
 
-def loop_instructions(n: int) -> int:
+def loop_instructions(n: int, fork: bool = False) -> int:
     """The user-mode instructions loop.S retires for `n` (see its header)."""
-    return 5 * n + 5 * len(str(n)) + 10
+    return 10 * n + 5 * len(str(n)) + 36 if fork else 5 * n + 5 * len(str(n)) + 15
 
 
 @pytest.fixture(scope="session")
@@ -91,6 +93,7 @@ def test_bare_perf_counts_the_loop_exactly(guest):
     """The ground truth first: bare perf's user-mode count is the loop's own, every time."""
     for n in (*NS, LONG):
         assert set(bare_counts(guest, f"bare-{n}", "r08:u")) == {loop_instructions(n)}
+    assert set(bare_counts(guest, "bare-fork", "r08:u")) == {loop_instructions(NS[0], fork=True)}
 
 
 def test_the_probe_finds_six_generic_counters_and_remembers_them(guest):
@@ -132,6 +135,7 @@ def test_profile_user_counts_exactly_what_bare_perf_counts(guest, n):
 
 def test_twice_the_loop_is_exactly_five_million_more(guest):
     first, second = (totals(check(guest, f"user-{n}"))["INST_RETIRED:u"]["total"] for n in NS)
+    assert first == 5_000_050
     assert second - first == 5_000_000
 
 
@@ -165,16 +169,25 @@ def test_intervals_add_up_to_the_whole_run(guest):
 
 
 def test_children_are_counted_as_bare_perf_counts_them(guest):
-    """A shell running the loop twice: counting is inherited by the workload's children. In
-    the environment bare perf gives its workload, autoprof's count is bare perf's; in the user's
-    own (perf adds three variables) the shell does a little less work, the loops the same."""
-    (bare,) = set(bare_counts(guest, "bare-children", "r08:u"))
-    assert bare > 2 * loop_instructions(1_000_000)
+    """The loop forking, its child looping too: counting is inherited, to the instruction."""
+    found = totals(check(guest, "fork"))["INST_RETIRED:u"]
+    assert found["total"] == loop_instructions(NS[0], fork=True) == 10_000_071
+    assert found["status"] == ["ok"]
+
+
+def test_a_shell_counts_as_under_bare_perf_in_bare_perfs_environment(guest):
+    """A shell running the loop twice reads its environment, to which bare perf adds three
+    variables: given that environment, autoprof counts what bare perf counts, up to the shell's
+    own run-to-run variation (bare perf's runs differ by a few instructions: its wait for a
+    child); in the user's own environment the shell does ~2,100 instructions less work."""
+    bare = bare_counts(guest, "bare-children", "r08:u")
+    assert min(bare) > 2 * loop_instructions(1_000_000)
     same = check(guest, "children-perf-env")
     assert "PERF_BUILDID_DIR" in same["env"] and "perf-core" in same["env"]["PATH"]
-    assert totals(same)["INST_RETIRED:u"]["total"] == bare
+    counted = totals(same)["INST_RETIRED:u"]["total"]
+    assert abs(counted - statistics.median(bare)) <= max(4, max(bare) - min(bare)), (counted, bare)
     own = totals(check(guest, "children"))["INST_RETIRED:u"]["total"]
-    assert 2 * loop_instructions(1_000_000) < own < bare
+    assert 2 * loop_instructions(1_000_000) < own < min(bare) - 1000
 
 
 def test_exit_status_and_signal_are_known_in_interval_mode(guest):
@@ -213,18 +226,24 @@ def test_counters_past_the_probe_are_refused_with_both_numbers(guest):
     assert f"--counters {CORE}=7" in ran["stderr"] and "the 6 generic counters" in ran["stderr"]
 
 
-def test_a_plan_forced_past_the_counters_is_caught(guest):
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_a_plan_forced_past_the_counters_is_caught(guest, attempt):
     """--no-probe --counters armv8_pmuv3=7: seven events in one run on six counters come back
-    multiplexed or not counted, never as good, and the report says the number is wrong."""
-    found = check(guest, "forced")
+    multiplexed (counted part of the time, scaled) or not counted at all, never as good, and
+    the report says the number is wrong for this machine."""
+    found = check(guest, f"forced-{attempt}")
     assert found["profile"]["rc"] == 0, found["profile"]["stderr"]
-    results = found["results"]
-    assert len(results) == 7
-    bad = [name for name, e in results.items() if e["status"] != ["ok"] or e["min_percent"] < 100]
-    assert bad, results
+    (record,) = found["runs"]
+    assert len(record["events"]) == 7 and record["status"] == "ok"
     report = found["report"]["events"]
     flagged = {e["event"] for e in report["multiplexed"] + report["not_counted"]}
-    assert set(bad) <= flagged
+    assert flagged, found["perf_csv"]
+    for name, entry in found["results"].items():  # rows with a value
+        if name in flagged:
+            assert entry["status"] != ["ok"] or entry["min_percent"] < 100, (name, entry)
+        else:  # had a counter all of the time
+            assert entry["status"] == ["ok"] and entry["min_percent"] == 100.0, (name, entry)
     (short,) = report["too_few_counters"]
-    assert short["pmu"] == CORE and short["planned"] == 7 and set(short["events"]) == set(bad)
-    assert "the counter number is wrong for this machine" in found["aggregate_cli"]["stdout"]
+    assert short["pmu"] == CORE and short["planned"] == 7 and set(short["events"]) == flagged
+    line = "the counter number is wrong for this machine"
+    assert line in found["aggregate_cli"]["stdout"], found["aggregate_cli"]

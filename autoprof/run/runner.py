@@ -234,7 +234,7 @@ class Runner:
                     argv, attach=counts_workload(self.options), env=self.env, stdout=out, stderr=err
                 )
             except BaseException:
-                launch.kill()
+                launch.stop()  # the workload never ran: killed and reaped
                 raise
             record.perf_pid = launch.perf_pid
             outdir.write_run_record(folder, record)
