@@ -399,7 +399,8 @@ def boot(built: Built, root: Path | None = None, timeout: float = BOOT_TIMEOUT_S
                 with part.open("rb") as source:
                     shutil.copyfileobj(source, out, 1 << 20)
         argv = [*QEMU, "-kernel", str(built.kernel), "-initrd", str(initrd), "-append", CMDLINE]
-        log = root / "last-boot.log"  # the console as it comes: `tail -f` it
+        log = root / f"boot-{os.getpid()}.log"  # the console as it comes: `tail -f` it
+        kept = root / "last-boot.log"  # then the last boot's, whole (boots may run side by side)
         started = time.monotonic()
         with log.open("wb") as console_out:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console_out,
@@ -410,8 +411,9 @@ def boot(built: Built, root: Path | None = None, timeout: float = BOOT_TIMEOUT_S
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+                os.replace(log, kept)
         seconds = time.monotonic() - started
-    return read_console(log, seconds)
+    return read_console(kept, seconds)
 
 
 def read_console(log: Path, seconds: float = 0.0) -> Boot:
