@@ -224,39 +224,41 @@ class Runner:
         self, record: RunRecord, folder: Path, argv: list[str], out, err, started: float
     ) -> tuple[int | None, int | None]:
         """A run of the command (`perf.launch`): (perf's exit code, the workload's end)."""
-        with self.stopper.deferred():  # a signal now is raised once both pids are known
-            launch = Launch.spawn(self.command, env=self.command_env, stdout=out, stderr=err)
-            # recorded at once: a profiler killed now leaves a workload to stop (stop_leftovers)
-            record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
-            outdir.write_run_record(folder, record)
-            try:
-                record.perf_argv = launch.start_perf(
-                    argv, attach=counts_workload(self.options), env=self.env, stdout=out, stderr=err
-                )
-            except BaseException:
-                launch.stop()  # the workload never ran: killed and reaped
-                raise
-            record.perf_pid = launch.perf_pid
-            outdir.write_run_record(folder, record)
+        launch: Launch | None = None
         timeout = self.options.timeout
         deadline = None if timeout is None else started + timeout
         try:
+            # a signal meanwhile is raised when both pids are known (at the section's end,
+            # inside this try: the run is then stopped and recorded as interrupted)
+            with self.stopper.deferred():
+                launch = Launch.spawn(self.command, env=self.command_env, stdout=out, stderr=err)
+                # recorded at once: a profiler killed now leaves a workload to stop
+                record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
+                outdir.write_run_record(folder, record)
+                record.perf_argv = launch.start_perf(
+                    argv, attach=counts_workload(self.options), env=self.env, stdout=out, stderr=err
+                )
+                record.perf_pid = launch.perf_pid
+                outdir.write_run_record(folder, record)
             if launch.release(deadline):
                 launch.wait_exit(None if deadline is None else max(deadline - time.monotonic(), 0))
             code = launch.finish()
         except subprocess.TimeoutExpired:
+            assert launch is not None
             with self.stopper.deferred():  # a signal meanwhile must not cut the stop short
                 code = launch.stop()
             record.status = RunStatus.TIMEOUT
             record.error = f"stopped after --timeout {timeout:g} s"
         except Interrupted as stop:
-            record.perf_exit = launch.stop()
-            record.workload_exit = launch.workload_status if launch.ran else None
+            if launch is not None:
+                record.perf_exit = launch.stop()
+                record.workload_exit = launch.workload_status if launch.ran else None
             self._interrupted(record, folder, stop, started)
             raise
-        except BaseException:  # e.g. a queue job's timeout raised in this process
-            with self.stopper.deferred():
-                launch.stop()
+        except BaseException:  # e.g. a queue job's timeout, perf not started: stop what runs
+            if launch is not None:
+                with self.stopper.deferred():
+                    launch.stop()
             raise
         workload = launch.workload_status if launch.ran else None
         if record.status == RunStatus.TIMEOUT:
@@ -267,35 +269,39 @@ class Runner:
         self, record: RunRecord, folder: Path, argv: list[str], out, err, started: float
     ) -> int:
         """A run attached to processes, a cgroup or the system: perf's exit code."""
+        proc: subprocess.Popen | None = None
         try:
             with self.stopper.deferred():  # a signal now is raised once perf's pid is known
-                proc = subprocess.Popen(
-                    argv,
-                    stdout=out,
-                    stderr=err,
-                    stdin=subprocess.DEVNULL,
-                    env=self.env,
-                    start_new_session=True,
-                )
+                try:
+                    proc = subprocess.Popen(
+                        argv,
+                        stdout=out,
+                        stderr=err,
+                        stdin=subprocess.DEVNULL,
+                        env=self.env,
+                        start_new_session=True,
+                    )
+                except OSError as error:
+                    raise AutoprofError(f"cannot start perf: {error}") from None
                 record.perf_pid = proc.pid
                 outdir.write_run_record(folder, record)
-        except OSError as error:
-            raise AutoprofError(f"cannot start perf: {error}") from None
-        try:
             return proc.wait(timeout=self.options.timeout)
         except subprocess.TimeoutExpired:
+            assert proc is not None
             with self.stopper.deferred():  # a signal meanwhile must not cut the stop short
                 code = stop_group(proc)
             record.status = RunStatus.TIMEOUT
             record.error = f"stopped after --timeout {self.options.timeout:g} s"
             return code
         except Interrupted as stop:
-            record.perf_exit = stop_group(proc)
+            if proc is not None:
+                record.perf_exit = stop_group(proc)
             self._interrupted(record, folder, stop, started)
             raise
         except BaseException:  # e.g. a queue job's timeout raised in this process
-            with self.stopper.deferred():
-                stop_group(proc)
+            if proc is not None:
+                with self.stopper.deferred():
+                    stop_group(proc)
             raise
 
     @staticmethod
