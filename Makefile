@@ -14,13 +14,17 @@ STAMP  := $(VENV)/.installed
 DEMO_PKGS := linux-perf:perf gcc:cc
 # The tests: a headless browser (flame graph SVG, web pages), Graphviz (callgraph), valgrind
 # (memory, the trace flame graph's reference counts), QEMU user mode and a RISC-V cross compiler
-# (instruction traces for `flamegraph --trace`).
+# (instruction traces for `flamegraph --trace`), and for the PMU lane (tests/pmu_lane: an Arm
+# kernel with a real PMU) QEMU's system emulator, mmdebstrap (its root filesystem) and an
+# aarch64 assembler and linker (its loop program).
 TEST_PKGS := $(DEMO_PKGS) chromium:chromium graphviz:dot valgrind:valgrind \
-             qemu-user:qemu-x86_64 gcc-riscv64-linux-gnu:riscv64-linux-gnu-gcc
+             qemu-user:qemu-x86_64 gcc-riscv64-linux-gnu:riscv64-linux-gnu-gcc \
+             qemu-system-arm:qemu-system-aarch64 mmdebstrap:mmdebstrap \
+             binutils-aarch64-linux-gnu:aarch64-linux-gnu-as
 APT_LOCK_WAIT ?= 600
 export APT_LOCK_WAIT
 
-.PHONY: install system-deps demo-deps test-deps test test-fast lint bench demo clean
+.PHONY: install system-deps demo-deps test-deps test test-fast test-pmu lint bench demo clean
 
 # The package and what the tests and linters use (pytest, ruff, mypy, Playwright).
 install: $(STAMP)
@@ -55,6 +59,11 @@ test: install test-deps
 # processes (pytest-xdist; the fast tests share nothing: own tmp paths, databases, Redis indexes).
 test-fast: install test-deps
 	$(PYTEST) -q -m "not slow" -n 2
+
+# The PMU lane alone: builds (once, cached in $XDG_CACHE_HOME/autoprof-pmu-lane) and boots a
+# Debian 12 arm64 kernel under qemu-system-aarch64 -icount shift=0; `make test` runs it too.
+test-pmu: install test-deps
+	$(PYTEST) -q tests/test_pmu_lane.py
 
 lint: install
 	$(VENV)/bin/ruff check .

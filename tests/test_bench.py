@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -68,7 +67,16 @@ def test_ratio_interval_and_exact_counts():
 @needs_perf
 @pytest.mark.slow
 def test_sleep_ratio_is_two_and_significant(tmp_path):
-    """The issue's acceptance: sleep 0.05 vs sleep 0.1, 10 runs each."""
+    """The issue's acceptance: sleep 0.05 vs sleep 0.1, 10 runs each.
+
+    What the statistics promise, whatever the load: each wall time is the sleep plus a wake-up
+    latency L drawn from one distribution for both commands (the process start is subtracted,
+    startup_s), so the difference of the means estimates exactly 50 ms; Welch's interval of it
+    holds 50 ms (at 99.9 % here: a test that would fail one run in twenty at 95 % promises
+    nothing), and the difference is significant. On a busy machine one `sleep 0.05` took 106 ms
+    (issue #28): that widens the interval, it does not move 50 ms out of it. The ratio is
+    (0.1 + L) / (0.05 + L), below 2 by as much as L is large, so only its interval's own
+    consistency is checked."""
     out = tmp_path / "bench.json"
     proc = autoprof(
         "bench", "-n", "10", "--export-json", str(out), "--", "sleep", "0.05", "--", "sleep", "0.1"
@@ -77,18 +85,13 @@ def test_sleep_ratio_is_two_and_significant(tmp_path):
     data = json.loads(out.read_text())
     assert [len(c["repetitions"]) for c in data["commands"]] == [10, 10]
     wall = next(r for r in data["commands"][1]["ratio_to_first"] if r["metric"] == "wall_s")
-    # The process start (~1 ms) is subtracted (startup_s, an empty program's wall time), so the
-    # ratio is (0.1 + L) / (0.05 + L), L each sleep's wake-up latency: 1.985-2.0 on this quiet
-    # VM, whose interval (+-0.003) may miss 2.0 by that much; with both cores busy L grows to
-    # milliseconds (1.89 [1.81, 1.98] seen), while the difference of the means stays 50 ms.
     assert 0 < data["startup_s"] < 0.05
     assert wall["low"] <= wall["ratio"] <= wall["high"] and wall["p_value"] < 0.01, wall
     a, b = ([r["wall_s"] for r in c["repetitions"]] for c in data["commands"])
     assert wall["difference"] == pytest.approx(np.mean(b) - np.mean(a), abs=1e-12)
     assert wall["difference_low"] < wall["difference"] < wall["difference_high"], wall
-    assert abs(wall["difference"] - 0.05) < 0.005, (a, b)
-    if os.getloadavg()[0] < (os.cpu_count() or 1):  # quiet: L is tens of microseconds
-        assert wall["low"] - 0.02 <= 2.0 <= wall["high"] + 0.02, wall
+    strict = stats.ratio("wall_s", a, b, confidence=0.999)
+    assert strict.difference_low <= 0.05 <= strict.difference_high, (strict, a, b)
     assert "wall_s" in proc.stdout and "95% CI" in proc.stdout and "difference" in proc.stdout
 
 
@@ -144,6 +147,10 @@ def test_failing_command_is_one_line(tmp_path):
     proc = autoprof("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "exit 3")
     assert proc.returncode != 0
     assert "exited with status 3" in proc.stderr and "Traceback" not in proc.stderr
+    # perf stat exits 0 for a workload killed by a signal, and prints psignal's line
+    killed = autoprof("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "kill -SEGV $$")
+    assert killed.returncode == 2 and "Traceback" not in killed.stderr
+    assert killed.stderr.strip().endswith("sh -c 'kill -SEGV $$' was killed by SIGSEGV")
 
 
 @needs_perf

@@ -143,7 +143,8 @@ def test_help_shows_each_range_and_default_as_click_does():
 def test_a_resume_keeps_the_options_that_say_what_the_numbers_mean():
     from autoprof.run.options import measuring_fields
 
-    assert measuring_fields() == ("interval_ms", "system_wide", "cpu_list", "anchor", "duration")
+    wanted = ("interval_ms", "system_wide", "cpu_list", "user", "anchor", "duration")
+    assert measuring_fields() == wanted
 
 
 def test_json_ignores_unknown_keys_and_defaults_missing_ones():
@@ -166,6 +167,7 @@ def test_a_manifest_records_what_the_numbers_mean_and_the_part_of_a_split_profil
     assert (split["part"], split["parts"]) == (2, 3) and "duration" not in split
     attached = ProfileOptions(system_wide=True, duration=0.5).to_json()
     assert (attached["pids"], attached["cgroup"], attached["duration"]) == (None, None, 0.5)
+    assert ProfileOptions(user=True).to_json()["user"] is True
     for options in (plain, ProfileOptions(part=2, parts=3), ProfileOptions(duration=0.5)):
         assert ProfileOptions.from_json(options.to_json()).to_json() == options.to_json()
 

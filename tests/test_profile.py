@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -282,10 +283,17 @@ def test_dry_run_prints_exactly_the_argv_that_runs(writes, tmp_path):
     assert proc.returncode == 0 and len(lines) == 2
     assert all(line.startswith("LC_ALL=C ") and " stat -x , " in line for line in lines)
     assert not out.exists()
+    assert "WORKLOAD_PID" in proc.stderr  # the note says what the placeholders stand for
     assert autoprof("profile", *args).returncode == 0
-    executed = [outdir.read_run_record(f).perf_argv for f in outdir.run_folders(out)]
+    records = [outdir.read_run_record(f) for f in outdir.run_folders(out)]
+    executed = []
+    for record in records:  # the values only the run knew, where the dry run said which
+        argv = record.perf_argv
+        assert argv[-4:-2] == ["-p", str(record.workload_pid)], argv
+        assert re.fullmatch(r"fd:\d+,\d+", argv[-1]), argv
+        executed.append([*argv[:-4], "-p", "WORKLOAD_PID", "--control", "fd:CTL_FD,ACK_FD"])
     assert [shlex.split(line)[1:] for line in lines] == executed
-    assert all("/bin/sh" in argv for argv in executed)
+    assert not any("/bin/sh" in argv for argv in executed)  # perf counts the command alone
 
 
 @pytest.mark.slow

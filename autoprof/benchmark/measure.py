@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -203,6 +204,9 @@ def run_once(
     failure = perf_command.open_failure(stderr)
     if failure:
         raise AutoprofError(f"perf could not open {failure.event}: {failure.reason}")
+    killed = perf_command.workload_signal(stderr, command[0])
+    if killed is not None:  # perf exits 0 then
+        raise AutoprofError(f"{shlex.join(command)} was killed by {signal.Signals(killed).name}")
     if proc.returncode != 0:
         raise AutoprofError(
             f"{shlex.join(command)} exited with status {proc.returncode}"

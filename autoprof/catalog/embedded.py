@@ -12,6 +12,7 @@ is removed). Deleting the cache is always safe.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import shutil
@@ -45,7 +46,7 @@ def directory(vendor: str, cache: Path | None = None) -> Path | None:
         root.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f".{vendor}-", dir=root.parent))
         with tarfile.open(source) as tar:
-            tar.extractall(scratch, filter="data")  # no member may land outside `scratch`
+            extract(tar, scratch)
     except (OSError, tarfile.TarError) as err:
         raise AutoprofError(
             f"cannot extract autoprof's {vendor} event data to {root}: {err}"
@@ -57,3 +58,43 @@ def directory(vendor: str, cache: Path | None = None) -> Path | None:
     if not (root / MAPFILE).is_file():
         raise AutoprofError(f"autoprof's {vendor} event data at {root} has no {MAPFILE}")
     return root
+
+
+def extract(tar: tarfile.TarFile, folder: Path, data_filter: bool | None = None) -> None:
+    """Every member of `tar` into `folder`, none outside it, with the safety of tarfile's "data"
+    filter: Python 3.11.4 added it (`extractall(filter="data")`), Debian 12's 3.11.2 lacks
+    it, so there each member passes `data_member` first. `data_filter` forces either way."""
+    if data_filter is None:
+        data_filter = hasattr(tarfile, "data_filter")
+    if data_filter:
+        tar.extractall(folder, filter="data")
+    else:
+        tar.extractall(folder, members=[data_member(m, folder) for m in tar.getmembers()])
+
+
+def data_member(member: tarfile.TarInfo, folder: Path) -> tarfile.TarInfo:
+    """`member` as the "data" filter lets it be extracted into `folder`, for a Python without
+    it; tarfile.TarError for what the filter refuses: a path that ends outside `folder`
+    (absolute, ``..``), a link (this data has none: refused whatever its target), a device or
+    pipe. Like the filter: leading slashes are dropped, the owner's read and write bits set,
+    set-id, sticky and group/other write bits cleared, other execute bits kept only with the
+    owner's; ownership is the extracting user's."""
+    name = member.name.lstrip("/" + os.sep)
+    root = os.path.realpath(folder)
+    target = os.path.realpath(os.path.join(root, name))
+    if os.path.isabs(name) or os.path.commonpath([root, target]) != root:
+        raise tarfile.TarError(f"{member.name!r} would be extracted outside {folder}")
+    if not (member.isreg() or member.isdir()):
+        raise tarfile.TarError(f"{member.name!r} is not a regular file or folder")
+    safe = copy.copy(member)
+    safe.name = name
+    mode = member.mode & 0o755  # no set-id, sticky, group or other write bit
+    if member.isreg():
+        mode |= 0o600
+        if not mode & 0o100:
+            mode &= ~0o011
+    else:
+        mode |= 0o700
+    safe.mode = mode
+    safe.uid, safe.gid, safe.uname, safe.gname = os.getuid(), os.getgid(), "", ""
+    return safe

@@ -14,6 +14,7 @@ import re
 import shutil
 import socket
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,10 +26,12 @@ from autoprof.catalog import (
     encoding,
     formats,
     intel,
+    modifiers,
     perfnames,
     vendor,
     yaml,
 )
+from autoprof.catalog import probe as counter_probe
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.errors import AutoprofError
@@ -456,32 +459,32 @@ def without_absent_pmus(catalog: Catalog, sysfs: Path) -> Catalog:
 def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
     """The catalog restricted to `specs`: catalog names, ``pmu/name``, tracepoints,
     breakpoints ``mem:ADDR:w`` (which no catalog can list: any address is an event), and
-    perf's generic, raw and sysfs-alias events (`perfnames.resolve`).
+    perf's generic, raw and sysfs-alias events (`perfnames.resolve`), each also in user or
+    kernel mode only as perf spells it (``INST_RETIRED:u``, ``cpu/event=0x3c/k``:
+    `modifiers`).
 
     The one check of events a user names, for every tool (profile, bench, record; the CLI, a
     worker, the web): what perf is then given is each event's `spec`, and a spec that is not
     exactly one event (`encoding.event_text_problem`: a second event, a BPF object) is refused."""
     chosen = Catalog(catalog.cpu, {}, [], source=catalog.source)
     sysfs = SYSFS_PMUS if catalog.cpu == cpu_id() else None  # None: planning for another CPU
-    shaped = [spec for spec in specs if _TRACEPOINT.fullmatch(spec)]
-    here = set(tracepoints()) if shaped else set()
+    listed: list[set[str]] = []  # this machine's tracepoints, listed once when one is named
+
+    def tracepoints_here(spec: str) -> set[str]:
+        if not _TRACEPOINT.fullmatch(spec):
+            return set()
+        if not listed:
+            listed.append(set(tracepoints()))
+        return listed[0]
+
     for spec in specs:
-        if spec.startswith("mem:"):
-            extra = Catalog(catalog.cpu, {"breakpoint": breakpoint_pmu()}, [breakpoint_event(spec)])
-        elif spec in here:
-            extra = Catalog(
-                catalog.cpu,
-                {"tracepoint": Pmu("tracepoint", unconstrained=True)},
-                [Event(name=spec, pmu="tracepoint", spec=spec)],
-            )
-        elif catalog.find(spec):
-            extra = catalog.select([spec])
-        elif (named := perfnames.resolve(catalog, spec, sysfs)) is not None:
-            extra = named
-        elif spec in shaped:
-            raise _unknown_tracepoint(spec, sorted(here))
-        else:
-            extra = catalog.select([spec])
+        base, modifier = modifiers.split(spec)
+        if modifier and (catalog.find(spec) or spec in tracepoints_here(spec)):
+            base, modifier = spec, ""  # an event whose own name ends so
+        extra = _resolve_one(catalog, base, sysfs, tracepoints_here)
+        if modifier:
+            events = [modifiers.with_modifier(e, modifier) for e in extra.events]
+            extra = Catalog(extra.cpu, extra.pmus, events, [], extra.source)
         known = {e.key: e for e in chosen.events}
         for event in extra.events:
             same = known.get(event.key)
@@ -497,6 +500,30 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
             raise AutoprofError(f"refused event: {problem}")
     chosen.excluded = []
     return chosen
+
+
+def _resolve_one(
+    catalog: Catalog, spec: str, sysfs: Path | None, tracepoints_here: Callable[[str], set[str]]
+) -> Catalog:
+    """One event as typed, without a mode: a breakpoint, a tracepoint of this machine, a
+    catalog event, perf's own name; else the catalog's one-line refusal (for a ``sys:event``
+    that is no tracepoint here: the close ones, or why there are none)."""
+    if spec.startswith("mem:"):
+        return Catalog(catalog.cpu, {"breakpoint": breakpoint_pmu()}, [breakpoint_event(spec)])
+    if spec in tracepoints_here(spec):
+        return Catalog(
+            catalog.cpu,
+            {"tracepoint": Pmu("tracepoint", unconstrained=True)},
+            [Event(name=spec, pmu="tracepoint", spec=spec)],
+        )
+    if catalog.find(spec):
+        return catalog.select([spec])
+    named = perfnames.resolve(catalog, spec, sysfs)
+    if named is not None:
+        return named
+    if _TRACEPOINT.fullmatch(spec):
+        raise _unknown_tracepoint(spec, sorted(tracepoints_here(spec)))
+    return catalog.select([spec])
 
 
 def _unknown_tracepoint(spec: str, known: list[str]) -> AutoprofError:
@@ -523,8 +550,11 @@ def build_catalog(
     offcore_matrix: bool = False,
     tracepoints: bool = False,
     counters: tuple[str, ...] = (),
+    probe: bool = True,
 ) -> Catalog:
-    """The catalog the command-line options describe (shared by the CLI and the queue worker)."""
+    """The catalog the command-line options describe (shared by the CLI and the queue worker).
+    For this machine the counters of its AMD or Arm core PMU are the probed ones
+    (`probed_counters`), unless `probe` is off (--no-probe)."""
     smt_on = smt_active() if smt is None and cpu is None else smt != "off"
     options = ReadOptions(
         smt=smt_on,
@@ -537,7 +567,56 @@ def build_catalog(
     )
     given = events_dir or os.environ.get(ENV_EVENTS_DIR)
     directory = _find_events_dir(given) if given else None  # else: the CPU's vendor's data
-    return host_catalog(directory, cpu, options, tracepoints)
+    catalog = host_catalog(directory, cpu, options, tracepoints)
+    if probe and cpu is None and vendor.vendor_of(catalog.cpu) in (vendor.AMD, vendor.ARM64):
+        tables = {n: p.counters for n, p in catalog.pmus.items()}
+        found, notes = counter_decision(tables, probed_counters(catalog), dict(options.counters))
+        if found:
+            numbers = dict(options.counters) | found
+            options = replace(options, counters=tuple(sorted(numbers.items())))
+            catalog = host_catalog(directory, cpu, options, tracepoints)
+            catalog.note = "; ".join(filter(None, [catalog.note, *notes]))
+    return catalog
+
+
+def probed_counters(catalog: Catalog) -> dict[str, int]:
+    """The generic counters of this machine's core PMUs that `probe` finds (remembered or
+    probed now): none without perf or a core PMU."""
+    perf = shutil.which("perf")
+    if perf is None or not has_core_pmu():
+        return {}
+    found = {}
+    for name, pmu in catalog.pmus.items():
+        if pmu.unconstrained or pmu.system_wide or counter_probe.probe_event(name) is None:
+            continue
+        probed = counter_probe.counters(perf, name, pmu.counters)
+        if probed is not None:
+            found[name] = probed.counters
+    return found
+
+
+def counter_decision(
+    tables: dict[str, int], probed: dict[str, int], given: dict[str, int]
+) -> tuple[dict[str, int], list[str]]:
+    """The counter numbers to plan this machine with where the probe differs from the model
+    table (`tables`), and a note naming both for each; a `given` (--counters) number above the
+    probe is refused with both numbers, one at or below it is kept."""
+    changed, notes = {}, []
+    for name, counters in sorted(probed.items()):
+        if name in given and given[name] > counters:
+            raise AutoprofError(
+                f"--counters {name}={given[name]} is more than the {counters} generic "
+                f"counters this machine's {name} has (probed: the kernel counts a group of "
+                f"{counters} events and refuses {counters + 1}); --counters is for planning "
+                "another machine (--cpu), or with --no-probe"
+            )
+        if name not in given and tables.get(name) != counters:
+            changed[name] = counters
+            notes.append(
+                f"{name}: the model table's {tables.get(name)} generic counters are refused: "
+                f"this machine counts {counters} at once (probed); planning with {counters}"
+            )
+    return changed, notes
 
 
 def counter_numbers(given: tuple[str, ...] | list[str]) -> tuple[tuple[str, int], ...]:

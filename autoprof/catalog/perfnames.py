@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 from autoprof.catalog import encoding
 from autoprof.catalog.model import Catalog, Event, Pmu
@@ -37,6 +38,25 @@ GENERIC: dict[str, dict[str, int | str] | None] = {
     "stalled-cycles-backend": None,
     "idle-cycles-backend": None,
 }
+# perf's generic hardware events on an Arm PMUv3 core -> the architected event number the kernel
+# counts for them (arch/arm64/kernel/perf_event.c, armv8_pmuv3_perf_map; the numbers are
+# ARMV8_PMUV3_PERFCTR_* there and in asm/perf_event.h); the others are not supported there.
+ARM_GENERIC: dict[str, dict[str, int | str]] = {
+    "cycles": {"event": 0x11},  # CPU_CYCLES
+    "cpu-cycles": {"event": 0x11},
+    "instructions": {"event": 0x08},  # INST_RETIRED
+    "cache-references": {"event": 0x04},  # L1D_CACHE
+    "cache-misses": {"event": 0x03},  # L1D_CACHE_REFILL
+    "branch-instructions": {"event": 0x0C},  # PC_WRITE_RETIRED
+    "branches": {"event": 0x0C},
+    "branch-misses": {"event": 0x10},  # BR_MIS_PRED
+    "bus-cycles": {"event": 0x1D},  # BUS_CYCLES
+    "stalled-cycles-frontend": {"event": 0x23},  # STALL_FRONTEND
+    "stalled-cycles-backend": {"event": 0x24},  # STALL_BACKEND
+}
+# An Arm core PMU: the kernel's name for the core (armv8_cortex_a76, armv9_neoverse_n2) or, on
+# device trees without one and on ACPI servers, armv8_pmuv3 / armv8_pmuv3_0
+_ARM_CORE = re.compile(r"^armv[89]_")
 # The kernel's sysfs aliases for Ice Lake and later cores (arch/x86/events/intel/core.c), for
 # planning on a machine that is not the target.
 KERNEL_ALIASES = {"slots": {"event": 0x00, "umask": 0x04}} | {
@@ -70,7 +90,9 @@ def raw_terms(config: int) -> dict[str, int]:
 
 
 def core_pmus(catalog: Catalog) -> list[str]:
+    """The catalog's core PMUs: x86's cpu (cpu_core, cpu_atom on hybrid parts), Arm's."""
     names = [p for p in catalog.pmus if p == "cpu" or p.startswith("cpu_")]
+    names += [n for n, p in catalog.pmus.items() if _ARM_CORE.match(n) and not p.system_wide]
     return sorted(names, key=lambda p: (p != "cpu", p != "cpu_core", p))
 
 
@@ -131,14 +153,28 @@ def resolve(catalog: Catalog, spec: str, sysfs: Path | None) -> Catalog | None:
         return _each(catalog, [f"{p}/{spec}/" for p in having], sysfs)
     raw = _RAW.match(spec)
     if spec in GENERIC or _CACHE.match(spec) or raw:
-        # GENERIC holds Intel's encodings (AMD's cycles is 0x76): other catalogs get the name
+        # GENERIC holds Intel's encodings (AMD's cycles is 0x76), ARM_GENERIC the Arm PMUv3
+        # ones: other catalogs get the name
         intel = any(e.style == encoding.CORE for e in catalog.events if e.pmu in cores)
-        fixed = raw_terms(int(raw.group(1), 16)) if raw else GENERIC.get(spec) if intel else None
+        arm = any(_ARM_CORE.match(p) for p in cores)
+        table = GENERIC if intel else ARM_GENERIC if arm else {}
+        fixed: dict[str, int | str] | None
+        if raw:
+            config = int(raw.group(1), 16)
+            fixed = cast(dict[str, int | str], raw_terms(config)) if intel else None
+            fixed = {"event": config} if arm else fixed
+        else:
+            fixed = table.get(spec)
         matched = [_match(catalog, pmu, fixed) if fixed is not None else None for pmu in cores]
         return _merged(
             catalog.select([f"{e.pmu}/{e.name}"])
             if e
-            else _own(catalog, pmu, spec, spec if pmu == "cpu" else f"{pmu}/{spec}/")
+            else _own(
+                catalog,
+                pmu,
+                spec,
+                spec if pmu == "cpu" or _ARM_CORE.match(pmu) else f"{pmu}/{spec}/",
+            )
             for pmu, e in zip(cores, matched, strict=True)
         )
     parsed = encoding.parse_terms(spec)

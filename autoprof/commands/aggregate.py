@@ -77,6 +77,7 @@ def render(report: Report, out: Any) -> None:
         ("events with idle intervals", events.idle_intervals),
         ("events not supported", events.not_supported),
         ("events with a modifier", events.modifiers),
+        ("PMUs short of counters", events.too_few_counters),
         ("broken files", report.broken_files),
         ("unknown events", report.unknown_events),
     ):
@@ -92,6 +93,8 @@ def render(report: Report, out: Any) -> None:
     _detail(out, "not supported", events.not_supported, ["event", "pmu", "reason"])
     _detail(out, "modifiers", events.modifiers, ["event", "printed", "modifier"])
     _detail(out, "broken files", report.broken_files, ["path", "error"])
+    for shortfall in events.too_few_counters:
+        out.print(f"[red]{shortfall.line()}[/red]", highlight=False)
 
 
 def _detail(out: Any, title: str, items: list, keys: list[str]) -> None:

@@ -136,7 +136,17 @@ def catalog_options(func: Callable) -> Callable:
                 multiple=True,
                 metavar="PMU=N",
                 help="Generic counters of a PMU where the model table's number is wrong for "
-                "this machine (AMD, Arm; repeatable), e.g. amd_df=4.",
+                "the machine planned for (AMD, Arm; repeatable), e.g. amd_df=4; on this "
+                "machine no more than the probe found.",
+            ),
+            click.option(
+                "--no-probe",
+                "probe",
+                flag_value=False,
+                default=True,
+                help="Plan this machine's AMD or Arm core PMU with the model table (or "
+                "--counters) instead of the counters probed here; a plan past the real "
+                "counters is then caught when the runs are aggregated.",
             ),
             click.option(
                 "--smt",

@@ -86,10 +86,16 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
         cpu=opts["cpu"],
         smt=opts["smt"],
         counters=opts["counters"],
+        probe=opts["probe"],
     )
     if metric_args[0] or metric_args[1]:
         if names:
             raise AutoprofError("give events (-e, --events) or --metrics, not both")
+        if options.user:
+            raise AutoprofError(
+                "--user counts events in user mode: give it with events (-e), not --metrics "
+                "(a metric's formula names the modes of its events itself)"
+            )
         words, files, consistent = metric_args
         wide = options.system_wide or bool(options.cpu_list or options.cgroup)
         metric = common.metric_plan(opts, words, files, consistent, options.anchor, wide)
@@ -102,6 +108,8 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
         )
     out = Path(output)
     if dry_run:
+        if not options.attached:
+            click.echo(f"autoprof: note: {library.DRY_RUN_NOTE}", err=True)
         for argv in library.dry_run(out, command, planned.plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 # "The sys_perf_event_open() syscall returned with 28 (No space left on device) for event (X)."
 _OPEN_FAILED = re.compile(
@@ -23,30 +23,24 @@ _NO_PERMISSION = re.compile(r"^No permission to enable (\S+) event\.", re.MULTIL
 _EPERM = 1
 _CUT = ".."  # how perf marks the ends it cut off a long event in a syntax error
 
-# perf stat -I exits 0 whatever the workload did (perf 6.1), so the workload runs under a
-# shell that writes its exit status to a file (the shell is PIE: it never maps the low
-# addresses the breakpoint tests watch, and adds a constant few page faults).
-_STATUS_WRAPPER = ["/bin/sh", "-c", '"$@"; s=$?; echo $s > "$0"; exit $s']
-STATUS_FILE = "workload.status"  # in the run's folder
+
+def workload_signal(stderr: str, argv0: str) -> int | None:
+    """The signal that killed the workload of a `perf stat -- CMD` without -I, or None: perf 6.1
+    then exits 0 and says so only in its stderr's last line, psignal's ``CMD: Segmentation
+    fault`` (tools/perf/builtin-stat.c, __run_perf_stat: psignal(WTERMSIG(status), argv[0]))."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return None
+    for number in sorted(set(signal.Signals)):
+        if lines[-1] == f"{argv0}: {signal.strsignal(number)}":
+            return int(number)
+    return None
 
 
 def perf_path() -> str:
     """perf as found on PATH when autoprof starts, resolved once to a full path: a job's
     environment or working folder cannot then put another program in its place."""
     return shutil.which("perf") or "perf"
-
-
-def with_status(folder: Path, command: Sequence[str]) -> list[str]:
-    """`command` wrapped in the shell that writes its exit status to `folder`/STATUS_FILE."""
-    return [*_STATUS_WRAPPER, str(folder / STATUS_FILE), *command]
-
-
-def workload_status(folder: Path) -> int | None:
-    """The exit status the wrapper wrote (128 + N: killed by signal N); None when it wrote none,
-    i.e. perf never ran the workload to its end."""
-    path = folder / STATUS_FILE
-    text = path.read_text().strip() if path.exists() else ""
-    return int(text) if text.isdigit() else None
 
 
 def stat_argv(
@@ -60,7 +54,8 @@ def stat_argv(
     no_merge: bool = False,
     perf: str = "perf",
 ) -> list[str]:
-    """`perf stat -x, [-I ms] -o output ... -e spec ... -- command`."""
+    """`perf stat -x, [-I ms] -o output ... -e spec ... -- command`; with no `command`, the
+    options only (`perf.launch` adds the workload's pid and the control pipe)."""
     argv = [perf, "stat", "-x", ",", "-o", output]
     if interval_ms:
         argv += ["-I", str(interval_ms)]
@@ -70,7 +65,7 @@ def stat_argv(
         argv.append("--no-merge")
     for spec in specs:
         argv += ["-e", spec]
-    return [*argv, "--", *command]
+    return [*argv, "--", *command] if command else argv
 
 
 def attach_argv(

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 STOP_GRACE_S = 2.0
@@ -33,18 +33,38 @@ HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_S = 0.01
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _PR_SET_DUMPABLE = 4
+_COERCED = ("C.UTF-8", "C.utf8", "UTF-8")  # the locales of PEP 538's coercion
+
+
+def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command autoprof starts for perf to count (`perf.launch`): `base`
+    (this process's) less autoprof's own AUTOPROF_* settings and less the LC_CTYPE Python sets
+    itself in the C locale (PEP 538), so that the command runs in the user's environment (a
+    locale changes what a program does)."""
+    env = {k: v for k, v in (os.environ if base is None else base).items()}
+    if base is None and _coerced_locale():
+        del env["LC_CTYPE"]
+    return {k: v for k, v in env.items() if not k.upper().startswith(OWN_PREFIX)}
+
+
+def _coerced_locale() -> bool:
+    """Python set LC_CTYPE at start-up (PEP 538): this process was not given one."""
+    if os.environ.get("LC_CTYPE") not in _COERCED:
+        return False
+    try:
+        given = Path("/proc/self/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return not any(item.startswith(b"LC_CTYPE=") for item in given)
 
 
 def workload_env(
     base: Mapping[str, str] | None = None, job: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The environment perf and its workload start with: `base` (this process's) less
-    autoprof's own AUTOPROF_* settings, plus the `job`'s variables (a web job's, checked by
-    its server: they reach the workload only, never autoprof's own process), in the C locale
-    so that perf's numbers parse."""
-    env = {k: v for k, v in (os.environ if base is None else base).items()}
-    own = {k: v for k, v in env.items() if not k.upper().startswith(OWN_PREFIX)}
-    return own | dict(job or {}) | {"LC_ALL": "C"}
+    """The environment perf starts with (and a workload perf starts itself: `bench`,
+    `record`, with the `job`'s variables: a web job's, checked by its server): `command_env`,
+    in the C locale so that perf's numbers parse."""
+    return command_env(base) | dict(job or {}) | {"LC_ALL": "C"}
 
 
 class Interrupted(Exception):
@@ -93,18 +113,28 @@ def stop_group(
 ) -> int:
     """Stop `proc` (the leader of its own process group) and every process of its group, with
     `signals` in turn, `grace` seconds apart while any of them lives. Returns proc's exit code."""
+    stop_processes(proc.pid, lambda: proc.poll() is not None, grace, signals)
+    return proc.wait()
+
+
+def stop_processes(
+    group: int,
+    ended: Callable[[], bool],
+    grace: float = STOP_GRACE_S,
+    signals: tuple[int, ...] = STOP_SIGNALS,
+) -> None:
+    """Send process group `group` `signals` in turn, `grace` seconds apart, until `ended()`
+    (the caller's own children are done) and no live process is left in the group."""
     for sig in signals:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
+            os.killpg(group, sig)
         deadline = time.monotonic() + grace
         while True:
-            code = proc.poll()
-            if code is not None and not group_members(proc.pid):
-                return code
+            if ended() and not group_members(group):
+                return
             if time.monotonic() >= deadline:
                 break
             time.sleep(_POLL_S)
-    return proc.wait()
 
 
 class Stopper:
@@ -146,25 +176,46 @@ class Stopper:
             raise Interrupted(self.signum)
 
 
-def stop_leftovers(pids: Iterable[int]) -> list[int]:
-    """Kill what a dead profiler left running: each of `pids` (the perf of a run its run.json
-    says is unfinished) that is still a perf leading its own process group, with its workload.
-    Returns the process groups killed.
+def start_time(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22): with the
+    pid it names one process, also after the pid is used again; None when there is none."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[19])
 
-    perf runs in a session of its own (so that a timeout can stop perf and workload together),
-    which also means it outlives a profiler killed with SIGKILL and would disturb whatever is
-    measured next. Only a live process named perf that leads its own group is killed: the pid
-    may have been reused since.
+
+def stop_leftovers(perfs: Iterable[int], workloads: Iterable[tuple[int, int]] = ()) -> list[int]:
+    """Kill what a dead profiler left running: each of `perfs` (the perf of a run its run.json
+    says is unfinished) that is still a perf, with the process group it is in (its workload's,
+    or its own for an attached run), and each of `workloads` ((pid, start_time) of the command
+    it started, which leads its group) that is still that very process: a workload whose perf
+    died too (the profiler died before perf acked) would run on uncounted. Returns the pids of
+    the perfs and workloads stopped.
+
+    perf and the workload run in a process group of their own (so that a timeout can stop them
+    together), which also means they outlive a profiler killed with SIGKILL and would disturb
+    whatever is measured next. Only a live process named perf outside this process's own group,
+    or the recorded workload itself, is killed: a pid may have been reused since.
     """
-    killed = []
-    for pid in pids:
+    killed, groups = [], set()
+    for pid in perfs:
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            if comm == "perf" and os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGKILL)
+            group = os.getpgid(pid)
+            if comm == "perf" and group != os.getpgrp():
+                os.killpg(group, signal.SIGKILL)
                 killed.append(pid)
+                groups.add(group)
         except (OSError, ProcessLookupError):
             continue  # gone already
+    for pid, started in workloads:
+        if pid in groups or start_time(pid) != started:
+            continue
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+            killed.append(pid)
     return killed
 
 

@@ -43,6 +43,7 @@ class MeasureSpec:
     cpu: str | None = None  # another machine's catalog (--cpu): refused by the checks
     smt: str | None = None
     counters: tuple[str, ...] = ()  # PMU=N where the model table's count is wrong (AMD, Arm)
+    probe: bool = True  # this machine's core PMU counters probed (--no-probe: the table's)
     profile_id: str | None = None  # the store's run id (shared by a split profile's parts)
     tags: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # a web job's variables, for its workload
@@ -92,6 +93,7 @@ def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
         cpu=spec.cpu,
         smt=spec.smt,
         counters=spec.counters,
+        probe=spec.probe,
         **selection.to_json(),
     )
     preflight.check_reserve(catalog.pmus.values(), selection.reserve)
@@ -100,7 +102,9 @@ def plan(spec: MeasureSpec, note: Callable[[str], None] = _ignore) -> Planned:
     if catalog.note:
         note(catalog.note)
     options = spec.options
-    catalog, schedule = library.plan_for(catalog, spec.events, options.anchor, options.system_scope)
+    catalog, schedule = library.plan_for(
+        catalog, spec.events, options.anchor, options.system_scope, user=options.user
+    )
     return Planned(catalog, schedule)
 
 

@@ -164,6 +164,24 @@ class Modifier(_Record):
 
 
 @dataclass
+class CounterShortfall(_Record):
+    """A PMU whose events came back multiplexed or not counted though the plan gave each a
+    counter of its own: the machine schedules fewer counters than the plan assumed (a wrong
+    --counters or model table, a watchdog or another profile holding counters)."""
+
+    pmu: str = ""
+    planned: int = 0  # the most events the plan put on its generic counters in one run
+    events: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"{self.pmu}: {len(self.events)} events multiplexed or not counted though the plan "
+            f"gave each a counter ({self.planned} a run): the counter number is wrong for this "
+            "machine"
+        )
+
+
+@dataclass
 class EventIssues(_Record):
     """The events not to trust blindly, one list per kind."""
 
@@ -172,6 +190,8 @@ class EventIssues(_Record):
     idle_intervals: list[Uncounted] = field(default_factory=list)
     not_supported: list[NotSupported] = field(default_factory=list)
     modifiers: list[Modifier] = field(default_factory=list)
+    # PMUs with fewer counters than the plan assumed (their events are in the lists above)
+    too_few_counters: list[CounterShortfall] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EventIssues:
@@ -182,6 +202,7 @@ class EventIssues(_Record):
             idle_intervals=_list(Uncounted.from_json, known.get(KIND_IDLE_INTERVALS)),
             not_supported=_list(NotSupported.from_json, known.get("not_supported")),
             modifiers=_list(Modifier.from_json, known.get("modifiers")),
+            too_few_counters=_list(CounterShortfall.from_json, known.get("too_few_counters")),
         )
 
     def counts(self) -> dict[str, int]:

@@ -8,6 +8,7 @@ profile of any size is reported in constant memory per event.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from autoprof.results.sanity_report import (
     KIND_IDLE_INTERVALS,
     KIND_NOT_COUNTED,
     BrokenFile,
+    CounterShortfall,
     EventIssues,
     Modifier,
     Multiplexed,
@@ -131,6 +133,10 @@ def build(
     """The sanity report of what `tally` saw."""
     multiplexed = sorted(tally.multiplexed.items(), key=lambda i: _key(i[0]))
     not_counted, idle = _counted_in(tally.uncounted)
+    failed = {outdir.run_folder_name(f.run, f.repeat) for f in runs.failed}
+    short = [(e, p) for (e, p), _ in multiplexed] + [
+        (u.event, u.pmu) for u in not_counted if set(u.runs) - failed
+    ]
     return Report(
         autoprof_version=__version__,
         profile_id=manifest.id if manifest else None,
@@ -149,9 +155,39 @@ def build(
                 for e, p in tally.not_supported
             ],
             modifiers=modifiers,
+            too_few_counters=shortfalls(manifest.plan if manifest else None, short),
         ),
         broken_files=broken,
     )
+
+
+def shortfalls(
+    plan: dict[str, Any] | None, events: list[tuple[str, str | None]]
+) -> list[CounterShortfall]:
+    """The PMUs among `events` (multiplexed, or not counted in a run that did not fail) whose
+    plan gave those events generic counters (``gpN``): counted apart, each would have run all
+    the time, so the machine had fewer counters than planned."""
+    if not plan:
+        return []
+    placed: dict[tuple[str, str], str | None] = {}
+    load: dict[str, int] = {}
+    for run in plan.get("runs", []):
+        per_pmu: dict[str, int] = {}
+        for item in run.get("events", []):
+            counter = item.get("counter")
+            placed[(item.get("pmu"), item.get("name"))] = counter
+            if isinstance(counter, str) and counter.startswith("gp"):
+                per_pmu[item["pmu"]] = per_pmu.get(item["pmu"], 0) + 1
+        for pmu, n in per_pmu.items():
+            load[pmu] = max(load.get(pmu, 0), n)
+    found: dict[str, list[str]] = {}
+    for event, unit in events:
+        where = placed.get((unit or "", event))
+        if unit and isinstance(where, str) and where.startswith("gp"):
+            names = found.setdefault(unit, [])
+            if event not in names:
+                names.append(event)
+    return [CounterShortfall(pmu, load.get(pmu, 0), names) for pmu, names in sorted(found.items())]
 
 
 def _counted_in(

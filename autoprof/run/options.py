@@ -173,6 +173,14 @@ class ProfileOptions(Declared):
         spec=True,
         help="Count on these CPUs only (perf -C LIST -A).",
     )
+    user: bool = declare(
+        False,
+        measures=True,
+        flags=("--user",),
+        spec=True,
+        help="Count every event in user mode only (perf's :u, each event named NAME:u): what "
+        "perf counts for a user who is not root when kernel.perf_event_paranoid is 2.",
+    )
     timeout: float | None = declare(
         None,
         flags=("--timeout",),
@@ -250,11 +258,13 @@ class ProfileOptions(Declared):
 
     def to_json(self) -> dict[str, Any]:
         """What a manifest records: the options that say what the numbers mean; the part only
-        of a split profile and the target only of an attached one (how the runs were driven,
-        --force, --fail-fast, --retries, is not the profile's)."""
+        of a split profile, the target only of an attached one and --user only when set (how
+        the runs were driven, --force, --fail-fast, --retries, is not the profile's)."""
         skip = set() if self.parts > 1 else {"part", "parts"}
         if not self.attached:
             skip |= {"pids", "cgroup", "duration"}
+        if not self.user:  # all modes, as every manifest written before --user says
+            skip.add("user")
         return {
             f.name: getattr(self, f.name)
             for f, option in option_fields()

@@ -12,33 +12,38 @@ from autoprof.run.outdir import RunRecord
 from autoprof.util.status import RunStatus
 
 
-def classify(record: RunRecord, code: int, stderr: str, folder: Path) -> None:
-    """Set the record's status, error and workload exit code."""
-    status = perf_command.workload_status(folder)
+def classify(
+    record: RunRecord, code: int | None, workload: int | None, stderr: str, folder: Path
+) -> None:
+    """Set the record's status, error and workload exit code from perf's exit `code` and the
+    workload's end (`workload`: its exit status, -N when killed by signal N; None when it never
+    ran, perf having failed before it could count)."""
     failure = perf_command.open_failure(stderr)
-    if status is None or (failure and not counted(folder)):
+    if workload is None or (failure and not counted(folder)):
         record.status = RunStatus.PERF_FAILED
         record.error = (
             f"perf could not open {failure.event}: {failure.reason}"
             if failure
-            else f"perf exited {code} without running the workload"
+            else f"perf exited {code} without counting the workload"
         )
         return
-    record.workload_exit = status
-    if status == 0:
+    record.workload_exit = workload
+    if code != 0:
+        record.status = RunStatus.PERF_FAILED
+        record.error = f"perf exited {code} while counting the workload"
+    elif workload == 0:
         record.status = RunStatus.OK
-    elif status > 128 and status - 128 in {int(s) for s in signal.Signals}:
+    elif workload < 0:
         record.status = RunStatus.WORKLOAD_FAILED
-        record.workload_exit = -(status - 128)
-        record.error = f"workload killed by {signal.Signals(status - 128).name}"
-        if status - 128 == signal.SIGTRAP and any(e.pmu == "breakpoint" for e in record.events):
+        record.error = f"workload killed by {signal_name(-workload)}"
+        if -workload == signal.SIGTRAP and any(e.pmu == "breakpoint" for e in record.events):
             record.error += (
                 " (a breakpoint trap perf did not claim: is another debugger or profile "
                 "using the debug registers? --retries N runs it again)"
             )
     else:
         record.status = RunStatus.WORKLOAD_FAILED
-        record.error = f"workload exited with status {status}"
+        record.error = f"workload exited with status {workload}"
 
 
 def counted(folder: Path) -> bool:
@@ -48,3 +53,11 @@ def counted(folder: Path) -> bool:
         return False
     with output.open() as fh:
         return any(line.strip() and not line.startswith("#") for line in fh)
+
+
+def signal_name(number: int) -> str:
+    """SIGSEGV for 11; ``signal 40`` for a number the signal module does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

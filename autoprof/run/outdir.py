@@ -173,9 +173,12 @@ class RunRecord:
     part: int = 1
     # > 1 when earlier attempts failed and `--retries` ran the run again (the journal keeps them)
     attempt: int = 1
-    # perf's pid, which leads its own process group (perf + workload): whoever finds this run
-    # unfinished after its profiler died can stop what it left running
+    # perf's pid, in the process group it shares with the workload (which leads it; perf leads
+    # an attached run's): whoever finds this run unfinished after its profiler died can stop
+    # what it left running
     perf_pid: int | None = None
+    workload_pid: int | None = None  # the command autoprof started for perf to count
+    workload_start: int | None = None  # its start time (perf.process.start_time): its identity
 
     FORMAT: ClassVar[int] = 1
 
@@ -313,15 +316,15 @@ def part_folders(out: Path, run: int, repeat: int) -> list[Path]:
     return [p for p in run_folders(out) if _folder_order(p)[1:3] == (run, repeat)]
 
 
-def left_running(root: Path) -> list[int]:
-    """perf's pid in every run record under `root` (any depth) that is not finished: a profiler
-    that died left it running (perf.process.stop_leftovers stops it)."""
-    pids = []
+def left_running(root: Path) -> list[RunRecord]:
+    """Every run record under `root` (any depth) that is not finished: a profiler that died
+    left its perf and workload running (perf.process.stop_leftovers stops them)."""
+    found = []
     for path in sorted(root.glob(f"**/{RUNS}/run*/{RUN_RECORD}")):
         try:
             record = read_run_record(path.parent)
         except (OSError, ValueError, TypeError, KeyError, AutoprofError):
             continue
-        if not record.status and record.perf_pid:
-            pids.append(record.perf_pid)
-    return pids
+        if not record.status and (record.perf_pid or record.workload_pid):
+            found.append(record)
+    return found

@@ -12,7 +12,6 @@ run numbers, so the parts' results put together are one machine's.
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -20,17 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import __version__
-from autoprof.catalog import host
+from autoprof.catalog import host, modifiers
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Exclusion
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import labels as perf_labels
+from autoprof.perf import launch
+from autoprof.perf.launch import control_args
 from autoprof.run import attach, outdir, preflight
 from autoprof.run.journal import finished
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import Manifest, RunRecord
-from autoprof.run.runner import Runner, Task, perf_argv
+from autoprof.run.runner import Runner, Task, counts_workload, perf_argv
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
 from autoprof.util.clock import now_iso
@@ -62,18 +63,26 @@ class Outcome:
 
 
 def plan_for(
-    catalog: Catalog, names: list[str], anchor: str | None = None, system_wide: bool = True
+    catalog: Catalog,
+    names: list[str],
+    anchor: str | None = None,
+    system_wide: bool = True,
+    user: bool = False,
 ) -> tuple[Catalog, Plan]:
     """The catalog restricted to `names` (all of it when empty) plus the `anchor` event, and
     its schedule. The anchor must need no counter: `tasks` adds it to every run. A profile
     that is not `system_wide` (a command's or a process's) leaves out the events of PMUs that
-    count system-wide only (`task_bound`)."""
+    count system-wide only (`task_bound`); a `user` profile (--user) counts every event in user
+    mode only (`modifiers.user_only`)."""
     if names:
         catalog = host.resolve_events(
             catalog, [*names, *([anchor] if anchor and anchor not in names else [])]
         )
     if not system_wide:
         catalog = task_bound(catalog, chosen=bool(names))
+    if user:
+        catalog = modifiers.user_only(catalog)
+        anchor = modifiers.named(anchor, modifiers.USER) if anchor else anchor
     if not catalog.events:
         raise AutoprofError("no events to measure")
     if anchor:
@@ -122,7 +131,10 @@ def task_bound(catalog: Catalog, chosen: bool) -> Catalog:
 def tasks(plan: Plan, options: ProfileOptions) -> Iterator[Task]:
     """The (run, repeat) tasks of this part (all of them for a plain profile), each with the
     anchor event added to the runs the plan did not put it in; made as the runner asks."""
-    anchor = [e for run in plan.runs for e in run.events if options.anchor in (e.name, e.spec)]
+    name = options.anchor
+    if name and options.user:
+        name = modifiers.named(name, modifiers.USER)
+    anchor = [e for run in plan.runs for e in run.events if name in (e.name, e.spec)]
     if options.anchor and not anchor:
         raise AutoprofError(f"anchor event {options.anchor} is not in the plan")
     runs = [
@@ -134,13 +146,29 @@ def tasks(plan: Plan, options: ProfileOptions) -> Iterator[Task]:
     )
 
 
+# what `dry_run` prints for the values only a run knows: the pid of the workload autoprof starts
+# and the two ends of perf's control pipe (`perf.launch`)
+DRY_RUN_PLACEHOLDERS = ("WORKLOAD_PID", "CTL_FD", "ACK_FD")
+DRY_RUN_NOTE = (
+    "WORKLOAD_PID: COMMAND, which autoprof starts held at its exec until perf counts "
+    "(CTL_FD, ACK_FD: perf's control pipe); see README, the runner"
+)
+
+
 def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) -> list[list[str]]:
-    """The argv of every run this profile would execute, exactly as `Runner` executes them."""
+    """The argv of every run this profile would execute, exactly as `Runner` executes them, with
+    `DRY_RUN_PLACEHOLDERS` for the workload's pid and perf's control pipe."""
     perf = perf_command.perf_path()
-    return [
-        perf_argv(outdir.run_dir(out, t.run, t.repeat), list(t.events), command, options, perf)
-        for t in tasks(plan, options)
-    ]
+    found = []
+    for t in tasks(plan, options):
+        argv = perf_argv(
+            outdir.run_dir(out, t.run, t.repeat), list(t.events), command, options, perf
+        )
+        if not options.attached:
+            pid, ctl, ack = DRY_RUN_PLACEHOLDERS
+            argv += control_args(pid if counts_workload(options) else None, ctl, ack)
+        found.append(argv)
+    return found
 
 
 def check_machine(
@@ -166,8 +194,8 @@ def check_machine(
     host.refuse_uncountable(catalog)
     if options.attached:
         attach.check_target(options)
-    elif shutil.which(command[0]) is None:
-        raise AutoprofError(f"command not found: {command[0]}")
+    else:
+        launch.resolve(command[0])  # not found, or not to be run: one line now
     warnings = []
     for finding in findings:
         if finding.severity != preflight.FATAL:

@@ -22,7 +22,15 @@ from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import process
-from autoprof.perf.process import Interrupted, Stopper, stop_group, workload_env
+from autoprof.perf.launch import Launch
+from autoprof.perf.process import (
+    Interrupted,
+    Stopper,
+    command_env,
+    start_time,
+    stop_group,
+    workload_env,
+)
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run import attach, outcome, outdir
 from autoprof.run.journal import Entry, Journal, finished
@@ -47,14 +55,14 @@ class Task:
 def perf_argv(
     folder: Path, events: list[Event], command: list[str], options: ProfileOptions, perf: str
 ) -> list[str]:
-    """The exact argv a run executes (run with LC_ALL=C): `perf stat` over the workload wrapped
-    in the shell that records its exit status in `folder`, or attached to the running target.
-    `--dry-run` prints this very argv."""
+    """The argv of a run's perf (run with LC_ALL=C): attached to the running target, or, for a
+    profile of a command, `perf stat` and its options, which `perf.launch` completes with the
+    workload's pid and perf's control pipe (`dry_run` shows them as $WORKLOAD, $CTL, $ACK)."""
     if options.attached:
         return attach.perf_argv(folder, perf_event_args(list(events)), options, perf)
     return perf_command.stat_argv(
         perf_event_args(list(events)),
-        perf_command.with_status(folder, command),
+        [],
         str(folder / outdir.PERF_OUTPUT),
         interval_ms=options.interval_ms,
         system_wide=options.system_wide,
@@ -62,6 +70,11 @@ def perf_argv(
         no_merge=any(e.pmu.startswith("uncore_") for e in events),
         perf=perf,
     )
+
+
+def counts_workload(options: ProfileOptions) -> bool:
+    """perf attaches to the workload (`-p`); a system-wide profile of a command counts CPUs."""
+    return not (options.system_wide or options.cpu_list)
 
 
 class Runner:
@@ -81,7 +94,9 @@ class Runner:
         self.options = options
         self.on_event = on_event or (lambda *_: None)
         self.perf = perf_command.perf_path()
-        self.env = workload_env(job=env)
+        self.env = workload_env()  # perf's
+        # the command's own, as under bare perf, with a job's variables (never perf's)
+        self.command_env = command_env() | dict(env or {})
         self.stopper = Stopper()
         self.journal = Journal(out)
 
@@ -188,9 +203,81 @@ class Runner:
             start=now_iso(),
         )
         started = time.monotonic()
+        code: int | None
         with (folder / outdir.STDOUT).open("wb") as out, (folder / outdir.STDERR).open("wb") as err:
-            try:
-                with self.stopper.deferred():  # a signal now is raised once perf's pid is known
+            if self.options.attached:
+                code = self._attached(record, folder, argv, out, err, started)
+                workload = None
+            else:
+                code, workload = self._launched(record, folder, argv, out, err, started)
+        record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
+        record.perf_exit = code
+        stderr = (folder / outdir.STDERR).read_text(errors="replace")
+        if record.status:
+            pass
+        elif self.options.attached:
+            assert code is not None  # an attached run's perf always started
+            failure = perf_command.open_failure(stderr)
+            attach.classify(record, code, outcome.counted(folder), failure, stderr, self.options)
+        else:
+            outcome.classify(record, code, workload, stderr, folder)
+        return record, stderr
+
+    def _launched(
+        self, record: RunRecord, folder: Path, argv: list[str], out, err, started: float
+    ) -> tuple[int | None, int | None]:
+        """A run of the command (`perf.launch`): (perf's exit code, the workload's end)."""
+        launch: Launch | None = None
+        timeout = self.options.timeout
+        deadline = None if timeout is None else started + timeout
+        try:
+            # a signal meanwhile is raised when both pids are known (at the section's end,
+            # inside this try: the run is then stopped and recorded as interrupted)
+            with self.stopper.deferred():
+                launch = Launch.spawn(self.command, env=self.command_env, stdout=out, stderr=err)
+                # recorded at once: a profiler killed now leaves a workload to stop
+                record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
+                outdir.write_run_record(folder, record)
+                record.perf_argv = launch.start_perf(
+                    argv, attach=counts_workload(self.options), env=self.env, stdout=out, stderr=err
+                )
+                record.perf_pid = launch.perf_pid
+                outdir.write_run_record(folder, record)
+            if launch.release(deadline):
+                launch.wait_exit(None if deadline is None else max(deadline - time.monotonic(), 0))
+            code = launch.finish()
+        except subprocess.TimeoutExpired:
+            assert launch is not None
+            with self.stopper.deferred():  # a signal meanwhile must not cut the stop short
+                code = launch.stop()
+            record.status = RunStatus.TIMEOUT
+            record.error = (
+                f"timed out after --timeout {timeout:g} s: perf and the command were stopped"
+            )
+        except Interrupted as stop:
+            if launch is not None:
+                record.perf_exit = launch.stop()
+                record.workload_exit = launch.workload_status if launch.ran else None
+            self._interrupted(record, folder, stop, started)
+            raise
+        except BaseException:  # e.g. a queue job's timeout, perf not started: stop what runs
+            if launch is not None:
+                with self.stopper.deferred():
+                    launch.stop()
+            raise
+        workload = launch.workload_status if launch.ran else None
+        if record.status == RunStatus.TIMEOUT:
+            record.workload_exit = workload
+        return code, workload
+
+    def _attached(
+        self, record: RunRecord, folder: Path, argv: list[str], out, err, started: float
+    ) -> int:
+        """A run attached to processes, a cgroup or the system: perf's exit code."""
+        proc: subprocess.Popen | None = None
+        try:
+            with self.stopper.deferred():  # a signal now is raised once perf's pid is known
+                try:
                     proc = subprocess.Popen(
                         argv,
                         stdout=out,
@@ -199,42 +286,38 @@ class Runner:
                         env=self.env,
                         start_new_session=True,
                     )
-                    record.perf_pid = proc.pid
-                    outdir.write_run_record(folder, record)
-            except OSError as error:
-                raise AutoprofError(f"cannot start perf: {error}") from None
-            try:
-                code = proc.wait(timeout=self.options.timeout)
-            except subprocess.TimeoutExpired:
-                with self.stopper.deferred():  # a signal meanwhile must not cut the stop short
-                    code = stop_group(proc)
-                record.status = RunStatus.TIMEOUT
-                record.error = (
-                    f"timed out after --timeout {self.options.timeout:g} s: perf and the "
-                    "command were stopped"
-                )
-            except Interrupted as stop:
-                record.perf_exit = stop_group(proc)
-                record.status = RunStatus.INTERRUPTED
-                record.error = f"interrupted by {stop.name}"
-                record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
+                except OSError as error:
+                    raise AutoprofError(f"cannot start perf: {error}") from None
+                record.perf_pid = proc.pid
                 outdir.write_run_record(folder, record)
-                raise
-            except BaseException:  # e.g. a queue job's timeout raised in this process
+            return proc.wait(timeout=self.options.timeout)
+        except subprocess.TimeoutExpired:
+            assert proc is not None
+            with self.stopper.deferred():  # a signal meanwhile must not cut the stop short
+                code = stop_group(proc)
+            record.status = RunStatus.TIMEOUT
+            record.error = (
+                f"timed out after --timeout {self.options.timeout:g} s: perf and its target "
+                "were stopped"
+            )
+            return code
+        except Interrupted as stop:
+            if proc is not None:
+                record.perf_exit = stop_group(proc)
+            self._interrupted(record, folder, stop, started)
+            raise
+        except BaseException:  # e.g. a queue job's timeout raised in this process
+            if proc is not None:
                 with self.stopper.deferred():
                     stop_group(proc)
-                raise
+            raise
+
+    @staticmethod
+    def _interrupted(record: RunRecord, folder: Path, stop: Interrupted, started: float) -> None:
+        record.status = RunStatus.INTERRUPTED
+        record.error = f"interrupted by {stop.name}"
         record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
-        record.perf_exit = code
-        stderr = (folder / outdir.STDERR).read_text(errors="replace")
-        if record.status:
-            pass
-        elif self.options.attached:
-            failure = perf_command.open_failure(stderr)
-            attach.classify(record, code, outcome.counted(folder), failure, stderr, self.options)
-        else:
-            outcome.classify(record, code, stderr, folder)
-        return record, stderr
+        outdir.write_run_record(folder, record)
 
 
 def _event_named(events: list[Event], name: str) -> Event | None:
@@ -249,5 +332,8 @@ def _event_named(events: list[Event], name: str) -> Event | None:
 
 def stop_leftovers(root: Path) -> list[int]:
     """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
-    still unfinished in its run.json. Returns the process groups killed."""
-    return process.stop_leftovers(outdir.left_running(root))
+    still unfinished in its run.json. Returns the pids of the perfs stopped."""
+    records = outdir.left_running(root)
+    perfs = [r.perf_pid for r in records if r.perf_pid]
+    workloads = [(r.workload_pid, r.workload_start) for r in records if r.workload_pid]
+    return process.stop_leftovers(perfs, [(p, s) for p, s in workloads if s is not None])

@@ -1,0 +1,214 @@
+"""Nothing counted that bare perf would not count (issue #28, point 2), on this machine's software
+events: `autoprof profile` against bare `perf stat` of the same command.
+
+The personality ADDR_NO_RANDOMIZE (`setarch -R`, inherited by autoprof, perf and the workload)
+makes a program's page faults the same run after run, so the counts compare exactly: user-mode
+page faults equal bare perf's; all modes lack only the end of the exec that bare perf counts
+after its enable_on_exec point (2 page faults: the ELF loader zeroing the partial .bss pages of
+the program and of its dynamic loader). The Arm lane (test_pmu_lane.py) shows the same for
+instructions on a real PMU.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoprof import results
+from autoprof.catalog import host
+from autoprof.perf import process
+from autoprof.run import outdir
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("perf") is None or shutil.which("setarch") is None, reason="needs perf, setarch"
+)
+FIXED = ["setarch", "-R"]  # no address space randomisation: the same page faults every run
+EVENTS = ("page-faults:u", "page-faults")
+
+
+def bare(command: list[str]) -> dict[str, float]:
+    proc = subprocess.run(
+        [*FIXED, "perf", "stat", "-x,", "-e", ",".join(EVENTS), "--", *command],
+        capture_output=True,
+        text=True,
+    )
+    rows = [line.split(",") for line in proc.stderr.splitlines() if line.count(",") >= 4]
+    return {row[2]: float(row[0]) for row in rows}
+
+
+def profiled(tmp_path: Path, command: list[str], *args: str) -> tuple[dict[str, float], Path]:
+    out = tmp_path / "out"
+    events = [arg for name in EVENTS for arg in ("-e", name)]
+    proc = subprocess.run(
+        [*FIXED, sys.executable, "-m", "autoprof", "profile", *events, *args, "-o", str(out),
+         "--", *command],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    agg = subprocess.run(
+        [sys.executable, "-m", "autoprof", "aggregate", str(out)], capture_output=True, text=True
+    )
+    assert agg.returncode == 0, agg.stderr
+    frame = results.read_csv(out / outdir.RESULTS)
+    assert set(frame["STATUS"]) == {"ok"} and (frame["PERCENT_RUNNING"] == 100).all()
+    return frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict(), out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["true"], ["sh", "-c", "/bin/true; /bin/true; /bin/true"]],
+    ids=["true", "children"],
+)
+def test_page_faults_are_bare_perfs(tmp_path, command):
+    """`true` (shorter than perf's first interval: bare `perf stat -I` prints nothing for it),
+    and a shell whose children run `true`: counting is inherited. Without ASLR a program
+    faults the same pages run after run, but on a loaded machine now and then one more or
+    fewer (page cache, a shell's children racing their parent to shared pages after fork):
+    three runs of each, medians compared."""
+    want = [bare(command) for _ in range(3)]
+    got = [profiled(tmp_path / str(i), command)[0] for i in range(3)]
+
+    def median(runs: list[dict[str, float]], event: str) -> float:
+        return statistics.median(run[event] for run in runs)
+
+    user, every = (median(got, e) - median(want, e) for e in ("page-faults:u", "page-faults"))
+    if len(command) == 1:
+        assert user == 0, (got, want)
+    else:  # the children's own faults are in: far more than the shell's alone
+        assert abs(user) <= 2, (got, want)
+        assert median(got, "page-faults:u") > bare(["sh", "-c", ":"])["page-faults:u"] + 100
+    assert -2 <= every <= 0, (got, want)  # the end of the exec: bare perf counts it
+
+
+@pytest.mark.slow
+def test_exit_status_and_signal_are_the_workloads_own_in_interval_mode(tmp_path):
+    """perf stat -I exits 0 whatever the workload did; autoprof reaps the workload itself."""
+    for script, status, error in (
+        ("exit 3", 3, "workload exited with status 3"),
+        ("kill -USR1 $$", -10, "workload killed by SIGUSR1"),
+    ):
+        out = tmp_path / str(status)
+        proc = subprocess.run(
+            [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "--interval", "10",
+             "-o", str(out), "--", "sh", "-c", script],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        assert proc.returncode == 2 and "1 runs failed" in proc.stderr
+        record = outdir.read_run_record(outdir.run_folders(out)[0])
+        assert (record.workload_exit, record.error) == (status, error)
+        assert record.perf_exit == 0 and "-p" in record.perf_argv
+
+
+@pytest.mark.slow
+def test_a_system_wide_profile_of_a_command_counts_every_cpu(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoprof", "profile", "-a", "-e", "context-switches", "-o",
+         str(out), "--", "sleep", "0.3"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    record = outdir.read_run_record(outdir.run_folders(out)[0])
+    assert record.workload_exit == 0 and "-p" not in record.perf_argv and "-a" in record.perf_argv
+    lines = (outdir.run_folders(out)[0] / outdir.PERF_OUTPUT).read_text().splitlines()
+    cpus = {line.split(",")[1] for line in lines if "context-switches" in line}
+    assert len(cpus) == len(host.cpu_list(Path("/sys/devices/system/cpu/online").read_text()))
+
+
+def test_a_program_that_cannot_run_is_one_line(tmp_path):
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n")
+    for command, said in (
+        ([str(script)], f"autoprof: error: cannot run {script}: Permission denied"),
+        (["no-such-program-xyz"], "autoprof: error: command not found: no-such-program-xyz"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "-o",
+             str(tmp_path / "out"), "--", *command],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        assert proc.returncode == 2 and proc.stderr.strip() == said
+
+
+@pytest.mark.slow
+def test_the_command_runs_in_the_users_environment(tmp_path):
+    """perf needs the C locale to print numbers autoprof parses; the command gets the
+    environment bare perf would give it (a locale changes what a program does: busybox sh ran
+    2,013 fewer instructions under LC_ALL=C on the Arm lane), less autoprof's own settings."""
+    out = tmp_path / "out"
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "AUTOPROF_STORE": "secret", "MARK": "kept"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "-o", str(out), "--",
+         "sh", "-c", "env"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    printed = (outdir.run_folders(out)[0] / outdir.STDOUT).read_text().splitlines()
+    assert "LC_ALL=C.UTF-8" in printed and "MARK=kept" in printed
+    assert not any(line.startswith("AUTOPROF_") for line in printed)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_a_kernel_that_refuses_ptrace_traceme_is_one_line(tmp_path):
+    """Under a tracer (strace -f attaches every child at its fork) the kernel refuses the
+    command's PTRACE_TRACEME, as it does with kernel.yama.ptrace_scope=3."""
+    proc = subprocess.run(
+        ["strace", "-f", "-qq", "-o", "/dev/null", sys.executable, "-m", "autoprof", "profile",
+         "-e", "task-clock", "-o", str(tmp_path / "out"), "--", "true"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("autoprof: error")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert errors == [
+        "autoprof: error: cannot start true held at its exec: PTRACE_TRACEME refused "
+        "(a seccomp filter, or autoprof itself under a tracer?)"
+    ]
+
+
+@pytest.mark.slow
+def test_pythons_own_locale_does_not_reach_the_command(tmp_path):
+    """In the C locale Python sets LC_CTYPE=C.UTF-8 in its own environment at start-up (PEP
+    538); the command must not inherit what the user never set."""
+    out = tmp_path / "out"
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "-o", str(out), "--",
+         "sh", "-c", "env"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    printed = (outdir.run_folders(out)[0] / outdir.STDOUT).read_text().splitlines()
+    assert not any(line.startswith(("LC_", "LANG")) for line in printed), printed
+
+
+def test_a_workload_left_without_its_perf_is_stopped_by_its_identity(tmp_path):
+    """A profiler killed before perf acked leaves the workload alone (perf dies on the broken
+    ack pipe, and the kernel lets a tracee go when its tracer dies): run.json names it by pid
+    and start time, so the next profile or worker stops it, and never a process that merely
+    got its pid again."""
+    left = subprocess.Popen(["sleep", "60"], process_group=0)
+    try:
+        started = process.start_time(left.pid)
+        assert started is not None
+        assert process.stop_leftovers([], [(left.pid, started + 1)]) == []  # another process
+        assert left.poll() is None
+        assert process.stop_leftovers([], [(left.pid, started)]) == [left.pid]
+        assert left.wait(timeout=30) == -9
+    finally:
+        left.kill()
+        left.wait()
