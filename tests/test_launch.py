@@ -101,7 +101,7 @@ def test_exit_status_and_signal_are_the_workloads_own_in_interval_mode(tmp_path)
             capture_output=True,
             text=True,
         )  # fmt: skip
-        assert proc.returncode == 2 and "1 runs failed" in proc.stderr
+        assert proc.returncode == 2 and "the run failed" in proc.stderr
         record = outdir.read_run_record(outdir.run_folders(out)[0])
         assert (record.workload_exit, record.error) == (status, error)
         assert record.perf_exit == 0 and "-p" in record.perf_argv

@@ -64,8 +64,8 @@ def test_a_stored_run_with_infinite_counts_is_served_quietly(tmp_path):
     db = tmp_path / "r.db"
     run_id = upload.upload(engine.open_store(f"sqlite:///{db}"), make_out(tmp_path / "o")).uuid
     with sqlite3.connect(db) as conn:  # as a store written some other way may hold them
-        conn.execute("UPDATE measurement SET sample_value = 9e999 WHERE rowid % 7 = 0")
-        conn.execute("UPDATE measurement SET sample_value = -9e999 WHERE rowid % 11 = 0")
+        conn.execute("UPDATE measurement SET sample_value = 9e999 WHERE seq % 7 = 0")
+        conn.execute("UPDATE measurement SET sample_value = -9e999 WHERE seq % 11 = 0")
     proc, port, log = start_serve(tmp_path)
     server = Served(port, proc, log, run_id, "")
     try:

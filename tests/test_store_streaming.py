@@ -208,6 +208,19 @@ def test_stored_timeline_is_the_live_one(served):
         assert json.loads(json.dumps(live)) == stored
 
 
+def test_an_event_no_interval_counted_has_an_empty_timeline(served):
+    """Every event the run page lists can be plotted: one never counted (not supported) has a
+    stored timeline with nothing to draw, not a 400."""
+    client, _, run_id, out, _ = served
+    frame = results.read_csv(out / outdir.RESULTS)
+    never = set(frame["EVENT_NAME"]) - set(frame.dropna(subset=["SAMPLE_VALUE"])["EVENT_NAME"])
+    assert never  # OFFCORE_RESPONSE.ALL: not supported in every run
+    for event in never:
+        answer = client.get(f"/api/runs/{run_id}/series", params={"event": event})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["lines"] == [] and answer.json()["histogram"]["counts"] == []
+
+
 def test_lttb_of_many_lines_is_lttb_of_each():
     rng = np.random.default_rng(5)
     xs, ys = [], []

@@ -259,6 +259,7 @@ def test_live_stat_job_stop_and_queue(page, server):
 
 
 def test_new_page_after_login_asks_no_token_and_the_tab_has_an_icon(page, server):
+    page.context.clear_cookies()  # the browser is the module's: another test may have logged in
     page.goto(server["base"] + "/new")
     assert page.locator("#token").count() == 1  # not logged in yet
     login(page, server)

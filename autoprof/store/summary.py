@@ -116,6 +116,9 @@ def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
     del pass_  # its cells, copied into `intervals`: the server's memory peaks below
     items = {ANALYSIS: json.dumps(_analysis(intervals, facts), default=str)}
     events = _timeline_lines(intervals, names, lines.units)
+    # an event no interval counted (not supported, not counted) has an empty timeline
+    shown = {event for event, _, _ in events}
+    events += [(event, unit, []) for event, unit in lines.units.items() if event not in shown]
     for event, timeline in timelines(events, CHART_POINTS).items():
         items[TIMELINE + event] = json.dumps(timeline)
     return items
@@ -212,6 +215,8 @@ class _Pass:
             raise AutoprofError("results file has a negative interval INDEX")
         self._widen(int(index.max()) + 1)
         values = table.column("SAMPLE_VALUE").to_numpy(zero_copy_only=False)[keep]
+        # an infinite count (stored before upload refused them) is no count
+        values = np.where(np.isinf(values), np.nan, values)
         time = table.column("TIME").to_numpy(zero_copy_only=False)[keep]
         percent = table.column("PERCENT_RUNNING").to_numpy(zero_copy_only=False)[keep]
         pair = self.lines.line_pair[line]
@@ -404,7 +409,7 @@ def timelines(
                 }
             )
         counted = np.concatenate([line.value for line in found]) if found else np.zeros(0)
-        counted = counted[~np.isnan(counted)]
+        counted = counted[np.isfinite(counted)]
         counts, edges = np.histogram(counted, bins=HISTOGRAM_BINS) if len(counted) else ([], [])
         out[name] = {
             "event": name,
