@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -457,10 +458,26 @@ def _pg_copying(url: str):
 
 
 def _sqlite_inserting(url: str):
-    """True once the uncommitted insert has spilled a megabyte of pages into the WAL file (the
-    schema alone writes far less)."""
-    wal = Path(url.removeprefix("sqlite:///") + "-wal")
-    return lambda: wal.exists() and wal.stat().st_size > 2**20
+    """True while the upload's write transaction is open (another connection cannot take the
+    write lock) after it has spilled a megabyte of pages into the WAL file (the schema alone
+    writes far less; a committed WAL file keeps its size, so its size alone says nothing)."""
+    path = url.removeprefix("sqlite:///")
+    wal = Path(path + "-wal")
+
+    def inserting() -> bool:
+        if not (wal.exists() and wal.stat().st_size > 2**20):
+            return False
+        probe = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return False
+        except sqlite3.OperationalError:  # database is locked: the upload's transaction
+            return True
+        finally:
+            probe.close()
+
+    return inserting
 
 
 @pytest.mark.slow
@@ -472,8 +489,14 @@ def test_killed_upload_leaves_nothing_and_retry_succeeds(backend, request, tmp_p
     out = make_out(tmp_path / "big", runs=10, repeats=1, intervals=1500)
     upload = [sys.executable, "-m", "autoprof", "upload", str(out), "--store", url]
     proc = subprocess.Popen(upload, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not (caught := in_the_middle()) and proc.poll() is None and time.monotonic() < deadline:
+    # The upload is stopped while we look, so what we see (its transaction still open) is
+    # still true when the kill lands; looking at a running upload raced its commit.
+    deadline, caught = time.monotonic() + 120, False
+    while proc.poll() is None and time.monotonic() < deadline:
+        proc.send_signal(signal.SIGSTOP)
+        if caught := in_the_middle():
+            break
+        proc.send_signal(signal.SIGCONT)
         time.sleep(0.01)
     assert caught, "the upload finished before it could be killed; make the profile bigger"
     proc.send_signal(signal.SIGKILL)
