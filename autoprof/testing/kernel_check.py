@@ -6,6 +6,7 @@ prints the differences (no argument: every platform of every vendor)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoprof.catalog import amd, arm, embedded, intel, pmuevents
+from autoprof.catalog import amd, arm, embedded, intel, pmuevents, vendor
 from autoprof.catalog.model import Event, ReadOptions
 from autoprof.testing import kernel_formats, perf_attrs, vendor_bits
 
@@ -155,13 +156,21 @@ def run(platform: str, root: Path) -> Report:
 
 
 def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m autoprof.testing.kernel_check", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("platform", nargs="*", help="Intel platform, AMD tree or Arm model")
+    argv = parser.parse_args(argv).platform
     if not argv:
         arm_dir = embedded.directory("arm64")
         assert arm_dir is not None
         argv = [*sorted(kernel_formats.INTEL), *kernel_formats.AMD_TREES, *arm_models(arm_dir)]
     with tempfile.TemporaryDirectory() as tmp:
         for platform in argv:
-            r = run(platform, Path(tmp))
+            try:
+                r = run(platform, Path(tmp))
+            except vendor.UnknownCpu as e:
+                parser.error(str(e))
             print(
                 f"{platform}: {r.checked} strings, {len(r.refused)} refused, "
                 f"{len(r.different)} different, {r.unchecked} type only"
