@@ -33,7 +33,8 @@ from starlette.testclient import TestClient
 from autoprof.store import engine, upload
 from autoprof.store.models import Run, RunPart, Tag
 from autoprof.testing.synthetic_out import EVENTS, make_out
-from autoprof.web.app import Settings, create_app
+from autoprof.web.app import create_app
+from autoprof.web.state import Settings
 
 CPUS = 4
 PER_INTERVAL = sum(CPUS if e[3] else 1 for e in EVENTS)

@@ -28,6 +28,7 @@ from autoprof.analysis.correlation import MIN_OVERLAP
 from autoprof.cli import cli
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 from autoprof.run import outdir
+from autoprof.util.records import read_json
 from autoprof.util.status import RowStatus
 from tests.test_analysis import png_size
 
@@ -125,7 +126,7 @@ def test_stats_totals_and_samples_match_the_results(real, tmp_path):
     assert int(summary["all-zero events"]) == 1
     assert (int(summary["runs"]), int(summary["repeats"])) == (2, 3)
     assert int(summary["intervals (max per run)"]) == max(run_lengths(a.frame).values())
-    report = outdir.read_json(a.out / outdir.REPORT)
+    report = read_json(a.out / outdir.REPORT)
     idle = {item["event"] for item in report["events"]["idle_intervals"]}
     assert int(summary["idle intervals events"]) == len(idle)
 

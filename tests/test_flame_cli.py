@@ -122,7 +122,7 @@ def test_wrong_number_of_inputs_and_options_for_folded(samples_dir: Path):
 def test_every_declared_option_is_a_flag_and_checked_as_declared(tmp_path: Path):
     from autoprof.flame.options import FlameOptions
     from autoprof.flame.source import FoldOptions
-    from autoprof.run.options import option_fields
+    from autoprof.util.declared import option_fields
 
     help_text = invoke("flamegraph", "--help").stdout
     for cls in (FlameOptions, FoldOptions):

@@ -19,7 +19,8 @@ from starlette.testclient import TestClient
 from autoprof.queue import worker
 from autoprof.queue.spec import JobSpec, Refused, compile_allow
 from autoprof.store import engine
-from autoprof.web.app import TOKEN_HEADER, Settings, create_app
+from autoprof.web.app import create_app
+from autoprof.web.state import TOKEN_HEADER, Settings
 from tests.test_security_web import TOKEN as SERVED_TOKEN
 from tests.test_security_web import Served, start_serve, stop
 

@@ -19,7 +19,8 @@ from autoprof.perf.process import workload_env
 from autoprof.queue.spec import compile_allow
 from autoprof.run import outdir
 from autoprof.store import engine
-from autoprof.web.app import TOKEN_HEADER, Settings, create_app
+from autoprof.web.app import create_app
+from autoprof.web.state import TOKEN_HEADER, Settings
 
 TOKEN = "k" * 24
 # Each runs code of the job's choosing: the loader, Python, bash, webbrowser, PATH, the store.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,25 +19,23 @@ import networkx as nx
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "autoprof"
 
-# Low to high. Data flows one way: catalog -> schedule -> run -> aggregate -> store/analyze
-# (../shared/DESIGN.md and the project brief); a unit may import only its own layer or a lower
-# one. "autoprof" is the package's own __init__ (__version__).
-LAYERS: list[set[str]] = [
-    {"autoprof", "errors", "util", "examples"},  # errors, small shared utilities
-    {"catalog"},
-    {"schedule"},
-    {"metrics"},
-    {"perf"},
-    {"run"},
-    {"results"},
-    {"analysis", "benchmark", "flame", "functions", "callgraph", "memory"},
-    {"store"},
-    {"pipeline"},  # one measurement: plan, check, profile, aggregate, upload
-    {"queue"},
-    {"web"},
-    {"commands", "cli", "__main__"},
-    {"testing"},  # helpers for tests and benchmarks (numpy.testing's place); nothing imports it
-]
+DESIGN = REPO / "docs" / "DESIGN.md"
+
+
+def design_layers() -> list[set[str]]:
+    """The units of each layer, low to high, from the table under "## Layers" in docs/DESIGN.md:
+    the document and this test hold one list, so they cannot drift apart."""
+    section = DESIGN.read_text().split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| ")]
+    layers = [(int(cells[1]), set(re.findall(r"`([\w_]+)`", cells[2]))) for cells in rows[1:]]
+    assert [rank for rank, _ in layers] == list(range(1, len(layers) + 1)), "layers numbered 1..N"
+    named = [unit for _, units in layers for unit in units]
+    assert len(named) == len(set(named)), "a unit in two layers"
+    return [units for _, units in layers]
+
+
+# Low to high: "autoprof" is the package's own __init__ (__version__).
+LAYERS = design_layers()
 LAYER = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
 
@@ -115,21 +114,36 @@ def test_imports_go_down_the_layers():
     assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
 
 
+def _circles(edges: dict[tuple[str, str], Import]) -> list[str]:
+    """Every circle of the graph `edges` draws, each with the import that makes each step."""
+    graph = nx.DiGraph(list(edges))
+    return [
+        " -> ".join([*cycle, cycle[0]])
+        + ": "
+        + "; ".join(str(edges[(a, b)]) for a, b in zip(cycle, [*cycle[1:], cycle[0]], strict=True))
+        for cycle in sorted(nx.simple_cycles(graph), key=sorted)
+    ]
+
+
 def test_no_circle_between_units():
-    graph = nx.DiGraph()
     where: dict[tuple[str, str], Import] = {}
     for i in all_imports():
         a, b = i.units
         if a != b:
-            graph.add_edge(a, b)
             where.setdefault((a, b), i)
-    circles = [
-        " -> ".join([*cycle, cycle[0]])
-        + ": "
-        + "; ".join(str(where[(a, b)]) for a, b in zip(cycle, [*cycle[1:], cycle[0]], strict=True))
-        for cycle in sorted(nx.simple_cycles(graph), key=sorted)
-    ]
+    circles = _circles(where)
     assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+def test_no_circle_between_modules():
+    """Inside a unit too: two modules that need each other are one concept split badly (a
+    type-only import under TYPE_CHECKING counts: a Protocol, or a third module, breaks it)."""
+    where: dict[tuple[str, str], Import] = {}
+    for i in all_imports():
+        if i.source != i.target:
+            where.setdefault((i.source, i.target), i)
+    circles = _circles(where)
+    assert not circles, "import circles between modules:\n" + "\n".join(circles)
 
 
 def test_commands_share_only_common():

@@ -158,7 +158,7 @@ def test_bench_refuses_hardware_events_before_any_run(cli_run, tmp_path):
 @NO_PMU_HERE
 def test_the_web_api_refuses_a_job_of_hardware_events(tmp_path):
     """A job that `profile` would refuse is a 400 at once, not a job queued to fail."""
-    from autoprof.web.app import TOKEN_HEADER
+    from autoprof.web.state import TOKEN_HEADER
     from tests.test_web import TOKEN, client
 
     with client(f"sqlite:///{tmp_path / 's.db'}", tmp_path / "data", ["true"]) as web:

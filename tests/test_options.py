@@ -19,17 +19,12 @@ from autoprof.commands.submit import submit
 from autoprof.errors import AutoprofError
 from autoprof.queue.spec import JobSpec, Refused
 from autoprof.run import outdir
-from autoprof.run.options import (
-    EventSelection,
-    Option,
-    ProfileOptions,
-    kind_of,
-    option_fields,
-    spec_fields,
-)
+from autoprof.run.options import EventSelection, ProfileOptions
+from autoprof.util.declared import Option, kind_of, option_fields, spec_fields
+from autoprof.util.records import read_json
 
 OLD_PROFILE = Path(__file__).parent / "data" / "profile-ed64973"
-SPEC_OPTIONS = [(f.name, option) for f, option in option_fields() if option.spec]
+SPEC_OPTIONS = [(f.name, option) for f, option in option_fields(ProfileOptions) if option.spec]
 RANGED = [(name, option) for name, option in SPEC_OPTIONS if option.range_text]
 
 
@@ -66,9 +61,15 @@ def spec_with(options: dict) -> dict:
 
 def test_the_ranges_are_declared():
     """Guards the derivations below against an empty table: the options #16 lists are there."""
-    assert {"interval_ms", "repeat", "retries", "timeout", "anchor"} <= spec_fields()
-    assert {"force", "part", "parts", "pids", "cgroup", "duration"}.isdisjoint(spec_fields())
-    ranges = {f.name: option.range_text for f, option in option_fields() if option.range_text}
+    assert {"interval_ms", "repeat", "retries", "timeout", "anchor"} <= spec_fields(ProfileOptions)
+    assert {"force", "part", "parts", "pids", "cgroup", "duration"}.isdisjoint(
+        spec_fields(ProfileOptions)
+    )
+    ranges = {
+        f.name: option.range_text
+        for f, option in option_fields(ProfileOptions)
+        if option.range_text
+    }
     assert ranges == {
         "interval_ms": "x>=10",
         "repeat": "1<=x<=10000",
@@ -178,9 +179,9 @@ def test_a_manifest_written_before_options_were_typed_reads_and_writes_back_unch
     assert isinstance(manifest.options, ProfileOptions)
     assert (manifest.options.repeat, manifest.options.interval_ms) == (1, 100)
     assert (manifest.options.part, manifest.options.parts) == (1, 1)
-    before = outdir.read_json(out / outdir.MANIFEST)["options"]
+    before = read_json(out / outdir.MANIFEST)["options"]
     outdir.write_manifest(out, manifest)
-    assert outdir.read_json(out / outdir.MANIFEST)["options"] == before
+    assert read_json(out / outdir.MANIFEST)["options"] == before
 
 
 SELECTION = list(option_fields(EventSelection))

@@ -528,7 +528,7 @@ def test_unknown_metric_word_names_the_model():
 def test_source_count_is_how_many_counters_gave_a_value():
     """perf's source_count(EVENT): here, how many CPUs or boxes gave EVENT's value (VALUES of
     the per-interval counts), so `x / source_count(x)` is the mean over three L3 boxes."""
-    from autoprof.metrics.catalog import Metric
+    from autoprof.metrics.model import Metric
 
     formula, symbols = perfexpr.parse("l3_misses / source_count(l3_misses)")
     events = dict(symbols.names) | {a: f"source_count({n})" for a, n in symbols.counted.items()}

@@ -36,7 +36,8 @@ from autoprof.run import outdir
 from autoprof.run.options import EventSelection
 from autoprof.store import engine, queries
 from autoprof.testing.workers import WorkerProcess, wait_ready
-from autoprof.web.app import TOKEN_HEADER, Settings, create_app
+from autoprof.web.app import create_app
+from autoprof.web.state import TOKEN_HEADER, Settings
 
 TOKEN = "p" * 24
 RESERVE = 8  # more than any core PMU can give up (it keeps one counter), and more than none

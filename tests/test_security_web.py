@@ -21,8 +21,8 @@ import pytest
 from autoprof.run import outdir
 from autoprof.store import engine, upload
 from autoprof.testing.synthetic_out import make_out
-from autoprof.web.app import TOKEN_HEADER
 from autoprof.web.guard import host_name, host_names, refusal
+from autoprof.web.state import TOKEN_HEADER
 
 TOKEN = "s" * 24
 JOB = {"tool": "stat", "command": "true", "events": ["task-clock"]}

@@ -18,7 +18,7 @@ import pytest
 
 from autoprof.store import engine, upload
 from autoprof.testing.synthetic_out import make_out
-from autoprof.web.app import TOKEN_HEADER
+from autoprof.web.state import TOKEN_HEADER
 from tests.test_security_web import TOKEN, Served, start_serve, stop
 
 BIG = 64 * 1024 * 1024  # a file far larger than what the kernel buffers for one connection

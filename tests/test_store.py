@@ -33,6 +33,7 @@ from autoprof.store import engine
 from autoprof.store.models import Base, machine_columns, machine_fingerprint
 from autoprof.testing.synthetic_out import machine as synthetic_machine
 from autoprof.testing.synthetic_out import make_out
+from autoprof.util.records import read_json, write_json
 from tests.conftest import SECRET, admin_connection
 
 
@@ -256,8 +257,8 @@ def test_bad_input_is_one_clear_line(sqlite_url, tmp_path):
     (out / outdir.RESULTS).write_text("EVENT_NAME,INDEX\ntask-clock,zero\n")
     garbled = autoprof("upload", out, store=sqlite_url)
     assert garbled.exit_code == 2 and "not a results file" in garbled.output
-    manifest = outdir.read_json(out / outdir.MANIFEST)
-    outdir.write_json(out / outdir.MANIFEST, manifest | {"created": "last tuesday"})
+    manifest = read_json(out / outdir.MANIFEST)
+    write_json(out / outdir.MANIFEST, manifest | {"created": "last tuesday"})
     bad_time = autoprof("upload", out, store=sqlite_url)
     assert bad_time.exit_code == 2 and "ISO 8601" in bad_time.output
     (out / outdir.MANIFEST).write_text("{not json")

@@ -26,7 +26,8 @@ from autoprof.store import bulk, engine, export, summary
 from autoprof.store.queries import find_run
 from autoprof.testing.synthetic_out import make_out
 from autoprof.web import views
-from autoprof.web.app import Settings, create_app
+from autoprof.web.app import create_app
+from autoprof.web.state import Settings
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -27,7 +27,8 @@ from autoprof.results.live import Tail
 from autoprof.store import engine, export, queries, upload
 from autoprof.testing.synthetic_out import EVENTS, PLANNED, make_out
 from autoprof.web import views
-from autoprof.web.app import TOKEN_HEADER, Settings, create_app
+from autoprof.web.app import create_app
+from autoprof.web.state import TOKEN_HEADER, Settings
 
 TOKEN = "t" * 24
 XSS = "<script>window.pwned=1</script>"

@@ -22,8 +22,8 @@ from autoprof.analysis import data
 from autoprof.analysis.tables import Table
 from autoprof.metrics import constants as consts
 from autoprof.metrics import events as metric_events
-from autoprof.metrics.catalog import Metric
 from autoprof.metrics.formula import FormulaError
+from autoprof.metrics.model import Metric
 from autoprof.metrics.tree import Node, tree_lines
 from autoprof.util.status import RowStatus
 

@@ -33,10 +33,7 @@ compared term by term (tests, and matching a user's raw event to a catalog event
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from autoprof.catalog.model import Event
+from typing import Protocol
 
 CORE = "core"
 UNCORE = "uncore"
@@ -71,12 +68,44 @@ _COUNTER_MASK = {CORE: "cmask", UNCORE: "thresh", UNCORE_CLIENT: "cmask"}
 LABEL_TERMS = frozenset({"name", "period"})
 
 
+class Encoded(Protocol):
+    """What the encoding reads of an event (`catalog.model.Event` has it all): its fields, not
+    the record, so that the model can encode itself without the two importing each other."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pmu(self) -> str: ...
+    @property
+    def style(self) -> str: ...
+    @property
+    def code(self) -> int: ...
+    @property
+    def umask(self) -> int: ...
+    @property
+    def cmask(self) -> int: ...
+    @property
+    def edge(self) -> bool: ...
+    @property
+    def inv(self) -> bool: ...
+    @property
+    def anythread(self) -> bool: ...
+    @property
+    def msr_value(self) -> int: ...
+    @property
+    def terms(self) -> tuple[tuple[str, int], ...]: ...
+    @property
+    def registers(self) -> frozenset[str]: ...
+    @property
+    def suffix(self) -> str: ...
+
+
 def number(value: int) -> str:
     """A value as perf's jevents writes it (printf ``%#llx``, small values in decimal)."""
     return str(value) if 0 <= value < 10 else hex(value)
 
 
-def terms(event: Event) -> list[tuple[str, int]]:
+def terms(event: Encoded) -> list[tuple[str, int]]:
     """The (term, value) pairs of an encoded event, in perf's order, without the name."""
     if event.style in (RAW, JEVENTS):
         return list(event.terms)
@@ -117,7 +146,7 @@ def name_term(name: str) -> str:
     raise ValueError(f"event name {name!r} cannot be given to perf as a name= term")
 
 
-def printed_name(event: Event) -> str:
+def printed_name(event: Encoded) -> str:
     """The name= value of an event: what perf prints for it. perf prints a configured name as
     given, whatever the PMU (tools/perf/util/stat-display.c, uniquify_event_name: "If user
     configs the name, we still use the user specified name"), and a hybrid part's core types
@@ -126,7 +155,7 @@ def printed_name(event: Event) -> str:
     return f"{event.pmu}.{event.name}" if event.pmu in HYBRID_CORE_PMUS else event.name
 
 
-def spec(event: Event) -> str:
+def spec(event: Encoded) -> str:
     """The exact argument for ``perf stat -e``: ``pmu/term=value,...,name=NAME/``."""
     if event.style not in STYLES:
         raise ValueError(f"unknown encoding style {event.style!r} for {event.name}")

@@ -17,15 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from autoprof.errors import AutoprofError
-from autoprof.run.options import (
-    Declared,
-    EventSelection,
-    Option,
-    ProfileOptions,
-    kind_of,
-    option_fields,
-)
+from autoprof.run.options import EventSelection, ProfileOptions
 from autoprof.store import url as store_url
+from autoprof.util.declared import Declared, Option, kind_of, option_fields
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -194,7 +188,7 @@ def profile_flags(*, spec: bool) -> Callable[[Callable], Callable]:
         _apply,
         options=[
             _flag(ProfileOptions, f.name, f.default, option)
-            for f, option in option_fields()
+            for f, option in option_fields(ProfileOptions)
             if option.flags and option.spec == spec
         ],
     )
@@ -286,7 +280,7 @@ def key_values(values: tuple[str, ...], option: str) -> dict[str, str]:
 def take_options(opts: dict[str, Any]) -> ProfileOptions:
     """The ProfileOptions a command's click values give (taken out of `opts`), checked as a job
     spec's are: AutoprofError with the spec's very refusal for a value out of its range."""
-    names = [f.name for f, _ in option_fields() if f.name in opts]
+    names = [f.name for f, _ in option_fields(ProfileOptions) if f.name in opts]
     return ProfileOptions(**{name: opts.pop(name) for name in names}).check()
 
 

@@ -29,8 +29,7 @@ from autoprof.perf.record import (
     wrote_data,
 )
 from autoprof.run import preflight
-from autoprof.run.outdir import write_json
-from autoprof.util.records import file_format, known_fields
+from autoprof.util.records import file_format, known_fields, write_json
 from autoprof.util.status import RunStatus
 
 RECORD_INFO = "record.json"

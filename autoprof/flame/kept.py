@@ -17,8 +17,7 @@ from typing import Any, ClassVar
 from autoprof import __version__
 from autoprof.errors import AutoprofError
 from autoprof.flame.fold import Folded, folded_lines
-from autoprof.run.outdir import write_json
-from autoprof.util.records import file_format, known_fields
+from autoprof.util.records import file_format, known_fields, write_json
 
 TRACE_INFO = "trace.json"
 STACKS = "stacks.folded"

@@ -1,12 +1,12 @@
 """How `autoprof flamegraph` draws (`FlameOptions`): which input, which outputs, the graph's
-look. Each field declares its flag once (autoprof.run.options), as FoldOptions (how to fold)
+look. Each field declares its flag once (autoprof.util.declared), as FoldOptions (how to fold)
 does."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autoprof.run.options import Declared, declare
+from autoprof.util.declared import Declared, declare
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_
 from autoprof.flame.inline import Addr2line
 from autoprof.perf.record import PERF_DATA, PERF_DATA_MAGIC, script_output
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
-from autoprof.run.options import Declared, declare
+from autoprof.util.declared import Declared, declare
 
 GZIP_MAGIC = b"\x1f\x8b"
 _FOLDED = re.compile(r"^\S.* \d+$")

@@ -25,6 +25,7 @@ from typing import Any
 from autoprof.errors import AutoprofError
 from autoprof.memory.massif import Massif, flatten, parse, site_bytes, top_sites
 from autoprof.perf.process import workload_env
+from autoprof.util.records import write_json
 from autoprof.util.status import RunStatus
 
 MASSIF_OUT = "massif.out"
@@ -153,7 +154,6 @@ def run(options: MemoryOptions, out: Path, command: list[str]) -> MemoryProfile:
             f"started ran under massif too: heap profiles in {out / CHILDREN}/ (massif.out.PID)"
         )
     from autoprof.memory.plot import draw
-    from autoprof.run.outdir import write_json
 
     write_json(out / MEMORY_JSON, asdict(profile))
     draw(profile, out)

@@ -14,10 +14,8 @@ metrics lack is skipped.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from autoprof.metrics.catalog import MetricSet
+from autoprof.metrics.model import MetricSet
 
 _FRONTEND_GROUPS = (
     "Branch_Effectiveness",

@@ -35,8 +35,8 @@ from typing import Any
 from autoprof.catalog import amd, arm, pmuevents, vendor
 from autoprof.errors import AutoprofError
 from autoprof.metrics import arm_topdown, constants, perfexpr
-from autoprof.metrics.catalog import Metric, MetricSet
 from autoprof.metrics.formula import Formula, FormulaError
+from autoprof.metrics.model import Metric, MetricSet
 
 _SCALE = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(.*)$")
 _LEVEL = re.compile(r"^(?:Pipeline|Topdown)L([0-9]+)$")

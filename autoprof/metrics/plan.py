@@ -16,7 +16,7 @@ from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
 from autoprof.metrics import constants
 from autoprof.metrics import events as metric_events
-from autoprof.metrics.catalog import Metric
+from autoprof.metrics.model import Metric
 from autoprof.schedule import schedule
 from autoprof.schedule.cosched import CoSchedule, coschedule
 from autoprof.schedule.plan import Placement, Plan

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from autoprof.errors import AutoprofError
-from autoprof.run.options import EventSelection, ProfileOptions, spec_fields
+from autoprof.run.options import EventSelection, ProfileOptions
+from autoprof.util.declared import spec_fields
 
 if TYPE_CHECKING:  # the pipeline (catalogs, perf, the runner) loads only where jobs run
     from autoprof.pipeline.measure import MeasureSpec
@@ -95,7 +96,7 @@ class JobSpec:
         options = data.get("options", {})
         if not isinstance(options, dict):
             raise Refused("spec options must be an object")
-        unknown_options = sorted(set(options) - spec_fields())
+        unknown_options = sorted(set(options) - spec_fields(ProfileOptions))
         if unknown_options:
             raise Refused(f"unknown spec options field {unknown_options[0]!r}")
         spec = cls(

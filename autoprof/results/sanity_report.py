@@ -319,4 +319,4 @@ def read_report(path: Path) -> Report:
 
 
 def write_report(path: Path, report: Report) -> None:
-    outdir.write_json(path, report.to_json())
+    records.write_json(path, report.to_json())

@@ -25,7 +25,6 @@ keys it does not know and defaulting the ones a file lacks; a newer format is re
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import shutil
 from collections.abc import Iterator
@@ -37,7 +36,7 @@ from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run.options import ProfileOptions, measuring_fields
-from autoprof.util.records import file_format, known_fields, loads
+from autoprof.util.records import file_format, known_fields, read_json, write_json
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -228,17 +227,6 @@ def planned_count(runs: int, repeat: int, part: int = 1, parts: int = 1) -> int:
 
 def run_dir(out: Path, run: int, repeat: int, part: int = 1) -> Path:
     return out / RUNS / run_folder_name(run, repeat, part)
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename): an interrupted write leaves no half file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
-
-
-def read_json(path: Path) -> Any:
-    return loads(path.read_text())
 
 
 def write_manifest(out: Path, manifest: Manifest) -> None:

@@ -72,7 +72,7 @@ class Plan:
         return len(self.runs)
 
     def to_json(self) -> dict[str, Any]:
-        """The contract of `autoprof schedule --json` (DESIGN.md)."""
+        """The contract of `autoprof schedule --json` (docs/DESIGN.md)."""
         return {
             "cpu": self.cpu,
             "lower_bound": self.lower_bound,

@@ -26,6 +26,7 @@ from autoprof.catalog.model import Event
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
 from autoprof.schedule.plan import Plan
+from autoprof.util.records import write_json
 from autoprof.util.status import RowStatus, RunStatus
 
 # (name, pmu, unit, per_cpu, value_unit)
@@ -191,7 +192,7 @@ def make_out(
             )
     frame = frame_for(my_runs, repeats, intervals, cpus, seed)
     results.write_csv(frame, root / outdir.RESULTS)
-    outdir.write_json(
+    write_json(
         root / outdir.REPORT,
         {
             "autoprof_version": "0.1.0",

@@ -1,12 +1,14 @@
-"""Reading JSON records written by other autoprof versions (manifest.json, run.json, journal
-lines, report.json, bench.json): each file carries a `format` number; a newer one is refused,
-an older one upgraded by its reader, and keys a version does not know are ignored.
+"""JSON records (manifest.json, run.json, journal lines, report.json, bench.json, memory.json):
+written whole or not at all (`write_json`), and read back from other autoprof versions: each
+file carries a `format` number; a newer one is refused, an older one upgraded by its reader,
+and keys a version does not know are ignored.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from autoprof.errors import AutoprofError, NewerFormat
@@ -19,6 +21,18 @@ def loads(text: str | bytes) -> Any:
         return json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply to read") from None
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temp file + rename): an interrupted write leaves no half file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file (`loads`: a document nested too deep is a ValueError)."""
+    return loads(path.read_text())
 
 
 def file_format(data: object, known: int, path: object) -> int:

@@ -35,6 +35,7 @@ from autoprof.results.live import Tail
 from autoprof.run import outdir
 from autoprof.run.runner import stop_leftovers
 from autoprof.util.clock import now_iso
+from autoprof.util.records import write_json
 
 if TYPE_CHECKING:
     from autoprof.catalog.model import Catalog
@@ -375,7 +376,7 @@ class LocalQueue:
         job_id = uuid.uuid4().hex[:12]
         folder = self.root / job_id
         folder.mkdir(parents=True)
-        outdir.write_json(folder / REQUEST, asdict(request))
+        write_json(folder / REQUEST, asdict(request))
         job = Job(job_id, request, folder)
         with self.cond:
             self.jobs[job_id] = job

@@ -24,21 +24,11 @@ from autoprof.errors import AutoprofError
 from autoprof.run.options import ProfileOptions
 from autoprof.store import queries, summary
 from autoprof.web import analyses, views
-from autoprof.web.app import (
-    TOKEN_COOKIE,
-    download,
-    favicon,
-    has_token,
-    local_out,
-    plotly_js,
-    record_file,
-    require_token,
-    state_of,
-    static_file,
-    token_matches,
-)
+from autoprof.web.files import download, favicon, local_out, plotly_js, record_file, static_file
+from autoprof.web.guard import TOKEN_COOKIE
 from autoprof.web.jobs import JobRequest, check_allowed, check_env, check_events
 from autoprof.web.limits import LimitedStream
+from autoprof.web.state import has_token, require_token, state_of, token_matches
 
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -97,7 +87,7 @@ def _overview(request: Request) -> dict:
     with state.settings.store.read() as conn:
         data = views.run_overview(conn, request.path_params["run_id"])
         data["events"] = views.event_table(conn, data["id"])
-    descriptions = {e["name"]: e["description"] for e in catalog_events(state)}
+    descriptions = {e["name"]: e["description"] for e in countable_events(state)}
     for event in data["events"]:
         event["description"] = descriptions.get(event["event"], "")
     data["local_out"] = local_out(state, data["id"]) is not None
@@ -213,17 +203,17 @@ def machine_catalog(state) -> Catalog:
     return state.catalog
 
 
-def catalog_events(state) -> list[dict]:
+def countable_events(state) -> list[dict]:
     """The events of this machine that its kernel can count (a VM without a PMU: no
     hardware events), for the form's picker."""
-    if state.catalog_events is None:
+    if state.countable is None:
         from autoprof.catalog import host
 
         catalog = host.countable(machine_catalog(state))
-        state.catalog_events = [
+        state.countable = [
             {"name": e.name, "pmu": e.pmu, "description": e.description} for e in catalog.events
         ]
-    return state.catalog_events
+    return state.countable
 
 
 def api_events(request: Request) -> Response:
@@ -231,7 +221,7 @@ def api_events(request: Request) -> Response:
     state = state_of(request)
     with state.settings.store.read() as conn:
         usage = views.event_usage(conn)
-    events = [dict(e, used=usage.get(e["name"], 0)) for e in catalog_events(state)]
+    events = [dict(e, used=usage.get(e["name"], 0)) for e in countable_events(state)]
     events.sort(key=lambda e: (-e["used"], e["name"]))
     return _json(events)
 

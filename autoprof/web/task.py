@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autoprof.errors import AutoprofError
 from autoprof.queue.model import DONE, FAILED, STOPPED, JobResult
-from autoprof.run import outdir
+from autoprof.util.records import write_json
 from autoprof.web.jobs import REQUEST, RESULT, JobRequest
 
 FLAME_SVG = "flame.svg"
@@ -61,7 +61,7 @@ def run_record(request: JobRequest, out: Path) -> JobResult:
     folded = load(out)
     title = request.command_line or f"pid {request.pid}"
     SvgRenderer(title=title).render(folded, out / FLAME_SVG)
-    outdir.write_json(out / TOP_FUNCTIONS, top_functions(folded.stacks, folded.total))
+    write_json(out / TOP_FUNCTIONS, top_functions(folded.stacks, folded.total))
     return JobResult(DONE, error=info.error)
 
 
@@ -105,7 +105,7 @@ def main(folder: Path) -> int:
     except AutoprofError as err:
         print(f"autoprof: error: {err}", flush=True)
         result = JobResult(FAILED, error=str(err))
-    outdir.write_json(folder / RESULT, result.to_json())
+    write_json(folder / RESULT, result.to_json())
     return 0
 
 
