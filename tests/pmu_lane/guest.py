@@ -20,6 +20,7 @@ from pathlib import Path
 
 MARK = "@@AUTOPROF-LANE"
 LOOP = "/opt/lane/loop"
+TRUE = "/bin/true"  # coreutils', dynamically linked
 SH = ["/bin/busybox", "sh", "-c"]
 AUTOPROF = [sys.executable, "-m", "autoprof"]
 WORK = Path("/tmp/lane")
@@ -141,14 +142,20 @@ def machine() -> None:
 
 
 def counting() -> None:
-    """Bare perf and autoprof on the loop, user-only and all modes."""
+    """Bare perf and autoprof on the loop, user-only and all modes; and on `true`, whose
+    page faults (a dynamically linked program: the loader's) are the issue's second measure."""
+
+    def modes(*command: str) -> list[str]:
+        events = ("INST_RETIRED", "INST_RETIRED:u", "page-faults", "page-faults:u")
+        return [arg for event in events for arg in ("-e", event)] + ["--", *command]
+
     for n in NS:
         emit(f"bare-{n}", runs=[bare([LOOP, str(n)]) for _ in range(3)])
-        both = ["-e", "INST_RETIRED", "-e", "INST_RETIRED:u", "-e", "page-faults"]
-        both += ["-e", "page-faults:u", "--", LOOP, str(n)]
-        emit(f"modes-{n}", **profile(f"modes-{n}", *both))
+        emit(f"modes-{n}", **profile(f"modes-{n}", *modes(LOOP, str(n))))
         user = ["--user", "-e", "INST_RETIRED", "-e", "page-faults", "--", LOOP, str(n)]
         emit(f"user-{n}", **profile(f"user-{n}", *user))
+    emit("bare-true", runs=[bare([TRUE]) for _ in range(3)])
+    emit("modes-true", **profile("modes-true", *modes(TRUE)))
     emit(f"bare-{LONG}", runs=[bare([LOOP, str(LONG)], ("r08:u",))])
     emit(
         f"intervals-{LONG}",

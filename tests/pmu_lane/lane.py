@@ -430,11 +430,15 @@ def read_console(log: Path, seconds: float = 0.0) -> Boot:
     return Boot(checks, console, seconds, exit_line)
 
 
-def counts_table(found: Boot, sizes: Iterable[int] = (1_000_000, 2_000_000)) -> str:
-    """Markdown: autoprof's counts of the loop (results.csv) against bare perf's (first of its
-    runs, and the range of all), user-only and all modes."""
-    rows = ["| N | event | bare perf | autoprof | autoprof - bare |", "|---|---|---|---|---|"]
-    for n in sizes:
+def counts_table(
+    found: Boot, programs: Iterable[int | str] = (1_000_000, 2_000_000, "true")
+) -> str:
+    """Markdown: autoprof's counts (results.csv) of the loop at each N and of `true` against
+    bare perf's (first of its runs, and the range of all), user-only and all modes."""
+    rows = ["| loop N or program | event | bare perf | autoprof | autoprof - bare |"]
+    rows.append("|---|---|---|---|---|")
+    for n in programs:
+        label = n if isinstance(n, str) else f"{n:,}"
         bare = found.checks.get(f"bare-{n}", {}).get("runs", [])
         ours = found.checks.get(f"modes-{n}", {}).get("results", {})
         user = found.checks.get(f"user-{n}", {}).get("results", {})
@@ -454,7 +458,7 @@ def counts_table(found: Boot, sizes: Iterable[int] = (1_000_000, 2_000_000)) -> 
             total = mine["total"]
             diff = total - low if low == high else f"{total - high:+,.0f} .. {total - low:+,.0f}"
             diff = f"{diff:+,.0f}" if isinstance(diff, float) else diff
-            rows.append(f"| {n:,} | {event} | {shown} | {total:,.0f} | {diff} |")
+            rows.append(f"| {label} | {event} | {shown} | {total:,.0f} | {diff} |")
     return "\n".join(rows)
 
 
