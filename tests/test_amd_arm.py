@@ -200,9 +200,11 @@ def test_counters_replace_the_table_and_an_unknown_pmu_is_an_error():
 
 
 def test_the_cli_plans_a_named_model_and_refuses_an_unknown_one(cli_run):
-    run = cli_run("schedule", "--cpu", "amdzen5", "--deprecated")
+    run = cli_run("schedule", "--cpu", "amdzen5", "--deprecated", "-a")  # uncore too
     assert run.returncode == 0, run.stderr
     assert "602 events in 63 runs (lower bound 63, optimal)" in run.stdout
+    run = cli_run("schedule", "--cpu", "amdzen5", "--deprecated")  # a command's profile
+    assert "368 events in 63 runs (lower bound 63, optimal); 234 excluded" in run.stdout
     run = cli_run("schedule", "--cpu", "neoverse-n1", "--counters", "armv8_pmuv3_0=4")
     assert "109 events in 27 runs (lower bound 27, optimal)" in run.stdout
     given = cli_run("schedule", "--events-dir", ARM_DIR, "--cpu", "0x00000000410fd0c0")
@@ -315,17 +317,22 @@ def test_an_update_nested_too_deeply_is_one_line_and_leaves_no_scratch_copy(
 
 
 def test_a_task_profile_leaves_out_system_wide_pmus_and_a_system_wide_one_counts_them():
-    from autoprof.run.profile import plan_for
+    from autoprof.run.options import ProfileOptions
+    from autoprof.run.planning import plan_catalog
+    from autoprof.run.request import Request
+
+    whole_system = Request(options=ProfileOptions(system_wide=True))
 
     zen4 = amd.load(AMD_DIR, "zen4")
-    task, plan = plan_for(zen4, [], system_wide=False)
-    assert {e.pmu for e in task.events} == {"cpu"} and len(plan) == 57
+    planned = plan_catalog(zen4, Request())
+    task = planned.catalog
+    assert {e.pmu for e in task.events} == {"cpu"} and len(planned.plan) == 57
     left = {x.pmu for x in task.excluded if x.reason == "system-wide only: profile -a counts it"}
     assert left == {"amd_l3", "amd_df", "amd_umc"}
-    whole, _ = plan_for(zen4, [], system_wide=True)
+    whole = plan_catalog(zen4, whole_system).catalog
     assert len(whole.events) == 502
     with pytest.raises(AutoprofError, match=r"amd_df counts system-wide only.*profile it with -a"):
-        plan_for(zen4, ["local_processor_read_data_beats_cs0"], system_wide=False)
+        plan_catalog(zen4, Request(events=["local_processor_read_data_beats_cs0"]))
 
 
 def test_a_cpu_no_data_knows_is_a_note_and_software_events(monkeypatch):

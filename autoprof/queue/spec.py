@@ -11,13 +11,11 @@ import re
 import shlex
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autoprof.errors import AutoprofError
 from autoprof.run.options import EventSelection, ProfileOptions, spec_fields
-
-if TYPE_CHECKING:  # the pipeline (catalogs, perf, the runner) loads only where jobs run
-    from autoprof.pipeline.measure import MeasureSpec
+from autoprof.run.request import Request
 
 # the only function a worker runs; jobs naming anything else are refused
 JOB_FUNCTION = "autoprof.queue.worker.run_job"
@@ -53,12 +51,10 @@ class JobSpec:
     def profile_options(self) -> ProfileOptions:
         return ProfileOptions.from_json(self.options | {"part": self.part, "parts": self.parts})
 
-    def measure_spec(self, events_dir: str | None = None) -> MeasureSpec:
+    def request(self, events_dir: str | None = None) -> Request:
         """The measurement this job asks for, on the worker's own machine (`events_dir`: the
         worker's --events-dir)."""
-        from autoprof.pipeline.measure import MeasureSpec
-
-        return MeasureSpec(
+        return Request(
             command=self.command,
             events=self.events,
             options=self.profile_options(),

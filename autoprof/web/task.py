@@ -33,21 +33,22 @@ TOP = 30
 def run_profile(request: JobRequest, out: Path, store: str | None) -> JobResult:
     from autoprof.pipeline import measure
     from autoprof.run.options import EventSelection, ProfileOptions
+    from autoprof.run.request import Request
     from autoprof.store import url
 
     options = ProfileOptions(interval_ms=request.interval_ms, repeat=request.repeat)
     if request.pid is not None:  # every group watches the running process for `duration`
         options = replace(options, pids=str(request.pid), duration=request.duration)
-    spec = measure.MeasureSpec(
+    measured = Request(
         request.command,
         request.events,
-        options.check(),
-        EventSelection(reserve=request.reserve),
+        options=options,
+        selection=EventSelection(reserve=request.reserve),
         tags=request.tags,
         env=request.env,
-    )
+    ).check()
     hooks = measure.Hooks(warn=lambda text: print(f"autoprof: warning: {text}", flush=True))
-    return JobResult.of(measure.measure(spec, out, url.resolve(store), hooks))
+    return JobResult.of(measure.measure(measured, out, url.resolve(store), hooks))
 
 
 def run_record(request: JobRequest, out: Path) -> JobResult:
