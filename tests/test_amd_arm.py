@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import amd, arm, embedded, host, update, vendor
+from autoprof.catalog import amd, arm, embedded, host, machine, update, vendor
 from autoprof.catalog.model import ReadOptions
 from autoprof.errors import AutoprofError
 from autoprof.schedule import rules, schedule
@@ -336,13 +336,13 @@ def test_a_task_profile_leaves_out_system_wide_pmus_and_a_system_wide_one_counts
 
 
 def test_a_cpu_no_data_knows_is_a_note_and_software_events(monkeypatch):
-    monkeypatch.setattr(host, "cpu_id", lambda: "HygonGenuine-24-0-0")
+    monkeypatch.setattr(machine, "cpu_id", lambda: "HygonGenuine-24-0-0")
     catalog = host.host_catalog()
     assert catalog.note == (
         "no event data knows this machine's CPU id HygonGenuine-24-0-0: software events only"
     )
     assert "task-clock" in {e.name for e in catalog.events} and "cpu" not in catalog.pmus
-    monkeypatch.setattr(host, "cpu_id", lambda: "AuthenticAMD-21-1-0")  # before Zen: no row
+    monkeypatch.setattr(machine, "cpu_id", lambda: "AuthenticAMD-21-1-0")  # before Zen: no row
     note = host.host_catalog().note
     assert note.startswith("unknown CPU id 'AuthenticAMD-21-1-0'") and "software events" in note
 
@@ -351,14 +351,14 @@ def test_this_arm_machine_reads_its_midr_and_core_pmu_from_sysfs(tmp_path):
     regs = tmp_path / "cpu" / "cpu0" / "regs" / "identification"
     regs.mkdir(parents=True)
     (regs / "midr_el1").write_text("0x00000000413fd0c1\n")
-    assert host.midr(tmp_path) == "0x00000000413fd0c1"
-    assert vendor.vendor_of(host.midr(tmp_path)) == "arm64"
+    assert machine.midr(tmp_path) == "0x00000000413fd0c1"
+    assert vendor.vendor_of(machine.midr(tmp_path)) == "arm64"
     pmus = tmp_path / "devices"
     for name in ("arm_cmn_0", "armv8_pmuv3_0", "software"):
         (pmus / name).mkdir(parents=True)
     (pmus / "armv8_pmuv3_0" / "cpus").write_text("0-63\n")
     (pmus / "arm_cmn_0" / "cpumask").write_text("0\n")
-    assert host.arm_core_pmu(pmus) == "armv8_pmuv3_0"
+    assert machine.arm_core_pmu(pmus) == "armv8_pmuv3_0"
 
 
 def test_an_amd_machine_has_perfs_metrics_and_its_own_metric_files(cli_run, tmp_path):

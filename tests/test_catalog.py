@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import host, intel, yaml
+from autoprof.catalog import host, intel, machine, yaml
 from autoprof.catalog.intel import IntelOptions
 from autoprof.errors import AutoprofError
 
@@ -120,7 +120,7 @@ def test_builtin_yaml_and_malformed_yaml(tmp_path):
 
 def test_cpu_id_format():
     cpuinfo = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\nstepping\t: 4\n"
-    assert host.cpu_id(cpuinfo) == "GenuineIntel-6-55-4"
+    assert machine.cpu_id(cpuinfo) == "GenuineIntel-6-55-4"
 
 
 @pytest.mark.skipif(not Path("/sys/bus/event_source/devices").is_dir(), reason="no sysfs PMUs")

@@ -171,9 +171,9 @@ def bench(
     document = report(result, summaries, ratios)
     if output is not None:
         from autoprof.benchmark import folder
-        from autoprof.catalog import host
+        from autoprof.catalog import machine
 
-        manifest = folder.write(output, result, host.read_facts(planned.catalog), document)
+        manifest = folder.write(output, result, machine.read_facts(planned.catalog), document)
         console.print(f"benchmark {manifest.id} in {output}/; store it: autoprof upload {output}")
     for path in _export(result, document, export_json, export_csv, excel_safe):
         console.print(f"wrote {path}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.run import planning
 from autoprof.run import profile as library
 from autoprof.run.outdir import RunRecord
@@ -78,7 +78,7 @@ def measure(
     warnings = planning.check(request, planned)
     for warning in warnings:
         hooks.warn(warning)
-    facts = host.read_facts(planned.catalog)
+    facts = machine.read_facts(planned.catalog)
     if hostname:  # the name a worker was given (--hostname), not the kernel's
         facts = replace(facts, hostname=hostname)
     # the folder is made (or found to hold this very profile) before anything says "profiling":

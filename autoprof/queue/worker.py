@@ -44,7 +44,7 @@ from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.errors import AutoprofError
 from autoprof.perf.process import Interrupted, die_with_parent, keep_private
 from autoprof.pipeline import measure
@@ -287,7 +287,7 @@ class ProfileWorker(Worker):
 
 def queue_names(hostname: str, extra: list[str]) -> list[str]:
     """host:NAME first, then cpu:ID, then the extra queues (RQ serves them in this order)."""
-    names = [connection.host_queue(hostname), connection.cpu_queue(host.cpu_id()), *extra]
+    names = [connection.host_queue(hostname), connection.cpu_queue(machine.cpu_id()), *extra]
     return list(dict.fromkeys(names))
 
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from autoprof.catalog import host, modifiers
+from autoprof.catalog import host, machine, modifiers
 from autoprof.catalog.model import Catalog, Exclusion
 from autoprof.errors import AutoprofError
 from autoprof.metrics import catalog as metric_catalog
@@ -111,7 +111,9 @@ def metric_events(draft: Draft) -> Draft:
     for text in metrics.notes:
         draft.note(text)
     catalog = draft.catalog
-    smt_on = host.smt_active() if request.smt is None and not request.cpu else request.smt != "off"
+    smt_on = (
+        machine.smt_active() if request.smt is None and not request.cpu else request.smt != "off"
+    )
     directory = host.events_dir(request.events_dir)
     retire = metric_catalog.retire_latencies(directory, metrics.cpu) if directory else {}
     anchor = request.options.anchor
@@ -250,7 +252,7 @@ def check(request: Request, planned: Planned) -> list[str]:
         cpu_list=options.cpu_list,
     )
     preflight.fail_on_fatal(findings)
-    here = host.cpu_id()
+    here = machine.cpu_id()
     # family and model decide the events (a platform's representative id may differ in stepping)
     if request.cpu and planned.catalog.cpu.split("-")[:3] != here.split("-")[:3]:
         raise AutoprofError(

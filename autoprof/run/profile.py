@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import __version__
-from autoprof.catalog import host, modifiers
+from autoprof.catalog import machine, modifiers
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
@@ -158,7 +158,7 @@ def profile(
     another target only with `resume`. `env`: variables a job sets for its workload only.
     """
     manifest = open_profile(
-        out, command, plan, options, facts or host.read_facts(catalog), profile_id
+        out, command, plan, options, facts or machine.read_facts(catalog), profile_id
     )
     if job is not None and manifest.job != job:
         manifest.job = dict(job)
