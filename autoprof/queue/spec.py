@@ -64,6 +64,22 @@ class JobSpec:
             tags=self.tags,
         )
 
+    @classmethod
+    def of(cls, request: Request) -> JobSpec:
+        """The job that asks a worker for `request` (on its own machine: the request's catalog
+        options, --cpu and the like, are not sent)."""
+        options = request.options
+        return cls(
+            command=list(request.command),
+            events=list(request.events),
+            options=options.spec_json(),
+            selection=request.selection.to_json(),
+            profile_id=request.profile_id or "",
+            part=options.part,
+            parts=options.parts,
+            tags=dict(request.tags),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
