@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoprof import results
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 from autoprof.queue import connection, jobs
 from autoprof.queue.spec import JobSpec
@@ -31,7 +31,7 @@ from autoprof.testing.workers import WorkerProcess, claim, wait_ready
 
 def submit(conn, spec: JobSpec, split: int) -> list[str]:
     """Enqueue through the library (what `autoprof submit` does, without its start-up time)."""
-    queue = connection.cpu_queue(host.cpu_id())
+    queue = connection.cpu_queue(machine.cpu_id())
     return [job.id for job in jobs.submit(conn, queue, jobs.split_specs(spec, split))]
 
 

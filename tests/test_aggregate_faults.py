@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from autoprof import results
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_csv
 from autoprof.results import aggregate
@@ -36,9 +36,9 @@ def make_profile(out: Path, runs: list[tuple[list[outdir.EventRef], bytes | None
     planned = [{"events": [{"name": e.name, "pmu": e.pmu} for e in events]} for events, *_ in runs]
     planned += [{"events": []}] * kw.pop("extra_planned", 0)
     plan = {"cpu": "test", "lower_bound": len(planned), "runs": planned}
-    machine = MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2)
-    machine.topology = kw.pop("topology", [])
-    manifest = outdir.Manifest("test-id", "0.1.0", "", ["true"], machine, plan)
+    facts = MachineFacts("test", "test", "host", "6.1", "6.1", False, False, 2)
+    facts.topology = kw.pop("topology", [])
+    manifest = outdir.Manifest("test-id", "0.1.0", "", ["true"], facts, plan)
     out.mkdir(exist_ok=True)
     outdir.write_manifest(out, manifest)
     for number, (events, perf_csv, status) in enumerate(runs, 1):
@@ -218,7 +218,7 @@ def test_system_wide_profile_fills_socket_core_node_from_sysfs(tmp_path):
     run = subprocess.run([*argv, "--", "sleep", "0.25"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     manifest = outdir.read_manifest(out)
-    assert manifest.machine.topology == host.topology()
+    assert manifest.machine.topology == machine.topology()
     assert invoke("aggregate", out).returncode == 0
     frame = results.read_csv(out / outdir.RESULTS)
     assert frame["CPU"].notna().all() and frame["SOCKET"].notna().all()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import amd, arm, embedded, host, update, vendor
+from autoprof.catalog import amd, arm, embedded, host, machine, update, vendor
 from autoprof.catalog.model import ReadOptions
 from autoprof.errors import AutoprofError
 from autoprof.schedule import rules, schedule
@@ -200,9 +200,11 @@ def test_counters_replace_the_table_and_an_unknown_pmu_is_an_error():
 
 
 def test_the_cli_plans_a_named_model_and_refuses_an_unknown_one(cli_run):
-    run = cli_run("schedule", "--cpu", "amdzen5", "--deprecated")
+    run = cli_run("schedule", "--cpu", "amdzen5", "--deprecated", "-a")  # uncore too
     assert run.returncode == 0, run.stderr
     assert "602 events in 63 runs (lower bound 63, optimal)" in run.stdout
+    run = cli_run("schedule", "--cpu", "amdzen5", "--deprecated")  # a command's profile
+    assert "368 events in 63 runs (lower bound 63, optimal); 234 excluded" in run.stdout
     run = cli_run("schedule", "--cpu", "neoverse-n1", "--counters", "armv8_pmuv3_0=4")
     assert "109 events in 27 runs (lower bound 27, optimal)" in run.stdout
     given = cli_run("schedule", "--events-dir", ARM_DIR, "--cpu", "0x00000000410fd0c0")
@@ -315,27 +317,32 @@ def test_an_update_nested_too_deeply_is_one_line_and_leaves_no_scratch_copy(
 
 
 def test_a_task_profile_leaves_out_system_wide_pmus_and_a_system_wide_one_counts_them():
-    from autoprof.run.profile import plan_for
+    from autoprof.run.options import ProfileOptions
+    from autoprof.run.planning import plan_catalog
+    from autoprof.run.request import Request
+
+    whole_system = Request(options=ProfileOptions(system_wide=True))
 
     zen4 = amd.load(AMD_DIR, "zen4")
-    task, plan = plan_for(zen4, [], system_wide=False)
-    assert {e.pmu for e in task.events} == {"cpu"} and len(plan) == 57
+    planned = plan_catalog(zen4, Request())
+    task = planned.catalog
+    assert {e.pmu for e in task.events} == {"cpu"} and len(planned.plan) == 57
     left = {x.pmu for x in task.excluded if x.reason == "system-wide only: profile -a counts it"}
     assert left == {"amd_l3", "amd_df", "amd_umc"}
-    whole, _ = plan_for(zen4, [], system_wide=True)
+    whole = plan_catalog(zen4, whole_system).catalog
     assert len(whole.events) == 502
     with pytest.raises(AutoprofError, match=r"amd_df counts system-wide only.*profile it with -a"):
-        plan_for(zen4, ["local_processor_read_data_beats_cs0"], system_wide=False)
+        plan_catalog(zen4, Request(events=["local_processor_read_data_beats_cs0"]))
 
 
 def test_a_cpu_no_data_knows_is_a_note_and_software_events(monkeypatch):
-    monkeypatch.setattr(host, "cpu_id", lambda: "HygonGenuine-24-0-0")
+    monkeypatch.setattr(machine, "cpu_id", lambda: "HygonGenuine-24-0-0")
     catalog = host.host_catalog()
     assert catalog.note == (
         "no event data knows this machine's CPU id HygonGenuine-24-0-0: software events only"
     )
     assert "task-clock" in {e.name for e in catalog.events} and "cpu" not in catalog.pmus
-    monkeypatch.setattr(host, "cpu_id", lambda: "AuthenticAMD-21-1-0")  # before Zen: no row
+    monkeypatch.setattr(machine, "cpu_id", lambda: "AuthenticAMD-21-1-0")  # before Zen: no row
     note = host.host_catalog().note
     assert note.startswith("unknown CPU id 'AuthenticAMD-21-1-0'") and "software events" in note
 
@@ -344,14 +351,14 @@ def test_this_arm_machine_reads_its_midr_and_core_pmu_from_sysfs(tmp_path):
     regs = tmp_path / "cpu" / "cpu0" / "regs" / "identification"
     regs.mkdir(parents=True)
     (regs / "midr_el1").write_text("0x00000000413fd0c1\n")
-    assert host.midr(tmp_path) == "0x00000000413fd0c1"
-    assert vendor.vendor_of(host.midr(tmp_path)) == "arm64"
+    assert machine.midr(tmp_path) == "0x00000000413fd0c1"
+    assert vendor.vendor_of(machine.midr(tmp_path)) == "arm64"
     pmus = tmp_path / "devices"
     for name in ("arm_cmn_0", "armv8_pmuv3_0", "software"):
         (pmus / name).mkdir(parents=True)
     (pmus / "armv8_pmuv3_0" / "cpus").write_text("0-63\n")
     (pmus / "arm_cmn_0" / "cpumask").write_text("0\n")
-    assert host.arm_core_pmu(pmus) == "armv8_pmuv3_0"
+    assert machine.arm_core_pmu(pmus) == "armv8_pmuv3_0"
 
 
 def test_an_amd_machine_has_perfs_metrics_and_its_own_metric_files(cli_run, tmp_path):

@@ -18,6 +18,8 @@ from autoprof.benchmark import measure
 from autoprof.commands.bench import split_commands
 from autoprof.errors import AutoprofError
 from autoprof.examples import expected_writes, slot_addresses
+from autoprof.run import planning
+from autoprof.run.request import Request
 
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
 needs_msr = pytest.mark.skipif(
@@ -156,7 +158,7 @@ def test_failing_command_is_one_line(tmp_path):
 @needs_perf
 def test_json_round_trip_and_prepare(tmp_path):
     marker = tmp_path / "prepared"
-    events = measure.one_run_events(_catalog(), ["task-clock"])
+    events = measure.one_run_events(planning.plan(Request(events=["task-clock"])))
     result = measure.bench(
         [["true"]], events, measure.BenchOptions(runs=2, warmup=1, prepare=f"echo x >> {marker}")
     )
@@ -170,12 +172,6 @@ def test_json_round_trip_and_prepare(tmp_path):
     assert measure.from_json(later).commands == result.commands  # unknown keys are ignored
     with pytest.raises(AutoprofError, match="newer autoprof \\(format 99"):
         measure.from_json(dict(later, format=99))
-
-
-def _catalog():
-    from autoprof.catalog.host import build_catalog
-
-    return build_catalog()
 
 
 @pytest.mark.slow  # a real benchmark, uploaded

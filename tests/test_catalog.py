@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import host, intel, yaml
+from autoprof.catalog import host, intel, machine, yaml
 from autoprof.catalog.intel import IntelOptions
 from autoprof.errors import AutoprofError
 
@@ -120,7 +120,7 @@ def test_builtin_yaml_and_malformed_yaml(tmp_path):
 
 def test_cpu_id_format():
     cpuinfo = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\nstepping\t: 4\n"
-    assert host.cpu_id(cpuinfo) == "GenuineIntel-6-55-4"
+    assert machine.cpu_id(cpuinfo) == "GenuineIntel-6-55-4"
 
 
 @pytest.mark.skipif(not Path("/sys/bus/event_source/devices").is_dir(), reason="no sysfs PMUs")
@@ -178,21 +178,26 @@ def test_intel_uncore_is_system_wide_as_amds(intel_dir, cli_run):
     """The kernel gives uncore PMUs no task context (perf_invalid_context): a profile of a
     command leaves Intel's uncore events out with the reason, as AMD's L3/DF/UMC; -a counts
     them; one named by -e is refused in one line; `schedule` says which PMUs those are."""
-    from autoprof.run.profile import plan_for
+    from autoprof.run.options import ProfileOptions
+    from autoprof.run.planning import plan_catalog
+    from autoprof.run.request import Request
+
+    whole_system = Request(options=ProfileOptions(system_wide=True))
 
     skx = intel.load(intel_dir, "SKX")
     wide = {n for n, p in skx.pmus.items() if p.system_wide}
     assert wide == {n for n in skx.pmus if n.startswith("uncore_")} and "uncore_cha" in wide
-    task, _ = plan_for(skx, [], system_wide=False)
+    task = plan_catalog(skx, Request()).catalog
     assert {e.pmu for e in task.events} == {"cpu"}
     left = [x for x in task.excluded if x.reason == "system-wide only: profile -a counts it"]
     uncore = [e for e in skx.events if e.pmu in wide]
     assert {x.pmu for x in left} == {e.pmu for e in uncore} and len(left) == len(uncore)
-    whole, _ = plan_for(skx, [], system_wide=True)
+    whole = plan_catalog(skx, whole_system).catalog
     assert {e.pmu for e in whole.events} == {e.pmu for e in skx.events}
     with pytest.raises(AutoprofError, match=r"uncore_imc counts system-wide only.*with -a"):
-        plan_for(skx, ["UNC_M_CAS_COUNT.RD"], system_wide=False)
-    shown = cli_run("schedule", "--cpu", "SKX")
-    assert shown.returncode == 0, shown.stderr
-    [line] = [ln for ln in shown.stdout.splitlines() if ln.startswith("system-wide only: ")]
-    assert "uncore_cha" in line and "cpu," not in line and "profile -a or --cpu-list" in line
+        plan_catalog(skx, Request(events=["UNC_M_CAS_COUNT.RD"]))
+    for flags, start in ((["-a"], "system-wide only: "), ([], "system-wide only, left out: ")):
+        shown = cli_run("schedule", "--cpu", "SKX", *flags)
+        assert shown.returncode == 0, shown.stderr
+        [line] = [ln for ln in shown.stdout.splitlines() if ln.startswith(start)]
+        assert "uncore_cha" in line and "cpu," not in line and "profile -a or --cpu-list" in line

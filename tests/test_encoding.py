@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import encoding, formats, host, intel
+from autoprof.catalog import encoding, formats, host, intel, machine
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.testing import perf_reference
@@ -148,7 +148,7 @@ def test_jkt_pcu_extsel_follows_the_live_kernels_format(intel_dir, tmp_path, mon
     tree = tmp_path / "devices"
     shutil.copytree(REPO / "tests" / "data" / "kernel-formats" / "JKT", tree)
     assert formats.event_ext_pmus(tree) == ("uncore_qpi",)  # the QPI boxes' event_ext only
-    monkeypatch.setattr(host, "cpu_id", lambda: intel.platform_cpu_ids(intel_dir)["JKT"])
+    monkeypatch.setattr(machine, "cpu_id", lambda: intel.platform_cpu_ids(intel_dir)["JKT"])
     monkeypatch.setattr(host, "SYSFS_PMUS", tree)
     today = host.host_catalog(intel_dir, options=EVERYTHING)
     assert name in {x.name for x in today.excluded} - {e.name for e in today.events}

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from autoprof import results
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.results import sanity_report
@@ -77,8 +77,8 @@ def test_old_folder_resumes_run_2_only(old):
     if shutil.which("perf") is None:
         pytest.skip("needs perf")
     cpu = json.loads((DATA / outdir.MANIFEST).read_text())["machine"]["cpu_id"]
-    if host.cpu_id() != cpu:
-        pytest.skip(f"the test folder's plan is for {cpu}, not this machine's {host.cpu_id()}")
+    if machine.cpu_id() != cpu:
+        pytest.skip(f"the test folder's plan is for {cpu}, not this machine's {machine.cpu_id()}")
     run1 = (old / RUN1 / outdir.RUN_RECORD).read_bytes()
     args = [a for e in EVENTS for a in ("-e", e)]
     result = autoprof("profile", *args, "-o", old, "--", *COMMAND)

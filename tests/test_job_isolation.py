@@ -73,10 +73,11 @@ SMUGGLED = [
 @pytest.mark.parametrize("event", SMUGGLED)
 def test_a_profile_refuses_what_is_not_one_event_of_this_machine(event):
     from autoprof.errors import AutoprofError
-    from autoprof.pipeline import measure
+    from autoprof.run import planning
+    from autoprof.run.request import Request
 
     with pytest.raises(AutoprofError, match=r"^(refused event: |unknown event )"):
-        measure.plan(measure.MeasureSpec(["true"], [event]))  # the CLI's, a worker's, the web's
+        planning.plan(Request(["true"], [event]))  # the CLI's, a worker's, the web's
 
 
 @pytest.mark.parametrize("event", SMUGGLED)

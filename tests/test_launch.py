@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from autoprof import results
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.perf import process
 from autoprof.run import outdir
 
@@ -121,7 +121,7 @@ def test_a_system_wide_profile_of_a_command_counts_every_cpu(tmp_path):
     assert record.workload_exit == 0 and "-p" not in record.perf_argv and "-a" in record.perf_argv
     lines = (outdir.run_folders(out)[0] / outdir.PERF_OUTPUT).read_text().splitlines()
     cpus = {line.split(",")[1] for line in lines if "context-switches" in line}
-    assert len(cpus) == len(host.cpu_list(Path("/sys/devices/system/cpu/online").read_text()))
+    assert len(cpus) == len(machine.cpu_list(Path("/sys/devices/system/cpu/online").read_text()))
 
 
 def test_a_program_that_cannot_run_is_one_line(tmp_path):

@@ -225,22 +225,22 @@ def test_tsc_frequency_and_chas_come_from_the_machine(tmp_path):
     CHAS_PER_SOCKET from the uncore_cha_N PMUs; recorded in the machine facts."""
     from dataclasses import asdict
 
-    from autoprof.catalog import host
+    from autoprof.catalog import machine
 
     xeon = "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz"
-    assert host.tsc_hz(xeon, tmp_path) == 2.1e9
-    assert host.tsc_hz("AMD EPYC", tmp_path) is None
+    assert machine.tsc_hz(xeon, tmp_path) == 2.1e9
+    assert machine.tsc_hz("AMD EPYC", tmp_path) is None
     cpufreq = tmp_path / "cpu" / "cpu0" / "cpufreq"
     cpufreq.mkdir(parents=True)
     (cpufreq / "base_frequency").write_text("2300000\n")  # kHz
-    assert host.tsc_hz("13th Gen Intel(R) Core(TM) i7-1365U", tmp_path) == 2.3e9
+    assert machine.tsc_hz("13th Gen Intel(R) Core(TM) i7-1365U", tmp_path) == 2.3e9
     pmus = tmp_path / "pmus"
     for name in ("uncore_cha_0", "uncore_cha_1", "uncore_cha_2", "uncore_imc_0", "cpu"):
         (pmus / name).mkdir(parents=True)
-    assert host.chas_per_socket(pmus) == 3
-    assert host.chas_per_socket(tmp_path / "cpu") is None
-    facts = host.read_facts()
-    assert facts.tsc_hz == host.tsc_hz() and facts.chas_per_socket == host.chas_per_socket()
+    assert machine.chas_per_socket(pmus) == 3
+    assert machine.chas_per_socket(tmp_path / "cpu") is None
+    facts = machine.read_facts()
+    assert facts.tsc_hz == machine.tsc_hz() and facts.chas_per_socket == machine.chas_per_socket()
     known = constants.from_machine(asdict(facts) | {"tsc_hz": 2.1e9, "chas_per_socket": 28})
     assert (known[constants.TSC], known[constants.CHAS]) == (2.1e9, 28.0)
 

@@ -133,16 +133,17 @@ def test_events_list_marks_what_this_machine_cannot_count(cli_run):
 
 @NO_PMU_HERE
 def test_a_worker_plans_every_countable_event(tmp_path):
-    """The queue worker's and the web's jobs plan through `measure.plan`, as the CLI does."""
-    from autoprof.pipeline import measure
+    """The queue worker's and the web's jobs plan through `run.planning`, as the CLI does."""
+    from autoprof.run import planning
+    from autoprof.run.request import Request
 
     notes: list[str] = []
-    planned = measure.plan(measure.MeasureSpec(["true"]), notes.append)
+    planned = planning.plan(Request(["true"]), notes.append)
     assert {e.pmu for e in planned.catalog.events} <= set(host.HOST_PMUS)
     assert len(notes) == 1 and "hardware events left out" in notes[0]
     with pytest.raises(AutoprofError, match="instructions cannot be counted"):
-        spec = measure.MeasureSpec(["true"], ["task-clock", "instructions"])
-        measure.check(spec, measure.plan(spec))
+        request = Request(["true"], ["task-clock", "instructions"])
+        planning.check(request, planning.plan(request))
 
 
 @NO_PMU_HERE

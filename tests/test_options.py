@@ -71,13 +71,13 @@ def test_the_ranges_are_declared():
         if option.range_text
     }
     assert ranges == {
-        "interval_ms": "x>=10",
+        "interval_ms": "10<=x<=60000",
         "repeat": "1<=x<=10000",
         "timeout": "x>0",
         "retries": "0<=x<=10",
         "part": "x>=1",
         "parts": "x>=1",
-        "duration": "x>=0.01",
+        "duration": "0.01<=x<=3600",
     }
 
 
@@ -134,10 +134,11 @@ def test_a_part_must_be_one_of_the_parts():
 def test_help_shows_each_range_and_default_as_click_does():
     text = CliRunner().invoke(cli, ["profile", "--help"], terminal_width=200).output
     lines = {line.split()[0].rstrip(","): line for line in text.splitlines() if line[2:3] == "-"}
-    assert "INTEGER RANGE" in lines["--interval"] and "[default: 100; x>=10]" in lines["--interval"]
+    assert "INTEGER RANGE" in lines["--interval"]
+    assert "[default: 100; 10<=x<=60000]" in lines["--interval"]
     assert "[default: 0; 0<=x<=10]" in lines["--retries"]
     assert "FLOAT RANGE" in lines["--timeout"] and lines["--timeout"].endswith("[x>0]")
-    assert lines["--duration"].endswith("[x>=0.01]")
+    assert lines["--duration"].endswith("[0.01<=x<=3600]")
     assert lines["-a"].endswith("Count on all CPUs (perf -a -A).")
 
 
@@ -227,3 +228,33 @@ def test_bench_takes_reserve_as_the_catalog_commands_do():
         result.output.strip()
         == f"autoprof: error: --reserve 9 is not in the range {option.range_text}"
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "flags", "value"),
+    [
+        ("repeat", ["--repeat"], 10_001),
+        ("repeat", ["--repeat"], 0),
+        ("interval_ms", ["--interval"], 60_001),
+        ("interval_ms", ["--interval"], 5),
+        ("reserve", ["--reserve"], 9),
+        ("duration", ["-p", "1", "--duration"], 3_601),
+    ],
+)
+def test_the_web_form_has_the_limits_of_the_command_line(cli_run, field, flags, value):
+    """One declared limit per option (run.options): the web's form refuses what `profile`
+    refuses, in the same words, and takes what it takes (#32: the web had its own, repeat <= 100
+    and interval <= 60,000 ms)."""
+    from autoprof.web.jobs import JobRequest
+
+    form = {"tool": "profile", "command": "true", "events": ["task-clock"]}
+    command = ["--", "true"]
+    if field == "duration":  # an attached profile's
+        form, command = {**form, "command": "", "pid": 1}, []
+    cli = cli_run("profile", "--dry-run", *flags, str(value), "-e", "task-clock", *command)
+    [line] = cli.stderr.strip().splitlines()
+    with pytest.raises(AutoprofError) as refused:
+        JobRequest.from_form({**form, field: str(value)})  # the form sends its inputs' text
+    assert line == f"autoprof: error: {refused.value}" and cli.returncode == 2
+    inside = {"repeat": 100, "interval_ms": 60_000, "reserve": 1, "duration": 3_600}[field]
+    assert getattr(JobRequest.from_form({**form, field: inside}), field) == inside

@@ -15,7 +15,7 @@ import pytest
 
 from autoprof.analysis import data
 from autoprof.analysis import metrics as analysis
-from autoprof.catalog import amd, arm, embedded, host, vendor
+from autoprof.catalog import amd, arm, embedded, host, machine, vendor
 from autoprof.catalog.model import ReadOptions
 from autoprof.errors import AutoprofError
 from autoprof.metrics import catalog as metric_catalog
@@ -474,15 +474,15 @@ def test_slots_come_from_the_machine_sysfs_first(tmp_path):
     pmus = tmp_path / "devices"
     (pmus / "armv8_pmuv3_0" / "caps").mkdir(parents=True)
     (pmus / "armv8_pmuv3_0" / "cpus").write_text("0-63\n")
-    assert host.arm_slots(pmus) is None
+    assert machine.arm_slots(pmus) is None
     (pmus / "armv8_pmuv3_0" / "caps" / "slots").write_text("0x00000006\n")  # arm_pmuv3.c
-    assert host.arm_slots(pmus) == 6
-    machine = {"cpu_id": "0x00000000410fd490", "slots": 6, "smt": False}
-    values, sources = constants.gather(machine, "0x00000000410fd490", {}, [])
+    assert machine.arm_slots(pmus) == 6
+    facts = {"cpu_id": "0x00000000410fd490", "slots": 6, "smt": False}
+    values, sources = constants.gather(facts, "0x00000000410fd490", {}, [])
     assert values["#slots"] == 6 and sources["#slots"] == "the profiled machine"
     values, sources = constants.gather(None, "0x00000000410fd490", {}, [])
     assert values["#slots"] == 5 and sources["#slots"] == "model table"
-    values, sources = constants.gather(machine, "0x00000000410fd490", {"#slots": 7.0}, [])
+    values, sources = constants.gather(facts, "0x00000000410fd490", {"#slots": 7.0}, [])
     assert values["#slots"] == 7 and sources["#slots"] == "--set"
 
 

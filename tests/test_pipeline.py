@@ -27,13 +27,13 @@ from starlette.testclient import TestClient
 
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError
-from autoprof.pipeline import measure
 from autoprof.queue import connection, jobs, live
 from autoprof.queue.model import DONE, FAILED, STOPPED, JobResult, settle
 from autoprof.queue.spec import JobSpec, compile_allow
 from autoprof.results.live import Tail
-from autoprof.run import outdir
+from autoprof.run import outdir, planning
 from autoprof.run.options import EventSelection
+from autoprof.run.request import Request
 from autoprof.store import engine, queries
 from autoprof.testing.workers import WorkerProcess, wait_ready
 from autoprof.web.app import create_app
@@ -46,9 +46,9 @@ TERMINAL = {"finished", "failed", "stopped", "canceled"}
 
 def reserve_refusal() -> str:
     """What the pipeline says of RESERVE on this machine, whatever its PMUs."""
-    spec = measure.MeasureSpec(["true"], ["task-clock"], selection=EventSelection(RESERVE))
+    request = Request(["true"], ["task-clock"], selection=EventSelection(RESERVE))
     with pytest.raises(AutoprofError) as refused:
-        measure.plan(spec)
+        planning.plan(request)
     return str(refused.value)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from autoprof.catalog import machine
 from autoprof.errors import AutoprofError
 from autoprof.run.preflight import (
     FATAL,
@@ -13,7 +14,6 @@ from autoprof.run.preflight import (
     System,
     evaluate,
     fail_on_fatal,
-    parse_cpu_list,
     read_system,
 )
 
@@ -124,9 +124,10 @@ def test_read_system_sees_a_user_namespace_in_uid_map(tmp_path: Path):
 
 
 def test_cpu_lists_are_parsed_and_checked_against_the_online_cpus(tmp_path: Path):
-    assert parse_cpu_list("0-3,5") == {0, 1, 2, 3, 5}
-    with pytest.raises(AutoprofError, match="expected numbers"):
-        parse_cpu_list("0-x")
+    assert machine.cpu_list("0-3,5") == {0, 1, 2, 3, 5}
+    for wrong in ("0-x", "", "1,,2", "3-1", "0-3 junk"):  # one strict parser: never a guess
+        with pytest.raises(AutoprofError, match=r"^CPU list "):
+            machine.cpu_list(wrong)
     two = system(online_cpus=frozenset({0, 1}), capabilities=ROOT_CAPS)
     found = keyed(evaluate(two, system_wide=True, kernel=False, cpu_list="5-9"))
     assert found["cpu-list"].severity == FATAL
@@ -138,3 +139,11 @@ def test_cpu_lists_are_parsed_and_checked_against_the_online_cpus(tmp_path: Path
     online.parent.mkdir(parents=True)
     online.write_text("0-3,6\n")
     assert read_system(tmp_path, tmp_path).online_cpus == {0, 1, 2, 3, 6}
+    # the topology reads the same list (a memory-only NUMA node's empty one is no CPU)
+    for node, cpus in (("node0", "0-3\n"), ("node1", "6\n"), ("node2", "\n")):
+        (tmp_path / "devices" / "system" / "node" / node).mkdir(parents=True)
+        (tmp_path / "devices" / "system" / "node" / node / "cpulist").write_text(cpus)
+    found = machine.topology(tmp_path / "devices" / "system")
+    assert [(c["cpu"], c["node"]) for c in found] == [(0, 0), (1, 0), (2, 0), (3, 0), (6, 1)]
+    online.write_text("0-3,junk\n")  # a list that is none is unreadable, not half read
+    assert read_system(tmp_path, tmp_path).online_cpus is None

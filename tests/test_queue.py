@@ -27,7 +27,7 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from autoprof import results
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.cli import cli
 from autoprof.errors import AutoprofError
 from autoprof.examples import expected_writes, slot_addresses
@@ -216,7 +216,7 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
     allow = f"{shutil.which(str(writes)) or writes} [0-9]+"
     wa, wb = (workers(acl_url, pg_url, name, allow) for name in (a, b))
     wait_ready(conn, [a, b])
-    cpu = host.cpu_id()
+    cpu = machine.cpu_id()
     # both workers idle: the two parts go one to each
     parts = submit(acl_url, "--cpu", cpu, "--split", "2", "--repeat", "2", *watch(writes), "--",
                    writes, "300")  # fmt: skip

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from autoprof import results
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke
@@ -244,7 +244,7 @@ def user_namespace():
     probe = subprocess.run(["unshare", "-r", "true"], capture_output=True)
     if shutil.which("unshare") is None or probe.returncode != 0:
         pytest.skip("cannot create a user namespace here (unshare -r)")
-    paranoid = host.perf_event_paranoid()
+    paranoid = machine.perf_event_paranoid()
     if paranoid is None or paranoid < 2:
         pytest.skip(f"kernel.perf_event_paranoid={paranoid}: no user-only fallback to detect")
 
@@ -272,7 +272,7 @@ def test_cpus_the_machine_lacks_are_refused_naming_its_cpus(tmp_path):
 
 
 def test_another_cpus_catalog_and_an_impossible_reserve_are_refused(intel_dir, tmp_path):
-    here = host.cpu_id()
+    here = machine.cpu_id()
     if here.startswith("GenuineIntel-6-55-"):
         pytest.skip("this machine is a Skylake-X: --cpu SKX describes it")
     catalog = ["--events-dir", str(intel_dir), "--cpu", "SKX"]

@@ -3,7 +3,7 @@
 Each command runs N times under one `perf stat` per repetition (the events must fit one run:
 no multiplexing), giving wall, user and sys time and the counts of every repetition:
 
-    events = measure.one_run_events(catalog, names)       # refuses what needs several runs
+    events = measure.one_run_events(planning.plan(request))   # refuses what needs several runs
     result = measure.bench(commands, events, options, on_run=...)
     summaries = stats.summarize_all(result)               # mean +- sd, min, max, outliers
     ratios = stats.ratios(result)                         # each command vs the first

@@ -34,11 +34,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autoprof.catalog import host
-from autoprof.catalog.model import Catalog, Event
+from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import labels as perf_labels
 from autoprof.perf.process import Interrupted, stop_group, workload_env
+from autoprof.run.planning import Planned
 from autoprof.util.records import file_format, known_fields
 from autoprof.util.status import CountState
 
@@ -102,13 +103,12 @@ class BenchInterrupted(Interrupted):
         return sum(len(c.repetitions) for c in self.partial.commands)
 
 
-def one_run_events(catalog: Catalog, names: list[str]) -> list[Event]:
-    """The events `names` stand for, refused when they do not fit one run of the counters
-    (a benchmark never multiplexes: the scheduler says how many runs `profile` would need) or
-    when this machine cannot count them (hardware events without a PMU), before any run."""
-    from autoprof.run.profile import plan_for
-
-    catalog, plan = plan_for(catalog, names or DEFAULT_EVENTS)
+def one_run_events(planned: Planned) -> list[Event]:
+    """The events of a plan (`run.planning`, with DEFAULT_EVENTS when none are named), refused
+    when they do not fit one run of the counters (a benchmark never multiplexes: the plan says
+    how many runs `profile` would need) or when this machine cannot count them (hardware
+    events without a PMU), before any run."""
+    catalog, plan = planned.catalog, planned.plan
     host.refuse_uncountable(catalog)
     if len(plan) > 1:
         raise AutoprofError(

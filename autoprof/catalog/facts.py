@@ -1,4 +1,4 @@
-"""`MachineFacts`: what a profile records about the machine it ran on (read by `host.read_facts`).
+"""`MachineFacts`: what a profile records about the machine it ran on (`machine.read_facts`).
 
 Its own small module beside `host.py`, so that reading a profile folder's manifest does not
 import the host catalog's readers (Intel JSON, YAML).
@@ -28,9 +28,9 @@ class MachineFacts:
     # S0-D0-C3 numbering, unique within a socket). Empty in manifests written before it existed.
     topology: list[dict[str, int]] = field(default_factory=list)
     # the TSC's frequency in Hz (metrics' SYSTEM_TSC_FREQ) and the uncore CHA boxes per socket
-    # (CHAS_PER_SOCKET), when the machine tells them (see host.tsc_hz, host.chas_per_socket)
+    # (CHAS_PER_SOCKET), when the machine tells them (see machine.tsc_hz, machine.chas_per_socket)
     tsc_hz: float | None = None
     chas_per_socket: int | None = None
     # Arm: the core PMU's slots per cycle (perf's #slots, from sysfs caps/slots), see
-    # host.arm_slots
+    # machine.arm_slots
     slots: int | None = None

@@ -1,8 +1,8 @@
-"""The live machine: its CPU id, the PMUs the kernel exposes, and the events perf can count
+"""The catalog of the live machine: the PMUs the kernel exposes, and the events perf can count
 here that no vendor file lists (software events, tracepoints, msr/*, hardware breakpoints).
 
-Reading the machine is kept apart from deciding: `read_facts` and the small readers do the
-I/O; `host_catalog` assembles a Catalog from what they found.
+Reading the machine's identity and settings is `catalog.machine`'s (CPU id, SMT, CPU lists,
+`read_facts`); this module assembles a Catalog from what it and the event data say.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import os
 import platform
 import re
 import shutil
-import socket
 import subprocess
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,19 +25,18 @@ from autoprof.catalog import (
     encoding,
     formats,
     intel,
+    machine,
     modifiers,
     perfnames,
     vendor,
     yaml,
 )
 from autoprof.catalog import probe as counter_probe
-from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.errors import AutoprofError
 from autoprof.util import xdg
 
-SYSFS_PMUS = Path("/sys/bus/event_source/devices")
-SYSFS_SYSTEM = Path("/sys/devices/system")
+SYSFS_PMUS = machine.SYSFS_PMUS
 TRACEFS = Path("/sys/kernel/tracing/events")
 ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 # Debug registers for hardware breakpoints (mem:ADDR) on x86; other architectures vary.
@@ -51,105 +49,6 @@ _TRACEPOINT = re.compile(r"[\w-]+:[\w-]+")  # subsystem:event
 HOST_PMUS = frozenset({"software", "tracepoint", "breakpoint", "msr"})
 # The core PMUs of x86 (arch/x86/events/core.c registers "cpu"; hybrid parts one per core type).
 X86_CORE_PMUS = ("cpu", "cpu_core", "cpu_atom", "cpu_lowpower")
-
-
-def _read(path: Path | str, default: str = "") -> str:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return default
-
-
-def midr(system: Path = SYSFS_SYSTEM, cpu: int = 0) -> str:
-    """An Arm64 CPU's MIDR_EL1 as perf reads it (``0x00000000413fd0c1``); "" elsewhere."""
-    return _read(system / "cpu" / f"cpu{cpu}" / "regs" / "identification" / "midr_el1")
-
-
-def arm_core_pmu(sysfs: Path = SYSFS_PMUS) -> str:
-    """The name of this Arm machine's core PMU (the first with a ``cpus`` file: the kernel
-    names it after the core, or ``armv8_pmuv3_N`` on ACPI servers); "" when there is none."""
-    if not sysfs.is_dir():
-        return ""
-    return next((p.name for p in sorted(sysfs.iterdir()) if (p / "cpus").is_file()), "")
-
-
-def arm_slots(sysfs: Path = SYSFS_PMUS) -> int | None:
-    """Slots per cycle of this Arm machine's core PMU, as perf reads its ``#slots``
-    (tools/perf/arch/arm64/util/pmu.c: the core PMU's ``caps/slots``, which the kernel fills
-    from PMMIR_EL1.SLOTS, drivers/perf/arm_pmuv3.c `slots_show`); None without one, or 0."""
-    pmu = arm_core_pmu(sysfs)
-    text = _read(sysfs / pmu / "caps" / "slots") if pmu else ""
-    try:
-        return int(text, 0) or None
-    except ValueError:
-        return None
-
-
-def cpu_id(cpuinfo: str | None = None) -> str:
-    """perf's CPU id string, e.g. ``GenuineIntel-6-55-4`` (family decimal, model and stepping
-    hex), from /proc/cpuinfo; on Arm64 the MIDR of CPU 0."""
-    text = cpuinfo if cpuinfo is not None else _read("/proc/cpuinfo")
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-        if not line.strip() and fields:
-            break
-    try:
-        return (
-            f"{fields['vendor_id']}-{int(fields['cpu family'])}-"
-            f"{int(fields['model']):X}-{int(fields['stepping']):X}"
-        )
-    except (KeyError, ValueError):
-        return (midr() if cpuinfo is None else "") or platform.machine() or "unknown"
-
-
-def model_name(cpuinfo: str | None = None) -> str:
-    text = cpuinfo if cpuinfo is not None else _read("/proc/cpuinfo")
-    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
-    return match.group(1).strip() if match else platform.processor()
-
-
-def tsc_hz(name: str | None = None, system: Path = SYSFS_SYSTEM) -> float | None:
-    """The TSC's frequency: the "@ 2.10GHz" of Intel's CPU name (perf's own fallback when
-    CPUID leaf 0x15 is not readable, tools/perf/arch/x86/util/tsc.c), else intel_pstate's
-    base frequency (the TSC runs at the base frequency); None when neither tells."""
-    found = re.search(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*GHz", model_name() if name is None else name)
-    if found:
-        return float(found.group(1)) * 1e9
-    base = _read(system / "cpu" / "cpu0" / "cpufreq" / "base_frequency")
-    return float(base) * 1e3 if base.isdigit() else None  # kHz
-
-
-def chas_per_socket(pmus: Path = SYSFS_PMUS) -> int | None:
-    """Uncore CHA boxes per socket: one `uncore_cha_N` PMU per box, each counting on every
-    socket (its cpumask lists one CPU per socket); None without CHAs (clients, AMD)."""
-    boxes = len(list(pmus.glob("uncore_cha_[0-9]*")))
-    return boxes or None
-
-
-def smt_active() -> bool:
-    return _read("/sys/devices/system/cpu/smt/active", "0") == "1"
-
-
-def nmi_watchdog() -> bool:
-    return _read("/proc/sys/kernel/nmi_watchdog", "0") == "1"
-
-
-def perf_event_paranoid() -> int | None:
-    value = _read("/proc/sys/kernel/perf_event_paranoid")
-    return int(value) if value.lstrip("-").isdigit() else None
-
-
-def perf_version() -> str:
-    perf = shutil.which("perf")
-    if not perf:
-        return ""
-    try:
-        out = subprocess.run([perf, "--version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip().removeprefix("perf version ").strip()
 
 
 def tracepoints() -> list[str]:
@@ -196,32 +95,6 @@ def tracepoint_hint() -> str:
     return (
         f"tracefs is not mounted at {root}: as root, mount -t tracefs nodev {root} "
         "(perf does it itself when run as root)"
-    )
-
-
-def read_facts(catalog: Catalog | None = None) -> MachineFacts:
-    """What a profile records about the machine it ran on."""
-    counters = {}
-    if catalog is not None:
-        counters = {
-            p.name: {"generic": p.counters, "fixed": p.fixed, "reserved": p.reserved}
-            for p in catalog.pmus.values()
-            if not p.unconstrained
-        }
-    return MachineFacts(
-        cpu_id=cpu_id(),
-        model_name=model_name(),
-        hostname=socket.gethostname(),
-        kernel=platform.release(),
-        perf_version=perf_version(),
-        smt=smt_active(),
-        nmi_watchdog=nmi_watchdog(),
-        perf_event_paranoid=perf_event_paranoid(),
-        counters=counters,
-        topology=topology(),
-        tsc_hz=tsc_hz(),
-        chas_per_socket=chas_per_socket(),
-        slots=arm_slots(),
     )
 
 
@@ -336,7 +209,7 @@ def host_catalog(
 
     With `cpu` naming another machine, only the vendor catalog applies.
     """
-    here = cpu_id()
+    here = machine.cpu_id()
     target = cpu or here
     if target == here:  # this machine's kernel: which uncore formats still carry ExtSel
         options = replace(options or ReadOptions(), event_ext=formats.event_ext_pmus(SYSFS_PMUS))
@@ -467,7 +340,8 @@ def resolve_events(catalog: Catalog, specs: list[str]) -> Catalog:
     worker, the web): what perf is then given is each event's `spec`, and a spec that is not
     exactly one event (`encoding.event_text_problem`: a second event, a BPF object) is refused."""
     chosen = Catalog(catalog.cpu, {}, [], source=catalog.source)
-    sysfs = SYSFS_PMUS if catalog.cpu == cpu_id() else None  # None: planning for another CPU
+    # None: planning for another CPU
+    sysfs = SYSFS_PMUS if catalog.cpu == machine.cpu_id() else None
     listed: list[set[str]] = []  # this machine's tracepoints, listed once when one is named
 
     def tracepoints_here(spec: str) -> set[str]:
@@ -555,7 +429,7 @@ def build_catalog(
     """The catalog the command-line options describe (shared by the CLI and the queue worker).
     For this machine the counters of its AMD or Arm core PMU are the probed ones
     (`probed_counters`), unless `probe` is off (--no-probe)."""
-    smt_on = smt_active() if smt is None and cpu is None else smt != "off"
+    smt_on = machine.smt_active() if smt is None and cpu is None else smt != "off"
     options = ReadOptions(
         smt=smt_on,
         reserve=reserve,
@@ -563,7 +437,7 @@ def build_catalog(
         deprecated=deprecated,
         offcore_matrix=offcore_matrix,
         counters=counter_numbers(counters),
-        core_pmu=arm_core_pmu() if not cpu and platform.machine() == "aarch64" else "",
+        core_pmu=machine.arm_core_pmu() if not cpu and platform.machine() == "aarch64" else "",
     )
     given = events_dir or os.environ.get(ENV_EVENTS_DIR)
     directory = _find_events_dir(given) if given else None  # else: the CPU's vendor's data
@@ -628,37 +502,3 @@ def counter_numbers(given: tuple[str, ...] | list[str]) -> tuple[tuple[str, int]
             raise AutoprofError(f"--counters {text!r}: expected PMU=N (N from 0 to 64)")
         found[pmu.strip()] = int(number)
     return tuple(sorted(found.items()))
-
-
-def cpu_list(text: str) -> list[int]:
-    """``0-3,8,10-11`` (the kernel's cpulist format) -> [0, 1, 2, 3, 8, 10, 11]."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        first, _, last = part.partition("-")
-        if first.strip().isdigit():
-            cpus.extend(range(int(first), int(last or first) + 1))
-    return cpus
-
-
-def topology(root: Path = SYSFS_SYSTEM) -> list[dict[str, int]]:
-    """Socket, core and NUMA node of each online CPU, from sysfs (what `lscpu -p` shows; "core"
-    is the kernel's core_id, unique within its socket); -1 where sysfs says nothing."""
-
-    def number(path: Path) -> int:
-        text = _read(path)
-        return int(text) if text.lstrip("-").isdigit() else -1
-
-    node_of = {}
-    for node in sorted((root / "node").glob("node[0-9]*")):
-        for cpu in cpu_list(_read(node / "cpulist")):
-            node_of[cpu] = int(node.name.removeprefix("node"))
-    online = cpu_list(_read(root / "cpu" / "online"))
-    return [
-        {
-            "cpu": cpu,
-            "socket": number(root / "cpu" / f"cpu{cpu}" / "topology" / "physical_package_id"),
-            "core": number(root / "cpu" / f"cpu{cpu}" / "topology" / "core_id"),
-            "node": node_of.get(cpu, -1),
-        }
-        for cpu in online
-    ]

@@ -113,13 +113,19 @@ def bench(
     from autoprof.analysis.renderers.bench import BenchRenderer, BenchTables
     from autoprof.benchmark import measure
     from autoprof.perf.process import Stopper
+    from autoprof.run import planning
+    from autoprof.run.options import EventSelection
+    from autoprof.run.request import Request
 
     commands = split_commands(words)
     if output is not None and (output / "manifest.json").exists():
         raise AutoprofError(f"{output} already holds a profile or benchmark; use another -o")
-    names = common.event_names(event_names, events_file)
-    catalog = common.build_catalog(events_dir=events_dir, reserve=reserve)
-    events = measure.one_run_events(catalog, names)
+    names = common.event_names(event_names, events_file) or measure.DEFAULT_EVENTS
+    request = Request(
+        events=names, selection=EventSelection(reserve=reserve), events_dir=events_dir
+    )
+    planned = planning.plan(request.check(), common.note)
+    events = measure.one_run_events(planned)
     options = measure.BenchOptions(runs, warmup, prepare, timeout, startup_correction)
     console = common.console(stderr=True)
     with (
@@ -165,9 +171,9 @@ def bench(
     document = report(result, summaries, ratios)
     if output is not None:
         from autoprof.benchmark import folder
-        from autoprof.catalog import host
+        from autoprof.catalog import machine
 
-        manifest = folder.write(output, result, host.read_facts(catalog), document)
+        manifest = folder.write(output, result, machine.read_facts(planned.catalog), document)
         console.print(f"benchmark {manifest.id} in {output}/; store it: autoprof upload {output}")
     for path in _export(result, document, export_json, export_csv, excel_safe):
         console.print(f"wrote {path}")

@@ -18,6 +18,7 @@ import click
 
 from autoprof.errors import AutoprofError
 from autoprof.run.options import EventSelection, ProfileOptions
+from autoprof.run.request import PLAN_OPTIONS, Request
 from autoprof.store import url as store_url
 from autoprof.util.declared import Declared, Option, kind_of, option_fields
 
@@ -37,13 +38,15 @@ ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 __all__ = [
     "build_catalog",
     "catalog_options",
+    "catalog_request",
     "event_names",
+    "event_options",
     "key_values",
     "measure_options",
     "metric_catalog_options",
     "metric_file_option",
-    "metric_plan",
-    "note_unmeasurable",
+    "note",
+    "plan_flags",
     "planning_options",
     "profile_flags",
     "redis_option",
@@ -54,21 +57,46 @@ __all__ = [
 ]
 
 
-def build_catalog(every_event: bool = False, **options) -> Catalog:
-    """The catalog the command-line options describe (`autoprof.catalog.host.build_catalog`,
-    imported when a command first needs one), refusing a --reserve that the CPU's counters
-    cannot honour. `every_event` of this machine (no --cpu) is every event its kernel can
-    count: a VM without a PMU leaves its hardware events out, in one note."""
-    from autoprof.catalog import host
-    from autoprof.run import preflight
+def catalog_request(
+    opts: dict[str, Any],
+    names: tuple[str, ...] = (),
+    events_file: str | None = None,
+    *,
+    command: list[str] | None = None,
+    options: ProfileOptions | None = None,
+) -> Request:
+    """The measurement the command-line values describe (the catalog, event, metric and plan
+    options, taken out of `opts`; `options` when the command took them already), checked:
+    `run.planning` plans it the one way for every command."""
+    return Request(
+        command=list(command or []),
+        events=event_names(names, events_file),
+        metrics=tuple(opts.pop("metric_words", ())),
+        metrics_files=tuple(opts.pop("metrics_files", ())),
+        consistent=opts.pop("consistent", False),
+        options=options or take_options(opts),
+        selection=EventSelection.from_json(opts),
+        events_dir=opts.get("events_dir"),
+        cpu=opts.get("cpu"),
+        smt=opts.get("smt"),
+        counters=tuple(opts.get("counters", ())),
+        probe=opts.get("probe", True),
+    ).check()
 
-    EventSelection.from_json(options).check()
-    catalog = host.build_catalog(**options)
-    preflight.check_reserve(catalog.pmus.values(), options.get("reserve", 0))
-    if every_event and not options.get("cpu"):
-        catalog = host.countable(catalog)
+
+def note(text: str) -> None:
+    """What planning says of the machine or the plan, one note line on stderr."""
+    click.echo(f"autoprof: note: {text}", err=True)
+
+
+def build_catalog(**options) -> Catalog:
+    """The catalog the command-line options describe (`run.planning.machine_catalog`, imported
+    when a command first needs one), with its note."""
+    from autoprof.run import planning
+
+    catalog = planning.machine_catalog(catalog_request(options))
     if catalog.note:
-        click.echo(f"autoprof: note: {catalog.note}", err=True)
+        note(catalog.note)
     return catalog
 
 
@@ -154,9 +182,8 @@ def catalog_options(func: Callable) -> Callable:
     )
 
 
-def measure_options(func: Callable) -> Callable:
-    """-e/--events (which events) and how each run measures (the options a job spec carries):
-    shared by `profile` and `submit`."""
+def event_options(func: Callable) -> Callable:
+    """-e/--event and --events FILE: which events (`event_names`)."""
     return _apply(
         func,
         [
@@ -174,7 +201,25 @@ def measure_options(func: Callable) -> Callable:
                 type=click.Path(dir_okay=False),
                 help="File with one event per line (# comments).",
             ),
-            profile_flags(spec=True),
+        ],
+    )
+
+
+def measure_options(func: Callable) -> Callable:
+    """-e/--events (which events) and how each run measures (the options a job spec carries):
+    shared by `profile` and `submit`."""
+    return _apply(func, [event_options, profile_flags(spec=True)])
+
+
+def plan_flags(func: Callable) -> Callable:
+    """The ProfileOptions that change a plan (`run.request.PLAN_OPTIONS`: -a, --cpu-list,
+    --user, --anchor), for `schedule`: it plans what `profile` with them runs."""
+    return _apply(
+        func,
+        [
+            _flag(ProfileOptions, f.name, f.default, o)
+            for f, o in option_fields()
+            if f.name in PLAN_OPTIONS
         ],
     )
 
@@ -350,44 +395,3 @@ def planning_options(func: Callable) -> Callable:
         metavar="all|GROUP|NAME",
         help="Measure exactly the events these metrics need (repeatable; see `metrics list`).",
     )(func)
-
-
-def metric_plan(
-    options: dict,
-    words,
-    files,
-    consistent: bool,
-    anchor: str | None = None,
-    system_wide: bool = True,
-):
-    """The co-scheduled plan for `profile --metrics` / `schedule --metrics` (catalog options as
-    the commands take them; deprecated and experimental events included, as metrics use them).
-    A profile that is not `system_wide` leaves out the metrics of system-wide-only PMUs; on
-    this machine, one without a hardware PMU (a VM), those of hardware events."""
-    from autoprof.catalog import host
-    from autoprof.metrics import catalog as metric_catalog
-    from autoprof.metrics.plan import plan_metrics, unavailable_pmus
-
-    metrics = metric_catalog.for_machine(options.get("events_dir"), options.get("cpu"), files)
-    chosen = metrics.select(list(words) or ["all"])
-    for note in metrics.notes:
-        click.echo(f"autoprof: note: {note}", err=True)
-    built = build_catalog(**{**options, "deprecated": True, "experimental": True})
-    smt = options.get("smt")
-    smt_on = host.smt_active() if smt is None and not options.get("cpu") else smt != "off"
-    directory = host.events_dir(options.get("events_dir"))
-    retire = metric_catalog.retire_latencies(directory, metrics.cpu) if directory else {}
-    extra = [anchor] if anchor else []
-    here = bool(options.get("cpu")) or host.has_core_pmu()  # --cpu: planned for that machine
-    unavailable = unavailable_pmus(built, system_wide, here)
-    return plan_metrics(built, chosen, smt_on, consistent, retire, extra, unavailable)
-
-
-def note_unmeasurable(planned) -> None:
-    """One note line per reason the plan cannot measure metrics, naming them all."""
-    by_reason: dict[str, list[str]] = {}
-    for name, missing in planned.unmeasurable.items():
-        by_reason.setdefault(missing[0].split(": ", 1)[-1], []).append(name)
-    for reason, names in by_reason.items():
-        what = f"{len(names)} metrics" if len(names) > 1 else "1 metric"
-        click.echo(f"autoprof: note: {what} not measured, {reason}: {', '.join(names)}", err=True)

@@ -48,6 +48,13 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
     help="Folder for the raw outputs (resumes a profile already there).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="With --dry-run: print the plan as JSON instead, the bytes `schedule --json` prints "
+    "for the same options.",
+)
 @profile_flags(spec=False)
 @click.option(
     "--resume",
@@ -56,7 +63,7 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
 )
 @common.planning_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
-def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
+def profile(event_names, events_file, output, dry_run, as_json, command, **opts) -> None:
     """Measure every event for a command, without multiplexing.
 
     Every event of this machine (or the chosen ones) for COMMAND, one perf stat run per
@@ -68,61 +75,41 @@ def profile(event_names, events_file, output, dry_run, command, **opts) -> None:
     128 + the signal's number (130 for Ctrl-C).
     """
     from autoprof.pipeline import measure
+    from autoprof.run import planning
     from autoprof.run import profile as library
-    from autoprof.run.options import EventSelection
 
     command = list(command)
     options = take_options(opts)
     resume = opts.pop("resume")
-    metric_args = [opts.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
     check_attach(command, options)
-    names = common.event_names(event_names, events_file)
-    spec = measure.MeasureSpec(
-        command,
-        names,
-        options,
-        EventSelection.from_json(opts),
-        events_dir=opts["events_dir"],
-        cpu=opts["cpu"],
-        smt=opts["smt"],
-        counters=opts["counters"],
-        probe=opts["probe"],
+    if as_json and not dry_run:
+        raise AutoprofError("--json prints the plan of --dry-run: give both")
+    request = common.catalog_request(
+        opts, event_names, events_file, command=command, options=options
     )
-    if metric_args[0] or metric_args[1]:
-        if names:
-            raise AutoprofError("give events (-e, --events) or --metrics, not both")
-        if options.user:
-            raise AutoprofError(
-                "--user counts events in user mode: give it with events (-e), not --metrics "
-                "(a metric's formula names the modes of its events itself)"
-            )
-        words, files, consistent = metric_args
-        wide = options.system_wide or bool(options.cpu_list or options.cgroup)
-        metric = common.metric_plan(opts, words, files, consistent, options.anchor, wide)
-        click.echo(metric.summary(), err=True)
-        common.note_unmeasurable(metric)
-        planned = measure.Planned(metric.catalog, metric.plan)
-    else:
-        planned = measure.plan(
-            spec, note=lambda text: click.echo(f"autoprof: note: {text}", err=True)
-        )
+    planned = planning.plan(request, common.note)
+    if planned.metrics:
+        click.echo(planned.metrics.summary(), err=True)
     out = Path(output)
+    if dry_run and as_json:
+        click.echo(planning.plan_json(planned))
+        return
     if dry_run:
         if not options.attached:
             click.echo(f"autoprof: note: {library.DRY_RUN_NOTE}", err=True)
         for argv in library.dry_run(out, command, planned.plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return
-    _run(measure, spec, planned, out, resume)
+    _run(measure, request, planned, out, resume)
 
 
-def _run(measure, spec, planned, out, resume) -> None:
+def _run(measure, request, planned, out, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
     from autoprof.perf.process import Interrupted
     from autoprof.run import attach
 
-    options, plan = spec.options, planned.plan
-    what = attach.describe(options) if options.attached else shlex.join(spec.command)
+    options, plan = request.options, planned.plan
+    what = attach.describe(options) if options.attached else shlex.join(request.command)
 
     with _reporter(len(plan) * options.repeat) as report:
 
@@ -152,7 +139,7 @@ def _run(measure, spec, planned, out, resume) -> None:
         )
         interrupted: Interrupted | None
         try:
-            done = measure.measure(spec, out, None, hooks, planned=planned, resume=resume)
+            done = measure.measure(request, out, None, hooks, planned=planned, resume=resume)
         except Interrupted as stop:
             interrupted = stop
         else:

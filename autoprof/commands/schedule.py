@@ -2,51 +2,44 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import click
 
 from autoprof.commands.common import (
-    build_catalog,
     catalog_options,
+    catalog_request,
     console,
-    metric_plan,
-    note_unmeasurable,
+    event_options,
+    note,
+    plan_flags,
     planning_options,
 )
-from autoprof.errors import AutoprofError
 
 
 @click.command("schedule")
 @catalog_options
+@event_options
+@plan_flags
 @click.option(
-    "-e", "--event", "event_names", multiple=True, help="Schedule only these events (repeatable)."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the plan as JSON (the contract): the bytes `profile --dry-run --json` prints.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the contract).")
 @planning_options
-def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
+def schedule(event_names: tuple[str, ...], events_file: str | None, as_json: bool, **opts) -> None:
     """Pack every event into the fewest runs without multiplexing."""
-    from autoprof.catalog.host import resolve_events
-    from autoprof.schedule import schedule as make_plan
+    from autoprof.run import planning
     from autoprof.schedule.render import Scheduled, ScheduleRenderer
 
-    metric_args = [options.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
+    request = catalog_request(opts, event_names, events_file)
     started = time.perf_counter()
-    summary = None
-    if metric_args[0] or metric_args[1]:
-        if event_names:
-            raise AutoprofError("give events (-e) or --metrics, not both")
-        planned = metric_plan(options, *metric_args)
-        catalog, plan, summary = planned.catalog, planned.plan, planned.summary()
-        note_unmeasurable(planned)
-    else:
-        catalog = build_catalog(every_event=not event_names, **options)
-        if event_names:
-            catalog = resolve_events(catalog, list(event_names))
-        plan = make_plan(catalog)
+    planned = planning.plan(request, note)
     elapsed = time.perf_counter() - started
     if as_json:
-        click.echo(json.dumps(plan.to_json(), indent=1))
+        click.echo(planning.plan_json(planned))
         return
-    ScheduleRenderer(console()).render(Scheduled(catalog, plan, elapsed, summary), None)
+    summary = planned.metrics.summary() if planned.metrics else None
+    scheduled = Scheduled(planned.catalog, planned.plan, elapsed, summary)
+    ScheduleRenderer(console()).render(scheduled, None)

@@ -8,6 +8,7 @@ from autoprof.commands import common
 from autoprof.commands.common import measure_options, redis_option, selection_options
 from autoprof.errors import AutoprofError
 from autoprof.run.options import EventSelection
+from autoprof.run.request import Request
 
 
 @click.command("submit")
@@ -73,16 +74,14 @@ def submit(
         raise AutoprofError("give exactly one of --host NAME, --cpu ID, --queue NAME")
     if split > 1 and host_name:
         raise AutoprofError("--split needs several machines: use --cpu ID (or --queue NAME)")
-    selection = EventSelection.from_json(opts).check().to_json()
-    for name in selection:
-        opts.pop(name)
-    spec = JobSpec(
+    request = Request(
         command=list(command),
         events=common.event_names(event_names, events_file),
-        options=common.take_options(opts).spec_json(),
-        selection=selection,
+        options=common.take_options(opts),
+        selection=EventSelection.from_json(opts),
         tags=common.key_values(tags, "--tag"),
     )
+    spec = JobSpec.of(request.check())
     text = connection.resolve(redis_text)
     conn = connection.connect(text)
     with connection.errors(text):

@@ -194,11 +194,11 @@ def for_machine(events_dir: str | None, cpu: str | None, files: tuple[str, ...] 
     """The metric set of --events-dir/--cpu (this machine by default) plus YAML `files`, each a
     path or the name of one shipped with autoprof (``software``): Intel's perfmon metrics, or
     perf's own for an AMD or Arm64 CPU (`perfjson`)."""
-    from autoprof.catalog import host, vendor
+    from autoprof.catalog import host, machine, vendor
     from autoprof.catalog.yaml import BUILTIN_DIR
     from autoprof.metrics import perfjson
 
-    named, cpu = bool(cpu), cpu or host.cpu_id()
+    named, cpu = bool(cpu), cpu or machine.cpu_id()
     paths = [_file_or_shipped(f, BUILTIN_DIR / "metrics") for f in files]
     chosen = host.choose_data(host.events_dir(events_dir) if events_dir else None, cpu, named)
     if chosen is None:

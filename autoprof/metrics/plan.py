@@ -202,7 +202,8 @@ def plan_metrics(
     unavailable: Mapping[str, str] | None = None,
 ) -> MetricPlan:
     """The co-scheduled plan measuring exactly what `metrics` need (plus `extra` events such
-    as an anchor, resolved by name); an error when none of them can be measured. Metrics
+    as an anchor, resolved by name and placed in every run: `run.planning` checks that they
+    need no counter); an error when none of them can be measured. Metrics
     reading events of `unavailable` PMUs (`unavailable_pmus`) are left out, with the reason."""
     known = known_constants(catalog.cpu, smt, metrics)
     needs = metric_needs(metrics, catalog, known, retire, unavailable)
@@ -214,8 +215,6 @@ def plan_metrics(
         raise AutoprofError(f"none of the metrics can be measured here ({missing[:300]})")
     cosched = coschedule(schedule(wanted), groups(needs), consistent)
     for event in wanted.select(list(extra)).events if extra else []:
-        if not wanted.pmus[event.pmu].unconstrained:
-            raise AutoprofError(f"anchor event {event.name} needs a counter; choose task-clock")
         for run in cosched.plan.runs:  # in every run, once (the runner adds it nowhere else)
             if event not in run.events:
                 run.placements.append(Placement(event, None))

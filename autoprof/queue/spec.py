@@ -11,14 +11,12 @@ import re
 import shlex
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autoprof.errors import AutoprofError
 from autoprof.run.options import EventSelection, ProfileOptions
+from autoprof.run.request import Request
 from autoprof.util.declared import spec_fields
-
-if TYPE_CHECKING:  # the pipeline (catalogs, perf, the runner) loads only where jobs run
-    from autoprof.pipeline.measure import MeasureSpec
 
 # the only function a worker runs; jobs naming anything else are refused
 JOB_FUNCTION = "autoprof.queue.worker.run_job"
@@ -37,7 +35,7 @@ class JobSpec:
 
     command: list[str]
     events: list[str] = field(default_factory=list)  # empty: every event of the machine
-    # the ProfileOptions a submitter may set (options.spec_fields; part and parts are the
+    # the ProfileOptions a submitter may set (util.declared.spec_fields; part and parts are the
     # spec's own fields, force the worker's)
     options: dict[str, Any] = field(default_factory=dict)
     # EventSelection's fields (not --cpu/--smt/--events-dir: the worker profiles its own machine)
@@ -54,12 +52,10 @@ class JobSpec:
     def profile_options(self) -> ProfileOptions:
         return ProfileOptions.from_json(self.options | {"part": self.part, "parts": self.parts})
 
-    def measure_spec(self, events_dir: str | None = None) -> MeasureSpec:
+    def request(self, events_dir: str | None = None) -> Request:
         """The measurement this job asks for, on the worker's own machine (`events_dir`: the
         worker's --events-dir)."""
-        from autoprof.pipeline.measure import MeasureSpec
-
-        return MeasureSpec(
+        return Request(
             command=self.command,
             events=self.events,
             options=self.profile_options(),
@@ -67,6 +63,22 @@ class JobSpec:
             events_dir=events_dir,
             profile_id=self.profile_id or None,
             tags=self.tags,
+        )
+
+    @classmethod
+    def of(cls, request: Request) -> JobSpec:
+        """The job that asks a worker for `request` (on its own machine: the request's catalog
+        options, --cpu and the like, are not sent)."""
+        options = request.options
+        return cls(
+            command=list(request.command),
+            events=list(request.events),
+            options=options.spec_json(),
+            selection=request.selection.to_json(),
+            profile_id=request.profile_id or "",
+            part=options.part,
+            parts=options.parts,
+            tags=dict(request.tags),
         )
 
     def to_json(self) -> dict[str, Any]:

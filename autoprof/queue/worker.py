@@ -44,7 +44,7 @@ from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
-from autoprof.catalog import host
+from autoprof.catalog import machine
 from autoprof.errors import AutoprofError
 from autoprof.perf.process import Interrupted, die_with_parent, keep_private
 from autoprof.pipeline import measure
@@ -52,6 +52,7 @@ from autoprof.queue import connection, live
 from autoprof.queue.capped import CappedJob, TooLarge
 from autoprof.queue.model import JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
+from autoprof.run.planning import Planned
 from autoprof.run.runner import stop_leftovers
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran
@@ -170,7 +171,7 @@ def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
     check_spec(spec, settings)
     out = settings.workdir / job.id
 
-    def ready(planned: measure.Planned) -> dict[str, Any]:
+    def ready(planned: Planned) -> dict[str, Any]:
         """The plan agreed on, then a quiet machine: the job record the manifest keeps."""
         agree_on_plan(job, spec, planned.plan.to_json())
         _note(job, phase="waiting for a quiet machine")
@@ -195,7 +196,7 @@ def _profile_job(job: Job, settings: Settings, spec: JobSpec) -> dict[str, Any]:
     hooks = measure.Hooks(warn=warn, phase=phase, ready=ready)
     with live.publishing(job.connection, job.id, out):
         done = measure.measure(
-            spec.measure_spec(settings.events_dir),
+            spec.request(settings.events_dir),
             out,
             settings.store,
             hooks,
@@ -286,7 +287,7 @@ class ProfileWorker(Worker):
 
 def queue_names(hostname: str, extra: list[str]) -> list[str]:
     """host:NAME first, then cpu:ID, then the extra queues (RQ serves them in this order)."""
-    names = [connection.host_queue(hostname), connection.cpu_queue(host.cpu_id()), *extra]
+    names = [connection.host_queue(hostname), connection.cpu_queue(machine.cpu_id()), *extra]
     return list(dict.fromkeys(names))
 
 

@@ -17,10 +17,22 @@ from typing import Any
 
 from autoprof.util.declared import Declared, declare, option_fields
 
-__all__ = ["MAX_REPEAT", "EventSelection", "ProfileOptions", "measuring_fields"]
+__all__ = [
+    "MAX_DURATION_S",
+    "MAX_INTERVAL_MS",
+    "MAX_REPEAT",
+    "EventSelection",
+    "ProfileOptions",
+    "measuring_fields",
+]
 
-# every repeat of every run is one perf stat: a million is days of work, most likely a typo
+# The limits of every entry point (the CLI, a queue job, the web's form), declared once below:
+# every repeat of every run is one perf stat: a million is days of work, most likely a typo;
+# an interval past a minute is no time series (perf stat prints the totals at the end anyway);
+# an attached group watches its target for at most an hour (split longer ones with --repeat).
 MAX_REPEAT = 10_000
+MAX_INTERVAL_MS = 60_000
+MAX_DURATION_S = 3_600
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,7 @@ class ProfileOptions(Declared):
         measures=True,
         flags=("--interval",),
         low=10,
+        high=MAX_INTERVAL_MS,
         spec=True,
         help="perf stat -I interval in ms.",
     )
@@ -156,6 +169,7 @@ class ProfileOptions(Declared):
         measures=True,
         flags=("--duration",),
         low=0.01,
+        high=MAX_DURATION_S,
         help="Seconds each group measures the attached target (or the system with -a).",
     )
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoprof.catalog import machine
 from autoprof.catalog.model import Pmu
 from autoprof.errors import AutoprofError
 
@@ -63,66 +64,16 @@ class System:
         return bool(self.capabilities >> bit & 1)
 
 
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _read_capabilities(status: Path) -> int:
-    try:
-        for line in status.read_text().splitlines():
-            if line.startswith("CapEff:"):
-                return int(line.split()[1], 16)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-# /proc/self/uid_map of the initial user namespace: every uid mapped to itself
-_INITIAL_UID_MAP = ["0", "0", "4294967295"]
-
-
-def _in_user_namespace(uid_map: Path) -> bool:
-    try:
-        return uid_map.read_text().split() != _INITIAL_UID_MAP
-    except OSError:
-        return False  # no user namespaces in this kernel
-
-
-def parse_cpu_list(text: str) -> frozenset[int]:
-    """CPU numbers of a list such as perf's -C and sysfs write it: "0-3,5"."""
-    cpus: set[int] = set()
-    for item in text.strip().split(","):
-        first, sep, last = item.strip().partition("-")
-        if not first.isdigit() or (sep and not last.isdigit()):
-            raise AutoprofError(f"CPU list {text!r}: expected numbers and ranges such as 0-3,5")
-        low, high = int(first), int(last) if sep else int(first)
-        if high < low:
-            raise AutoprofError(f"CPU list {text!r}: range {item} runs backwards")
-        cpus.update(range(low, high + 1))
-    return frozenset(cpus)
-
-
-def _read_cpus(path: Path) -> frozenset[int] | None:
-    try:
-        return parse_cpu_list(path.read_text())
-    except (OSError, AutoprofError):
-        return None
-
-
-def read_system(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> System:
-    """Read the machine's settings (the only I/O of this module)."""
-    kernel = proc / "sys" / "kernel"
+def read_system(proc: Path = machine.PROC, sys: Path = Path("/sys")) -> System:
+    """The machine's settings (`catalog.machine` reads them: the only I/O of this module)."""
     return System(
         perf=shutil.which("perf"),
-        paranoid=_read_int(kernel / "perf_event_paranoid"),
-        kptr_restrict=_read_int(kernel / "kptr_restrict"),
-        nmi_watchdog=_read_int(kernel / "nmi_watchdog"),
-        capabilities=_read_capabilities(proc / "self" / "status"),
-        user_namespace=_in_user_namespace(proc / "self" / "uid_map"),
-        online_cpus=_read_cpus(sys / "devices" / "system" / "cpu" / "online"),
+        paranoid=machine.perf_event_paranoid(proc),
+        kptr_restrict=machine.kptr_restrict(proc),
+        nmi_watchdog=machine.nmi_watchdog(proc),
+        capabilities=machine.capabilities(proc),
+        user_namespace=machine.in_user_namespace(proc),
+        online_cpus=machine.online_cpus(sys / "devices" / "system"),
     )
 
 
@@ -203,7 +154,7 @@ def evaluate(
 
 
 def _cpu_list_findings(system: System, cpu_list: str) -> list[Finding]:
-    wanted = parse_cpu_list(cpu_list)
+    wanted = machine.cpu_list(cpu_list)
     online = system.online_cpus
     if online is None or wanted <= online:
         return []

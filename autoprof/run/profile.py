@@ -1,9 +1,9 @@
 """Profile a command: the body of `autoprof profile` as library calls, so the CLI and the queue
 worker run one and the same code.
 
-    catalog, plan = plan_for(host.build_catalog(...), event_names)
-    warnings = check_machine(catalog, options, command)     # raises on what cannot work
-    outcome = profile(out, command, catalog, plan, options, on_event=...)
+    planned = planning.plan(request)                        # run.planning: the plan's one home
+    warnings = planning.check(request, planned)             # raises on what cannot work
+    outcome = profile(out, command, planned.catalog, planned.plan, options, on_event=...)
 
 A split profile is the same call with `options.part`/`options.parts` and the `profile_id` its
 parts share: each part runs its share of the plan (`outdir.planned`) under the plan's global
@@ -19,20 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import __version__
-from autoprof.catalog import host, modifiers
+from autoprof.catalog import machine, modifiers
 from autoprof.catalog.facts import MachineFacts
-from autoprof.catalog.model import Catalog, Exclusion
+from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
-from autoprof.perf import labels as perf_labels
-from autoprof.perf import launch
 from autoprof.perf.launch import control_args
-from autoprof.run import attach, outdir, preflight
+from autoprof.run import attach, outdir
 from autoprof.run.journal import finished
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import Manifest, RunRecord
 from autoprof.run.runner import Runner, Task, counts_workload, perf_argv
-from autoprof.schedule import schedule
 from autoprof.schedule.plan import Plan
 from autoprof.util.clock import now_iso
 from autoprof.util.status import RunStatus
@@ -60,72 +57,6 @@ class Outcome:
         n = len(self.failed)
         head = f"all {n} runs failed" if n == self.planned else f"{n} of {self.planned} runs failed"
         return f"{head} (run.repeat {listed}; {first[0]}.{first[1]}: {reason})"
-
-
-def plan_for(
-    catalog: Catalog,
-    names: list[str],
-    anchor: str | None = None,
-    system_wide: bool = True,
-    user: bool = False,
-) -> tuple[Catalog, Plan]:
-    """The catalog restricted to `names` (all of it when empty) plus the `anchor` event, and
-    its schedule. The anchor must need no counter: `tasks` adds it to every run. A profile
-    that is not `system_wide` (a command's or a process's) leaves out the events of PMUs that
-    count system-wide only (`task_bound`); a `user` profile (--user) counts every event in user
-    mode only (`modifiers.user_only`)."""
-    if names:
-        catalog = host.resolve_events(
-            catalog, [*names, *([anchor] if anchor and anchor not in names else [])]
-        )
-    if not system_wide:
-        catalog = task_bound(catalog, chosen=bool(names))
-    if user:
-        catalog = modifiers.user_only(catalog)
-        anchor = modifiers.named(anchor, modifiers.USER) if anchor else anchor
-    if not catalog.events:
-        raise AutoprofError("no events to measure")
-    if anchor:
-        found = [e for e in catalog.events if anchor in (e.name, e.spec)]
-        if not found:
-            raise AutoprofError(f"anchor event {anchor} is not an event of this machine")
-        if not catalog.pmus[found[0].pmu].unconstrained:
-            raise AutoprofError(
-                f"anchor event {anchor} needs a {found[0].pmu} counter in every run; "
-                "choose a software event such as task-clock"
-            )
-    plan = schedule(catalog)
-    for run in plan.runs:
-        clash = perf_labels.first_clash((e.pmu, e.label, e.spec, e.key) for e in run.events)
-        if clash:
-            printed, (pmu_a, a), (pmu_b, b) = clash
-            raise AutoprofError(
-                f"{pmu_a}/{a} and {pmu_b}/{b} would both print as {printed!r} in perf's output "
-                "of one run, so their counts could not be told apart: give one a name= of its own"
-            )
-    return catalog, plan
-
-
-def task_bound(catalog: Catalog, chosen: bool) -> Catalog:
-    """The catalog less the events of system-wide-only PMUs (Intel's uncore_*, AMD's
-    amd_l3/amd_df/amd_umc, Arm's uncore: the kernel refuses a task-bound event there), each left
-    out with the reason; an event the user `chosen` by name is refused instead, in one line."""
-    wide = {n for n, p in catalog.pmus.items() if p.system_wide}
-    dropped = [e for e in catalog.events if e.pmu in wide]
-    if not dropped:
-        return catalog
-    why = f"{dropped[0].pmu} counts system-wide only (the kernel refuses task-bound events)"
-    if chosen:
-        raise AutoprofError(f"{dropped[0].name}: {why}: profile it with -a")
-    reason = "system-wide only: profile -a counts it"
-    return Catalog(
-        catalog.cpu,
-        {n: p for n, p in catalog.pmus.items() if n not in wide},
-        [e for e in catalog.events if e.pmu not in wide],
-        catalog.excluded + [Exclusion(e.name, e.pmu, reason) for e in dropped],
-        catalog.source,
-        catalog.note,
-    )
 
 
 def tasks(plan: Plan, options: ProfileOptions) -> Iterator[Task]:
@@ -169,39 +100,6 @@ def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) 
             argv += control_args(pid if counts_workload(options) else None, ctl, ack)
         found.append(argv)
     return found
-
-
-def check_machine(
-    catalog: Catalog, options: ProfileOptions, command: list[str], cpu: str | None = None
-) -> list[str]:
-    """Warnings about this machine for this profile; raises AutoprofError for what cannot work
-    (perf unusable, CPUs the machine lacks, a catalog of another CPU (`cpu`, the --cpu asked
-    for), the command not found)."""
-    findings = preflight.check(
-        system_wide=options.system_wide or bool(options.cpu_list or options.cgroup),
-        kernel=False,
-        counters=any(not p.unconstrained for p in catalog.pmus.values()),
-        cpu_list=options.cpu_list,
-    )
-    preflight.fail_on_fatal(findings)
-    here = host.cpu_id()
-    # family and model decide the events (a platform's representative id may differ in stepping)
-    if cpu and catalog.cpu.split("-")[:3] != here.split("-")[:3]:
-        raise AutoprofError(
-            f"--cpu {cpu} ({catalog.cpu}) is not this machine ({here}): profile counts here; "
-            f"plan for another CPU with: autoprof schedule --cpu {cpu}"
-        )
-    host.refuse_uncountable(catalog)
-    if options.attached:
-        attach.check_target(options)
-    else:
-        launch.resolve(command[0])  # not found, or not to be run: one line now
-    warnings = []
-    for finding in findings:
-        if finding.severity != preflight.FATAL:
-            fix = f" (fix: {finding.fix})" if finding.fix else ""
-            warnings.append(f"{finding.message}{fix}")
-    return warnings
 
 
 def open_profile(
@@ -260,7 +158,7 @@ def profile(
     another target only with `resume`. `env`: variables a job sets for its workload only.
     """
     manifest = open_profile(
-        out, command, plan, options, facts or host.read_facts(catalog), profile_id
+        out, command, plan, options, facts or machine.read_facts(catalog), profile_id
     )
     if job is not None and manifest.job != job:
         manifest.job = dict(job)

@@ -17,6 +17,10 @@ from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu
 from autoprof.errors import AutoprofError
 from autoprof.schedule import rules
 
+# why a plan of a command's or a process's profile leaves out an event of a system-wide-only PMU
+# (`run.planning.task_bound`)
+SYSTEM_WIDE_ONLY = "system-wide only: profile -a counts it"
+
 
 @dataclass(frozen=True)
 class Placement:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from autoprof.schedule.plan import SYSTEM_WIDE_ONLY
 from autoprof.util.renderer import RichRenderer
 
 if TYPE_CHECKING:
@@ -80,9 +81,19 @@ class ScheduleRenderer(RichRenderer[Scheduled]):
         wide = sorted(name for name in by_pmu if plan.pmus[name].system_wide)
         if wide:
             count = sum(len(by_pmu[name]) for name in wide)
-            events = f"{count} event" + ("s" if count != 1 else "")
             console.print(
-                f"system-wide only: {', '.join(wide)} ({events}): the kernel refuses task-bound "
-                "events there, so a profile of a command or -p leaves them out; profile -a or "
-                "--cpu-list counts them"
+                f"system-wide only: {', '.join(wide)} ({_events(count)}): the kernel refuses "
+                "task-bound events there, so a profile of a command or -p leaves them out; "
+                "profile -a or --cpu-list counts them"
             )
+        left = [x.pmu for x in plan.excluded if x.reason == SYSTEM_WIDE_ONLY]
+        if left:
+            console.print(
+                f"system-wide only, left out: {', '.join(sorted(set(left)))} "
+                f"({_events(len(left))}): the kernel refuses task-bound events there; "
+                "profile -a or --cpu-list counts them (schedule -a plans that profile)"
+            )
+
+
+def _events(count: int) -> str:
+    return f"{count} event" + ("s" if count != 1 else "")

@@ -24,7 +24,7 @@ import sys
 import threading
 import uuid
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +33,8 @@ from autoprof.queue.model import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, Job
 from autoprof.queue.spec import allowed
 from autoprof.results.live import Tail
 from autoprof.run import outdir
+from autoprof.run.options import EventSelection, ProfileOptions
+from autoprof.run.request import Request
 from autoprof.run.runner import stop_leftovers
 from autoprof.util.clock import now_iso
 from autoprof.util.records import write_json
@@ -105,10 +107,27 @@ class JobRequest:
     def command_line(self) -> str:
         return shlex.join(self.command)
 
+    def measurement(self) -> Request:
+        """What a stat/profile job measures: the one `Request` that `run.planning` plans and
+        `pipeline.measure` runs for the CLI and the queue too, with their limits."""
+        options = ProfileOptions(interval_ms=self.interval_ms, repeat=self.repeat)
+        if self.pid is not None:  # every group watches the running process for `duration`
+            options = replace(options, pids=str(self.pid), duration=self.duration)
+        return Request(
+            self.command,
+            self.events,
+            options=options,
+            selection=EventSelection(reserve=self.reserve),
+            tags=self.tags,
+            env=self.env,
+        )
+
     @classmethod
     def from_form(cls, data: Any) -> JobRequest:
         """Parse the form's JSON (command as one shell line or a list of arguments, env and
-        tags as KEY=VALUE lines); raises AutoprofError with what is wrong."""
+        tags as KEY=VALUE lines, numbers as numbers or the text of an input); raises
+        AutoprofError with what is wrong. Interval, repeat, duration and reserve have the
+        limits every entry point has (`run.options`)."""
         if not isinstance(data, dict):
             raise AutoprofError(f"expected a JSON object, not {type(data).__name__}")
         tool = str(data.get("tool", "stat"))
@@ -126,18 +145,20 @@ class JobRequest:
         events = [e for e in events if e.strip()]
         if tool != "record" and not events:
             raise AutoprofError("choose at least one event")
-        return cls(
+        request = cls(
             tool=tool,
             command=command,
             events=events,
             env=_pairs(data.get("env", ""), "environment variable", _ENV_NAME),
-            pid=_bounded(pid, "pid", 1, 2**22) if pid is not None else None,
-            duration=_bounded(data.get("duration") or 10, "duration", 0.01, 3600, float),
-            interval_ms=_bounded(data.get("interval_ms", 100), "interval", 10, 60_000),
-            repeat=_bounded(data.get("repeat", 1), "repeat", 1, 100),
-            reserve=_bounded(data.get("reserve", 0), "reserve", 0, 8),
+            pid=_pid(pid) if pid is not None else None,
+            duration=_number(data.get("duration") or 10, "duration", float),
+            interval_ms=_number(data.get("interval_ms", 100), "interval"),
+            repeat=_number(data.get("repeat", 1), "repeat"),
+            reserve=_number(data.get("reserve", 0), "reserve"),
             tags=_pairs(data.get("tags", ""), "tag", None),
         )
+        request.measurement().check()  # the CLI's limits (run.options), in its words
+        return request
 
 
 def _command(value: Any) -> list[str]:
@@ -152,20 +173,24 @@ def _command(value: Any) -> list[str]:
         raise AutoprofError(f"command: {err}") from None
 
 
-def _bounded(value: Any, what: str, low: float, high: float, kind: type = int) -> Any:
-    """`value` as a `kind` (int: a whole number; float: seconds) within low..high, or
-    AutoprofError saying what is wrong."""
-    unit = " s" if kind is float else ""
+def _number(value: Any, what: str, kind: type = int) -> Any:
+    """`value` (a JSON number, or an input's text) as a `kind` (int: a whole number; float:
+    seconds), or AutoprofError saying what is wrong."""
     try:
         if isinstance(value, bool):  # JSON true is no number
             raise TypeError
-        number = kind(value)
+        return kind(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: int(1e999)
         noun = "a number of seconds" if kind is float else "a whole number"
         raise AutoprofError(f"{what} {value!r} is not {noun}") from None
-    if not low <= number <= high:
-        raise AutoprofError(f"{what} {number}{unit} is outside {low}..{high}{unit}")
-    return number
+
+
+def _pid(value: Any) -> int:
+    """A process id to attach to (the kernel's pid_max is at most 2**22)."""
+    pid = _number(value, "pid")
+    if not 1 <= pid <= 2**22:
+        raise AutoprofError(f"pid {pid} is outside 1..{2**22}")
+    return pid
 
 
 def _pairs(text: Any, what: str, name_rule: re.Pattern | None) -> dict[str, str]:

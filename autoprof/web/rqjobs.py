@@ -42,9 +42,7 @@ class RqQueue:
             raise AutoprofError(
                 "queue jobs (AUTOPROF_REDIS) run profiles only: no record, environment or PID"
             )
-        options = {"interval_ms": request.interval_ms, "repeat": request.repeat}
-        selection = {"reserve": request.reserve} if request.reserve else {}
-        spec = JobSpec(request.command, request.events, options, selection, tags=request.tags)
+        spec = JobSpec.of(request.measurement())
         (job,) = jobs.submit(self.conn, self.queue_name, jobs.split_specs(spec, 1))
         self.requests[job.id] = request
         found = self.get(job.id)

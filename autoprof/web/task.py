@@ -17,7 +17,6 @@ import json
 import os
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 from autoprof.errors import AutoprofError
@@ -32,22 +31,10 @@ TOP = 30
 
 def run_profile(request: JobRequest, out: Path, store: str | None) -> JobResult:
     from autoprof.pipeline import measure
-    from autoprof.run.options import EventSelection, ProfileOptions
     from autoprof.store import url
 
-    options = ProfileOptions(interval_ms=request.interval_ms, repeat=request.repeat)
-    if request.pid is not None:  # every group watches the running process for `duration`
-        options = replace(options, pids=str(request.pid), duration=request.duration)
-    spec = measure.MeasureSpec(
-        request.command,
-        request.events,
-        options.check(),
-        EventSelection(reserve=request.reserve),
-        tags=request.tags,
-        env=request.env,
-    )
     hooks = measure.Hooks(warn=lambda text: print(f"autoprof: warning: {text}", flush=True))
-    return JobResult.of(measure.measure(spec, out, url.resolve(store), hooks))
+    return JobResult.of(measure.measure(request.measurement(), out, url.resolve(store), hooks))
 
 
 def run_record(request: JobRequest, out: Path) -> JobResult:
