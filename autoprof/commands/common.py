@@ -218,7 +218,7 @@ def plan_flags(func: Callable) -> Callable:
         func,
         [
             _flag(ProfileOptions, f.name, f.default, o)
-            for f, o in option_fields()
+            for f, o in option_fields(ProfileOptions)
             if f.name in PLAN_OPTIONS
         ],
     )
