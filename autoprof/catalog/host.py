@@ -414,6 +414,11 @@ def _unknown_tracepoint(spec: str, known: list[str]) -> AutoprofError:
     return AutoprofError(f"unknown tracepoint {spec!r} ({hint})")
 
 
+def planned_smt(smt: str | None, cpu: str | None) -> bool:
+    """The SMT state a plan is for: --smt on|off, else this machine's, or on for another --cpu."""
+    return machine.smt_active() if smt is None and not cpu else smt != "off"
+
+
 def build_catalog(
     events_dir: str | None = None,
     cpu: str | None = None,
@@ -429,7 +434,7 @@ def build_catalog(
     """The catalog the command-line options describe (shared by the CLI and the queue worker).
     For this machine the counters of its AMD or Arm core PMU are the probed ones
     (`probed_counters`), unless `probe` is off (--no-probe)."""
-    smt_on = machine.smt_active() if smt is None and cpu is None else smt != "off"
+    smt_on = planned_smt(smt, cpu)
     options = ReadOptions(
         smt=smt_on,
         reserve=reserve,

@@ -111,9 +111,7 @@ def metric_events(draft: Draft) -> Draft:
     for text in metrics.notes:
         draft.note(text)
     catalog = draft.catalog
-    smt_on = (
-        machine.smt_active() if request.smt is None and not request.cpu else request.smt != "off"
-    )
+    smt_on = host.planned_smt(request.smt, request.cpu)
     directory = host.events_dir(request.events_dir)
     retire = metric_catalog.retire_latencies(directory, metrics.cpu) if directory else {}
     anchor = request.options.anchor
