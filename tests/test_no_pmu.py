@@ -8,12 +8,12 @@ import json
 import pandas as pd
 import pytest
 
-from autoprof.catalog import host
+from autoprof.catalog import host, machine
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 
 NO_PMU_HERE = pytest.mark.skipif(
-    host.has_core_pmu(), reason="this machine has a hardware PMU: nothing to refuse"
+    machine.has_core_pmu(), reason="this machine has a hardware PMU: nothing to refuse"
 )
 
 
@@ -36,7 +36,7 @@ def _sysfs(tmp_path, **pmus: list[str]):
     ],
 )
 def test_a_core_pmu_is_what_sysfs_shows(tmp_path, pmus, expected):
-    assert host.has_core_pmu(_sysfs(tmp_path, **pmus)) is expected
+    assert machine.has_core_pmu(_sysfs(tmp_path, **pmus)) is expected
 
 
 def test_hardware_events_are_those_of_no_host_pmu():

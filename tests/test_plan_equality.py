@@ -136,6 +136,8 @@ def test_schedule_and_profile_refuse_alike(cli_run):
         assert planned.returncode == run.returncode == 2, args
         [line] = planned.stderr.strip().splitlines()
         assert line.startswith("autoprof: error: ") and run.stderr.strip() == line, args
+    alone = cli_run("profile", "--json", "-e", "task-clock", "--", "true")
+    assert alone.returncode == 2 and "--json prints the plan of --dry-run" in alone.stderr
 
 
 def test_this_machine_plans_alike(cli_run):

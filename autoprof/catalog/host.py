@@ -47,8 +47,6 @@ _TRACEPOINT = re.compile(r"[\w-]+:[\w-]+")  # subsystem:event
 
 # The PMUs of every Linux machine, hardware counters or not (host_catalog adds their events).
 HOST_PMUS = frozenset({"software", "tracepoint", "breakpoint", "msr"})
-# The core PMUs of x86 (arch/x86/events/core.c registers "cpu"; hybrid parts one per core type).
-X86_CORE_PMUS = ("cpu", "cpu_core", "cpu_atom", "cpu_lowpower")
 
 
 def tracepoints() -> list[str]:
@@ -245,18 +243,6 @@ def host_catalog(
     return catalog
 
 
-def has_core_pmu(sysfs: Path = SYSFS_PMUS) -> bool:
-    """Whether the kernel counts hardware events here: x86's core PMU, or a PMU serving a set
-    of CPUs (a ``cpus`` file: Arm's core PMUs, x86 hybrid core types). A VM without a virtual
-    PMU has none (dmesg: "PMU not available due to virtualization, using software events
-    only"); perf then answers <not supported> for every hardware event."""
-    if not sysfs.is_dir():
-        return False
-    return any((sysfs / name).is_dir() for name in X86_CORE_PMUS) or any(
-        (pmu / "cpus").is_file() for pmu in sysfs.iterdir()
-    )
-
-
 def no_pmu_note(sysfs: Path = SYSFS_PMUS) -> str:
     return (
         f"this machine's kernel offers no hardware PMU (no core PMU in {sysfs}: a VM without a "
@@ -272,7 +258,7 @@ def hardware_events(catalog: Catalog) -> list[Event]:
 def uncountable(catalog: Catalog, sysfs: Path = SYSFS_PMUS) -> list[Event]:
     """The events of `catalog` (this machine's) that its kernel cannot count: every hardware
     event where it offers no core PMU (perf would answer <not supported> for each)."""
-    return [] if has_core_pmu(sysfs) else hardware_events(catalog)
+    return [] if machine.has_core_pmu(sysfs) else hardware_events(catalog)
 
 
 def countable(catalog: Catalog, sysfs: Path = SYSFS_PMUS) -> Catalog:
@@ -414,6 +400,11 @@ def _unknown_tracepoint(spec: str, known: list[str]) -> AutoprofError:
     return AutoprofError(f"unknown tracepoint {spec!r} ({hint})")
 
 
+def planned_smt(smt: str | None, cpu: str | None) -> bool:
+    """The SMT state a plan is for: --smt on|off, else this machine's, or on for another --cpu."""
+    return machine.smt_active() if smt is None and not cpu else smt != "off"
+
+
 def build_catalog(
     events_dir: str | None = None,
     cpu: str | None = None,
@@ -429,7 +420,7 @@ def build_catalog(
     """The catalog the command-line options describe (shared by the CLI and the queue worker).
     For this machine the counters of its AMD or Arm core PMU are the probed ones
     (`probed_counters`), unless `probe` is off (--no-probe)."""
-    smt_on = machine.smt_active() if smt is None and cpu is None else smt != "off"
+    smt_on = planned_smt(smt, cpu)
     options = ReadOptions(
         smt=smt_on,
         reserve=reserve,
@@ -457,7 +448,7 @@ def probed_counters(catalog: Catalog) -> dict[str, int]:
     """The generic counters of this machine's core PMUs that `probe` finds (remembered or
     probed now): none without perf or a core PMU."""
     perf = shutil.which("perf")
-    if perf is None or not has_core_pmu():
+    if perf is None or not machine.has_core_pmu():
         return {}
     found = {}
     for name, pmu in catalog.pmus.items():

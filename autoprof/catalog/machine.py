@@ -1,6 +1,6 @@
 """The live machine, read in one place: its CPU id and model, SMT, the kernel's perf settings
 (perf_event_paranoid, kptr_restrict, the NMI watchdog), this process's capabilities, its CPU
-lists and topology, and its core PMU's name and slots.
+lists and topology, whether it has a core PMU, and its name and slots.
 
 `host` (the catalog of this machine), `preflight` (can perf do it here) and `read_facts` (what a
 profile records) all read them here, and every CPU list (sysfs's, --cpu-list) is parsed by the
@@ -23,6 +23,8 @@ from autoprof.errors import AutoprofError
 PROC = Path("/proc")
 SYSFS_PMUS = Path("/sys/bus/event_source/devices")
 SYSFS_SYSTEM = Path("/sys/devices/system")
+# The core PMUs of x86 (arch/x86/events/core.c registers "cpu"; hybrid parts one per core type).
+X86_CORE_PMUS = ("cpu", "cpu_core", "cpu_atom", "cpu_lowpower")
 
 
 def read_text(path: Path | str, default: str = "") -> str:
@@ -99,6 +101,18 @@ def chas_per_socket(pmus: Path = SYSFS_PMUS) -> int | None:
     socket (its cpumask lists one CPU per socket); None without CHAs (clients, AMD)."""
     boxes = len(list(pmus.glob("uncore_cha_[0-9]*")))
     return boxes or None
+
+
+def has_core_pmu(sysfs: Path = SYSFS_PMUS) -> bool:
+    """Whether the kernel counts hardware events here: x86's core PMU, or a PMU serving a set
+    of CPUs (a ``cpus`` file: Arm's core PMUs, x86 hybrid core types). A VM without a virtual
+    PMU has none (dmesg: "PMU not available due to virtualization, using software events
+    only"); perf then answers <not supported> for every hardware event."""
+    if not sysfs.is_dir():
+        return False
+    return any((sysfs / name).is_dir() for name in X86_CORE_PMUS) or any(
+        (pmu / "cpus").is_file() for pmu in sysfs.iterdir()
+    )
 
 
 def perf_version() -> str:

@@ -29,7 +29,10 @@ from autoprof.commands.common import (
 )
 @planning_options
 def schedule(event_names: tuple[str, ...], events_file: str | None, as_json: bool, **opts) -> None:
-    """Pack every event into the fewest runs without multiplexing."""
+    """Pack every event into the fewest runs without multiplexing.
+
+    The plan `profile` runs with the same options: a command's profile leaves out the PMUs
+    that count system-wide only (-a or --cpu-list plans them)."""
     from autoprof.run import planning
     from autoprof.schedule.render import Scheduled, ScheduleRenderer
 

@@ -111,13 +111,11 @@ def metric_events(draft: Draft) -> Draft:
     for text in metrics.notes:
         draft.note(text)
     catalog = draft.catalog
-    smt_on = (
-        machine.smt_active() if request.smt is None and not request.cpu else request.smt != "off"
-    )
+    smt_on = host.planned_smt(request.smt, request.cpu)
     directory = host.events_dir(request.events_dir)
     retire = metric_catalog.retire_latencies(directory, metrics.cpu) if directory else {}
     anchor = request.options.anchor
-    here = bool(request.cpu) or host.has_core_pmu()  # --cpu: planned for that machine
+    here = bool(request.cpu) or machine.has_core_pmu()  # --cpu: planned for that machine
     unavailable = unavailable_pmus(catalog, request.options.system_scope, here)
     planned = plan_metrics(
         catalog, chosen, smt_on, request.consistent, retire, [anchor] if anchor else [], unavailable

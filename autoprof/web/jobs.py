@@ -244,14 +244,20 @@ def check_events(request: JobRequest, catalog: Catalog) -> None:
     """A job's events, checked against this machine's `catalog` as its tool checks them before
     any run, so that the form gets the refusal instead of a job bound to fail: every tool's
     events resolve to events of this machine (`host.resolve_events`: an unknown one, or a text
-    that is not one event, never reaches perf), and a stat/profile job's must be countable
-    (no hardware event where the kernel offers no PMU)."""
+    that is not one event, never reaches perf); a stat/profile job's are planned as the job
+    will plan them (`run.planning`: an event of a system-wide-only PMU for a command, two
+    events perf would print alike) and must be countable (no hardware event where the kernel
+    offers no PMU)."""
     from autoprof.catalog import host
+    from autoprof.run import planning
 
-    if request.events:
-        resolved = host.resolve_events(catalog, request.events)
-        if request.tool != "record":
-            host.refuse_uncountable(resolved)
+    if not request.events:
+        return
+    if request.tool == "record":
+        host.resolve_events(catalog, request.events)
+        return
+    planned = planning.plan_catalog(catalog, request.measurement())
+    host.refuse_uncountable(planned.catalog)
 
 
 def refused_env_names(names: list[str]) -> list[str]:
