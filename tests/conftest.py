@@ -97,11 +97,18 @@ def writes(tmp_path_factory) -> Path:
     return binary
 
 
+NO_PERF = pytest.mark.skip(reason="needs perf (make test-deps installs it)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that uses `writes` profiles it with perf: slow, whatever file it is in."""
+    """A test that uses `writes` profiles it with perf: slow, whatever file it is in. A test
+    marked `needs_perf` skips where perf is not installed."""
+    perf = shutil.which("perf") is not None
     for item in items:
         if "writes" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+        if not perf and item.get_closest_marker("needs_perf"):
+            item.add_marker(NO_PERF)
 
 
 @pytest.fixture

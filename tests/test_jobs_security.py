@@ -56,13 +56,8 @@ def test_a_job_sets_only_the_variables_the_operator_listed(tmp_path):
     assert taken.status_code == 202
 
 
-def test_serve_refuses_to_allow_a_variable_that_runs_code():
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "serve", "--allow", "true", "--allow-env", "LD_PRELOAD"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_serve_refuses_to_allow_a_variable_that_runs_code(cli_run):
+    proc = cli_run("serve", "--allow", "true", "--allow-env", "LD_PRELOAD")
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith(

@@ -61,6 +61,7 @@ def profiled(tmp_path: Path, command: list[str], *args: str) -> tuple[dict[str, 
     return frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict(), out
 
 
+@pytest.mark.slow  # six real profiles
 @pytest.mark.parametrize(
     "command",
     [["true"], ["sh", "-c", "/bin/true; /bin/true; /bin/true"]],

@@ -6,7 +6,6 @@ real PMU in test_pmu_lane.py; here, what this machine's perf counts (software ev
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -79,7 +78,7 @@ def test_modifiers_that_cannot_mean_anything_are_refused():
         modifiers.with_modifier(Event("x", "software", "page-faults:u"), "k")
 
 
-@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+@pytest.mark.needs_perf
 def test_profile_user_names_every_event_in_user_mode(tmp_path):
     """--user, with an anchor: every event counted as NAME:u, in the plan, the manifest (which
     records --user: a resumed profile keeps it) and results.csv."""

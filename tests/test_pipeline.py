@@ -22,10 +22,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from autoprof.cli import cli
 from autoprof.errors import AutoprofError
 from autoprof.pipeline import measure
 from autoprof.queue import connection, jobs, live
@@ -35,6 +33,7 @@ from autoprof.results.live import Tail
 from autoprof.run import outdir
 from autoprof.run.options import EventSelection
 from autoprof.store import engine, queries
+from autoprof.testing.cli import invoke
 from autoprof.testing.workers import WorkerProcess, wait_ready
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
@@ -56,10 +55,8 @@ def reserve_refusal() -> str:
 
 
 def test_the_cli_refuses_an_impossible_reserve_with_the_pipelines_line(tmp_path):
-    said = CliRunner().invoke(
-        cli, ["profile", "--reserve", str(RESERVE), "-e", "task-clock", "-o", tmp_path, "true"]
-    )
-    assert said.exit_code == 2
+    said = invoke("profile", "--reserve", str(RESERVE), "-e", "task-clock", "-o", tmp_path, "true")
+    assert said.returncode == 2
     assert said.output == f"autoprof: error: {reserve_refusal()}\n"
     assert not (tmp_path / outdir.MANIFEST).exists()
 
