@@ -135,10 +135,11 @@ def test_default_folder_is_analysis_beside_the_results(linear):
     assert "Largest changes" in run.output and "0 of 4 events changed significantly" in run.output
 
 
-def test_a_csv_renderer_without_a_path_writes_the_main_table_to_stdout(linear, capsys):
+def test_the_csv_renderer_gives_the_main_table_the_writer_puts_on_stdout(linear, capsys):
     from autoprof.analysis import renderers, stats
+    from autoprof.util.renderer import write
 
     result = stats.analyse(data.load(linear), None)
-    assert renderers.renderer(renderers.RENDERERS[".csv"]).render(result, None) == []
+    assert write(renderers.renderer(renderers.RENDERERS[".csv"]).render(result), "-") is None
     table = pd.read_csv(io.StringIO(capsys.readouterr().out), index_col="event")
     assert sorted(table.index) == ["a", "b", "c", "noise"] and (table["samples"] == 40).all()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.functions.render import csv_text
+from autoprof.functions.render import CsvRenderer
 from autoprof.functions.table import base_event, build
 from autoprof.perf.script import Frame, Sample
 from autoprof.testing.cli import invoke
@@ -89,7 +89,7 @@ def test_ratios_where_both_events_were_sampled():
     f, g = table.rows
     assert table.ratio(f, "cycles:u", "instructions:u") == 3.0
     assert table.ratio(g, "cycles:u", "instructions:u") is None  # no instructions sampled in g
-    rows = read_csv(csv_text(table))
+    rows = read_csv(CsvRenderer().render(table))
     assert rows[0]["cycles/instr"] == "3" and rows[1]["cycles/instr"] == ""
     assert base_event("sched:sched_switch") == "sched:sched_switch"
 

@@ -252,20 +252,20 @@ def test_tiny_catalogs_need_exactly_the_brute_force_minimum(catalog):
 
 
 def test_the_schedule_table_is_a_renderer_that_writes_to_the_terminal_or_a_file(tmp_path):
-    """The table `autoprof schedule` prints comes from ScheduleRenderer; with a path the same
-    text goes to the file, unwrapped."""
+    """The table `autoprof schedule` prints comes from ScheduleRenderer; for a file (no
+    console) the same text, unwrapped, which the one writer puts there."""
     from rich.console import Console
 
     from autoprof.schedule.render import Scheduled, ScheduleRenderer
+    from autoprof.util.renderer import write
 
     data = Scheduled(_breakpoints(6), schedule(_breakpoints(6)), 0.002)
     out = tmp_path / "plan.txt"
-    assert ScheduleRenderer().render(data, out) == [out]
+    assert write(ScheduleRenderer().render(data), out) == out
     text = out.read_text()
     assert "x: 6 events in 2 runs (lower bound 2, optimal)" in text
     row = next(line for line in text.splitlines() if "breakpoint" in line)
     cells = [cell.strip() for cell in row.split("│")[1:-1]]
     assert cells[:5] == ["breakpoint", "6", "4+0f", "2", "counters 2"]
-    console = Console(record=True, width=200)
-    assert ScheduleRenderer(console).render(data, None) == []
-    assert console.export_text().splitlines()[0] == text.splitlines()[0]
+    shown = ScheduleRenderer(Console(width=200)).render(data)
+    assert shown.splitlines()[0] == text.splitlines()[0]

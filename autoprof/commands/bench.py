@@ -113,6 +113,7 @@ def bench(
     from autoprof.analysis.renderers.bench import BenchRenderer, BenchTables
     from autoprof.benchmark import measure
     from autoprof.perf.process import Stopper
+    from autoprof.util.renderer import write
 
     commands = split_commands(words)
     if output is not None and (output / "manifest.json").exists():
@@ -154,7 +155,7 @@ def bench(
         )
         sys.exit(interrupted.exit_code)
     summaries, ratios = stats.summaries(result), stats.ratios(result)
-    BenchRenderer(common.console()).render(BenchTables(result, summaries, ratios), None)
+    write(BenchRenderer(common.console()).render(BenchTables(result, summaries, ratios)), None)
     if startup_correction:
         console.print(
             f"wall times exclude a process's start and exit: {result.startup_s * 1000:.2f} ms "

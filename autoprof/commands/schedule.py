@@ -30,6 +30,7 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
     from autoprof.catalog.host import resolve_events
     from autoprof.schedule import schedule as make_plan
     from autoprof.schedule.render import Scheduled, ScheduleRenderer
+    from autoprof.util.renderer import write
 
     metric_args = [options.pop(k) for k in ("metric_words", "metrics_files", "consistent")]
     started = time.perf_counter()
@@ -49,4 +50,4 @@ def schedule(event_names: tuple[str, ...], as_json: bool, **options) -> None:
     if as_json:
         click.echo(json.dumps(plan.to_json(), indent=1))
         return
-    ScheduleRenderer(console()).render(Scheduled(catalog, plan, elapsed, summary), None)
+    write(ScheduleRenderer(console()).render(Scheduled(catalog, plan, elapsed, summary)), None)
