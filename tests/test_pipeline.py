@@ -34,7 +34,7 @@ from autoprof.results.live import Tail
 from autoprof.run import outdir
 from autoprof.run.options import EventSelection
 from autoprof.store import engine, queries
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, process
 from autoprof.testing.workers import WorkerProcess, wait_ready
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
@@ -90,11 +90,9 @@ def test_the_worker_refuses_an_impossible_reserve_with_the_pipelines_line(redis_
     spec = JobSpec(["true"], ["task-clock"], selection={"reserve": RESERVE})
     host = f"reserve-{os.getpid()}"
     (job,) = jobs.submit(conn, connection.host_queue(host), jobs.split_specs(spec, 1))
-    done = subprocess.run(
-        [sys.executable, "-m", "autoprof", "worker", "--redis", redis_url, "--burst",
-         "--store", f"sqlite:///{tmp_path / 'r.db'}", "--hostname", host, "--allow", "true",
-         "--workdir", tmp_path / "work"],
-        capture_output=True, text=True, timeout=120,
+    done = process(
+        "worker", "--redis", redis_url, "--burst", "--store", f"sqlite:///{tmp_path / 'r.db'}",
+        "--hostname", host, "--allow", "true", "--workdir", tmp_path / "work", timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     found = jobs.info(jobs.find_job(conn, job.id))

@@ -247,17 +247,9 @@ def test_crash_timeout_and_refusals(writes, tmp_path):
     other = process("profile", "-e", "task-clock", "-o", str(out), "--", "true")
     assert other.returncode == 2 and "another command" in other.stderr
     slow = process(
-        "profile",
-        "-e",
-        "task-clock",
-        "--timeout",
-        "0.5",
-        "-o",
-        str(tmp_path / "slow"),
-        "--",
-        "sleep",
-        "30",
-    )
+        "profile", "-e", "task-clock", "--timeout", "0.5", "-o", str(tmp_path / "slow"), "--",
+        "sleep", "30",
+    )  # fmt: skip
     assert slow.returncode == 2
     assert outdir.read_run_record(outdir.run_folders(tmp_path / "slow")[0]).status == "timeout"
     missing = process(

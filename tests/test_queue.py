@@ -34,7 +34,7 @@ from autoprof.queue.spec import JobSpec, Refused, allowed, compile_allow
 from autoprof.queue.worker import wait_until_quiet
 from autoprof.results import aggregate
 from autoprof.run import outdir
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, process
 from autoprof.testing.synthetic_out import make_out
 from autoprof.testing.workers import WorkerProcess, wait_ready
 from tests.conftest import SECRET
@@ -224,10 +224,7 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
     pickle_job = Queue(f"host:{a}", connection=conn).enqueue(os.system, f"touch {marker}")
 
     single = tmp_path / "single"  # the same plan on one machine, meanwhile
-    local = subprocess.run(
-        [sys.executable, "-m", "autoprof", "profile", "--repeat", "2", *watch(writes), "-o",
-         single, "--", writes, "300"], capture_output=True, text=True,
-    )  # fmt: skip
+    local = process("profile", "--repeat", "2", *watch(writes), "-o", single, "--", writes, "300")
     assert local.returncode == 0, local.stderr
     aggregate.write(single, aggregate.aggregate(single))
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +18,7 @@ from autoprof.schedule import Placement, Run, schedule
 from autoprof.schedule.bounds import hall_bound, plan_bound
 from autoprof.schedule.coloring import edge_colouring
 from autoprof.schedule.plan import validate
+from autoprof.testing.cli import process
 from tests.conftest import INTEL_DIR
 
 PLATFORMS = (
@@ -144,22 +143,10 @@ def test_validator_rejects_overfull_and_incomplete_plans():
 
 
 def test_schedule_json_contract(intel_dir):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autoprof",
-            "schedule",
-            "--json",
-            "--events-dir",
-            str(intel_dir),
-            "--cpu",
-            "GenuineIntel-6-55-4",
-        ],
-        capture_output=True,
-        text=True,
+    proc = process(
+        "schedule", "--json", "--events-dir", str(intel_dir), "--cpu", "GenuineIntel-6-55-4",
         check=True,
-    )
+    )  # fmt: skip
     data = json.loads(proc.stdout)
     assert set(data) == {"cpu", "lower_bound", "runs", "excluded"}
     assert data["cpu"] == "GenuineIntel-6-55-4" and len(data["runs"]) == data["lower_bound"]

@@ -28,7 +28,7 @@ from autoprof.examples import expected_writes, slot_addresses
 from autoprof.run import outdir
 from autoprof.store import engine
 from autoprof.store.models import Base, machine_columns, machine_fingerprint
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, process
 from autoprof.testing.synthetic_out import machine as synthetic_machine
 from autoprof.testing.synthetic_out import make_out
 from autoprof.util.records import read_json, write_json
@@ -360,12 +360,7 @@ def test_bad_or_unreachable_store_is_one_masked_line(url, says, tmp_path):
 def test_unreachable_store_in_a_real_process():
     """The installed entry point, not the test runner: one line on stderr, exit 2, no trace."""
     url = f"postgresql://postgres:{SECRET}@127.0.0.1:1/db"  # nothing listens on port 1
-    result = subprocess.run(
-        [sys.executable, "-m", "autoprof", "runs", "list", "--store", url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = process("runs", "list", "--store", url, timeout=60)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Connection refused" in result.stderr
     assert SECRET not in result.stdout + result.stderr

@@ -56,7 +56,7 @@ PROCESS_TIMEOUT_S = 300
 
 
 def process(
-    *args: str | Path, timeout: float = PROCESS_TIMEOUT_S, **kwargs: Any
+    *args: str | Path, timeout: float = PROCESS_TIMEOUT_S, check: bool = False, **kwargs: Any
 ) -> subprocess.CompletedProcess[str]:
     """`python -m autoprof ARGS` as a real process (text, output captured; `kwargs` go to
     subprocess.run: env, cwd, stdin, ...); subprocess.TimeoutExpired after `timeout` s."""
@@ -65,6 +65,6 @@ def process(
         capture_output=True,
         text=True,
         timeout=timeout,
-        check=False,
+        check=check,
         **kwargs,
     )
