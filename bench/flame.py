@@ -93,9 +93,9 @@ def main() -> int:
             rows.append(("stackcollapse-perf.pl", t_perl, f"{mb / t_perl:.0f} MB/s", rss_perl))
             same = ours.read_bytes() == theirs.read_bytes()
         t_fold, folded = best_of(lambda: load(plain))
-    t_svg, svg = best_of(lambda: SvgRenderer().text(folded))
-    t_text, _ = best_of(lambda: FoldedRenderer().text(folded))
-    t_ss, _ = best_of(lambda: SpeedscopeRenderer().text(folded))
+    t_svg, svg = best_of(lambda: SvgRenderer().render(folded))
+    t_text, _ = best_of(lambda: FoldedRenderer().render(folded))
+    t_ss, _ = best_of(lambda: SpeedscopeRenderer().render(folded))
     rows += [
         ("fold in process (no start-up)", t_fold, f"{mb / t_fold:.0f} MB/s", None),
         ("write folded text", t_text, f"{len(folded.stacks)} stacks", None),

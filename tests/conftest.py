@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -97,17 +98,41 @@ def writes(tmp_path_factory) -> Path:
     return binary
 
 
+NO_PERF = pytest.mark.skip(reason="needs perf (make test-deps installs it)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that uses `writes` profiles it with perf: slow, whatever file it is in."""
+    """A test that uses `writes` profiles it with perf: slow, whatever file it is in. A test
+    marked `needs_perf` skips where perf is not installed."""
+    perf = shutil.which("perf") is not None
     for item in items:
         if "writes" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+        if not perf and item.get_closest_marker("needs_perf"):
+            item.add_marker(NO_PERF)
 
 
 @pytest.fixture
 def cli_run() -> Callable[..., CliResult]:
     """`cli_run("schedule", "--cpu", "SKX")` -> CliResult (returncode, stdout, stderr)."""
     return invoke
+
+
+def still_running(pid: int) -> bool:
+    """The process runs on and nothing has told it to stop: it is no zombie and no SIGKILL,
+    SIGTERM, SIGINT or SIGHUP waits for it. What a test checks at once after a kill that
+    must not reach this process, where a fixed sleep would only hope the kill had shown."""
+    try:
+        status = dict(
+            line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        )
+    except (OSError, ValueError):
+        return False
+    fatal = sum(
+        1 << (s - 1) for s in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    )
+    pending = int(status["SigPnd"], 16) | int(status["ShdPnd"], 16)
+    return status["State"][0] not in "ZX" and not pending & fatal
 
 
 REDIS = os.environ.get("AUTOPROF_TEST_REDIS", "redis://127.0.0.1:6379")

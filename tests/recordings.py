@@ -7,10 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from autoprof.cli import cli
 from autoprof.examples import build_hotspots
+from autoprof.testing.cli import invoke
 
 EVENTS = ("cpu-clock", "page-faults")
 
@@ -28,7 +27,7 @@ def hotspots_recording(tmp_path_factory) -> Path:
     args = ["record", "-F", "999", "-o", str(out)]
     for event in EVENTS:
         args += ["-e", event]
-    result = CliRunner().invoke(cli, [*args, "--", str(binary), "30"])
-    if result.exit_code != 0:
+    result = invoke(*args, "--", str(binary), "30")
+    if result.returncode != 0:
         pytest.skip(f"perf record failed here: {result.output.strip()[-300:]}")
     return out

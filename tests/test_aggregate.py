@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from autoprof.results import aggregate
 from autoprof.results.sanity_report import RunId
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
+from autoprof.testing.cli import invoke
 from autoprof.util.status import RowStatus, RunStatus
 
 PROGRAM = r"""
@@ -210,11 +210,7 @@ def test_failed_missing_and_broken_runs_are_reported(aggregated):
 @pytest.mark.slow  # aggregates a real profile of the test program
 def test_cli_writes_results_and_report(profile, tmp_path):
     target = tmp_path / "r.csv"
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "aggregate", str(profile), "-o", str(target)],
-        capture_output=True,
-        text=True,
-    )
+    proc = invoke("aggregate", str(profile), "-o", str(target))
     assert proc.returncode == 0, proc.stderr
     assert "sanity report" in proc.stdout
     written = results.read_csv(target)

@@ -15,16 +15,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from autoprof import results
 from autoprof.analysis import compare, correlation, data, event_detail, stats
 from autoprof.analysis.renderers import png
 from autoprof.catalog.facts import MachineFacts
-from autoprof.cli import cli
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
+from autoprof.testing.cli import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -98,10 +97,6 @@ def drawn_outside(fig) -> list[float]:
 
 
 LONG = "OFFCORE_RESPONSE.DEMAND_DATA_RD.L3_MISS.REMOTE_HITM.SNOOP_HIT_WITH_FWD"
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, ["analyze", *args], catch_exceptions=False)
 
 
 RNG = np.random.default_rng(7)
@@ -226,8 +221,8 @@ def test_events_of_a_short_run_are_left_out_and_short_pairs_listed(tmp_path):
     }
     run_of = {"x": 1, "x2": 1, "early": 2, "late": 3, "brief": 4}
     path = write(results_frame(series, run_of), tmp_path)
-    run = invoke("correlation", str(path), "-o", str(tmp_path / "o"))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "correlation", str(path), "-o", str(tmp_path / "o"))
+    assert run.returncode == 0, run.output
     assert "brief (fewer than 10 intervals)" in run.output
     assert "1 pair(s) of events share fewer than 10 intervals" in run.output
     short = pd.read_csv(tmp_path / "o" / "correlation_short_pairs.csv")
@@ -238,8 +233,10 @@ def test_events_of_a_short_run_are_left_out_and_short_pairs_listed(tmp_path):
     assert np.isnan(matrix.loc["early", "late"]) and np.isnan(matrix.loc["late", "early"])
     assert matrix.loc["x", "x2"] > 0.99
     assert not np.isnan(matrix.loc["early", "x"])  # 30 common intervals
-    run = invoke("correlation", str(path), "-o", str(tmp_path / "p"), "--min-overlap", "4")
-    assert run.exit_code == 0, run.output
+    run = invoke(
+        "analyze", "correlation", str(path), "-o", str(tmp_path / "p"), "--min-overlap", "4"
+    )
+    assert run.returncode == 0, run.output
     short = pd.read_csv(tmp_path / "p" / "correlation_short_pairs.csv")
     assert short.to_dict("records") == [
         {"event_a": "late", "event_b": "brief", "common_intervals": 0}
@@ -262,8 +259,8 @@ def test_top_keeps_the_most_variable_and_events_filters(structured):
 def test_correlation_command_writes_matrix_and_heatmap(tmp_path, structured):
     path = write(structured, tmp_path / "in")
     out = tmp_path / "out"
-    run = invoke("correlation", str(path), "-o", str(out))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "correlation", str(path), "-o", str(out))
+    assert run.returncode == 0, run.output
     matrix = pd.read_csv(out / "correlation_matrix.csv", index_col="event")
     assert matrix.shape == (26, 26)
     assert png_size(out / "correlation_heatmap.png") == (1000, 850)
@@ -275,8 +272,10 @@ def test_many_events_get_an_index_file_instead_of_labels(tmp_path):
     signal = RNG.random(30)
     series = {f"e{i:03d}": signal * (i + 1) + RNG.random(30) for i in range(70)}
     path = write(results_frame(series), tmp_path)
-    run = invoke("correlation", str(path), "-o", str(tmp_path / "o"), "--method", "spearman")
-    assert run.exit_code == 0, run.output
+    run = invoke(
+        "analyze", "correlation", str(path), "-o", str(tmp_path / "o"), "--method", "spearman"
+    )
+    assert run.returncode == 0, run.output
     index = pd.read_csv(tmp_path / "o" / "correlation_index.csv")
     assert sorted(index["event"]) == sorted(series)
     assert png_size(tmp_path / "o" / "correlation_heatmap.png") == (1000, 850)
@@ -292,22 +291,24 @@ def test_event_detail_plots_against_real_interval_lengths(tmp_path):
     np.testing.assert_allclose(lines["TIME"], times)
     np.testing.assert_allclose(lines["VALUE"], [100.0, 100.0, 100.0, 100.0])
     path = write(frame, tmp_path)
-    run = invoke("event-detail", str(path), "-e", "a", "-e", "b", "--rate", "-o", str(tmp_path))
-    assert run.exit_code == 0, run.output
+    run = invoke(
+        "analyze", "event-detail", str(path), "-e", "a", "-e", "b", "--rate", "-o", str(tmp_path)
+    )
+    assert run.returncode == 0, run.output
     assert png_size(tmp_path / "event_detail.png") == (1000, 500)  # 1 in margin + 2 x 2 in
     assert (tmp_path / "event_detail.svg").read_text().lstrip().startswith("<?xml")
-    run = invoke("event_detail", str(path), "--shared", "-o", str(tmp_path / "s"))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "event_detail", str(path), "--shared", "-o", str(tmp_path / "s"))
+    assert run.returncode == 0, run.output
     assert png_size(tmp_path / "s" / "event_detail.png") == (1000, 600)
 
 
 def test_event_detail_refuses_unknown_or_uncounted_events(tmp_path):
     frame = results_frame({"a": np.array([1.0, 2.0]), "gone": np.array([np.nan, np.nan])})
     path = write(frame, tmp_path)
-    run = invoke("event-detail", str(path), "-e", "nope")
-    assert run.exit_code == 2 and "not in the results: nope" in run.stderr
-    run = invoke("event-detail", str(path), "-e", "gone")
-    assert run.exit_code == 2 and "no counted value to plot for: gone" in run.stderr
+    run = invoke("analyze", "event-detail", str(path), "-e", "nope")
+    assert run.returncode == 2 and "not in the results: nope" in run.stderr
+    run = invoke("analyze", "event-detail", str(path), "-e", "gone")
+    assert run.returncode == 2 and "no counted value to plot for: gone" in run.stderr
 
 
 def test_stats_counts_samples_zero_and_uncounted_events(tmp_path, structured):
@@ -335,8 +336,8 @@ def test_stats_command_uses_the_report_beside_the_results(tmp_path, structured):
         "events": {"multiplexed": [{"event": "X", "pmu": "cpu", "min_percent_running": 48.2}]}
     }
     (tmp_path / "report.json").write_text(json.dumps(report))
-    run = invoke("stats", str(path), "-o", str(tmp_path / "o"))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "stats", str(path), "-o", str(tmp_path / "o"))
+    assert run.returncode == 0, run.output
     assert "report.json" in run.output
     summary = pd.read_csv(tmp_path / "o" / "stats_summary.csv").set_index("metric")["value"]
     assert int(summary["multiplexed events"]) == 1
@@ -388,12 +389,12 @@ def test_mann_whitney_with_5_repeats_finds_the_change(ab):
 def test_compare_command_refuses_different_cpus_and_warns_without_manifest(tmp_path, ab):
     a = write(ab[0], tmp_path / "a", cpu_id="GenuineIntel-6-55-4")
     b = write(ab[1], tmp_path / "b", cpu_id="GenuineIntel-6-8F-8")
-    run = invoke("compare", str(a), str(b), "-o", str(tmp_path / "o"))
-    assert run.exit_code == 2
+    run = invoke("analyze", "compare", str(a), str(b), "-o", str(tmp_path / "o"))
+    assert run.returncode == 2
     assert "different CPUs" in run.stderr and "GenuineIntel-6-8F-8" in run.stderr
     b = write(ab[1], tmp_path / "c")
-    run = invoke("compare", str(a), str(b), "-o", str(tmp_path / "o"), "--top", "10")
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "compare", str(a), str(b), "-o", str(tmp_path / "o"), "--top", "10")
+    assert run.returncode == 0, run.output
     assert "cannot check that both results come from the same CPU" in run.stderr
     written = pd.read_csv(tmp_path / "o" / "compare.csv")
     assert written.loc[0, "event"] == "hot.loop"
@@ -422,8 +423,8 @@ def bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 def test_bad_input_is_one_clear_line_and_a_non_zero_exit(tmp_path, command):
     for name, (path, message) in bad_inputs(tmp_path).items():
         args = [str(path), str(path)] if command == "compare" else [str(path)]
-        run = invoke(command, *args, "-o", str(tmp_path / "o"))
-        assert run.exit_code == 2, (name, run.output)
+        run = invoke("analyze", command, *args, "-o", str(tmp_path / "o"))
+        assert run.returncode == 2, (name, run.output)
         lines = run.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), (name, lines)
         assert message in lines[0], (name, lines[0])
@@ -439,15 +440,15 @@ def test_results_with_no_counted_value_are_a_clear_error_and_write_nothing(tmp_p
     }
     for command, message in expected.items():
         args = [str(path)] * (2 if command == "compare" else 1)
-        run = invoke(command, *args, "-o", str(tmp_path / command))
-        assert run.exit_code == 2 and message in run.stderr, (command, run.stderr)
+        run = invoke("analyze", command, *args, "-o", str(tmp_path / command))
+        assert run.returncode == 2 and message in run.stderr, (command, run.stderr)
         assert not (tmp_path / command).exists() or not any((tmp_path / command).iterdir())
 
 
 def test_correlation_of_a_single_event_is_a_clear_error(tmp_path):
     path = write(results_frame({"only": np.arange(10.0), "zero": np.zeros(10)}), tmp_path)
-    run = invoke("correlation", str(path))
-    assert run.exit_code == 2
+    run = invoke("analyze", "correlation", str(path))
+    assert run.returncode == 2
     assert "needs at least 2 events that vary; 1 left (only)" in run.stderr
 
 
@@ -476,8 +477,8 @@ def test_an_autoperf_results_file_is_analysed(samples_dir, tmp_path):
     table = stats.event_table(frame)
     assert len(table) == pd.read_csv(path)["EVENT_NAME"].nunique()
     assert table["repeats"].eq(1).all()  # autoperf has no REPEAT column: one repeat
-    run = invoke("stats", str(path), "-o", str(tmp_path))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "stats", str(path), "-o", str(tmp_path))
+    assert run.returncode == 0, run.output
 
 
 def test_long_event_names_fit_in_every_figure(ab):
@@ -503,8 +504,8 @@ def test_long_event_names_fit_in_every_figure(ab):
 def test_a_single_event_is_enough_for_stats_event_detail_and_compare(tmp_path):
     path = write(results_frame({"only": np.arange(1.0, 11.0)}), tmp_path)
     for command in (["stats"], ["event-detail"], ["compare", str(path)]):
-        run = invoke(*command, str(path), "-o", str(tmp_path / command[0]))
-        assert run.exit_code == 0, (command, run.output)
+        run = invoke("analyze", *command, str(path), "-o", str(tmp_path / command[0]))
+        assert run.returncode == 0, (command, run.output)
     assert pd.read_csv(tmp_path / "stats" / "stats.csv")["event"].tolist() == ["only"]
     assert png_size(tmp_path / "event-detail" / "event_detail.png") == (1000, 300)
     assert pd.read_csv(tmp_path / "compare" / "compare.csv")["ratio"].tolist() == [1.0]

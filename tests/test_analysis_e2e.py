@@ -21,13 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 from autoprof.analysis import data, event_detail
 from autoprof.analysis.correlation import MIN_OVERLAP
-from autoprof.cli import cli
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 from autoprof.run import outdir
+from autoprof.testing.cli import invoke
 from autoprof.util.records import read_json
 from autoprof.util.status import RowStatus
 from tests.test_analysis import png_size
@@ -78,10 +77,6 @@ def real(writes, tmp_path_factory) -> tuple[Profile, Profile]:
     return profile(writes, root / "out-a", 1), profile(twice, root / "out-b", 2)
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(cli, ["analyze", *map(str, args)], catch_exceptions=False)
-
-
 def run_of(frame: pd.DataFrame) -> dict[str, int]:
     return frame.groupby("EVENT_NAME")["RUN"].first().to_dict()
 
@@ -109,8 +104,8 @@ def test_the_profile_counts_the_breakpoints_exactly(real):
 
 def test_stats_totals_and_samples_match_the_results(real, tmp_path):
     a = real[0]
-    run = invoke("stats", a.results, "-o", tmp_path)
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "stats", a.results, "-o", tmp_path)
+    assert run.returncode == 0, run.output
     assert "sanity lists from the report.json" in run.output
     table = pd.read_csv(tmp_path / "stats.csv", index_col="event")
     for event, writes in a.breakpoints.items():
@@ -133,8 +128,8 @@ def test_stats_totals_and_samples_match_the_results(real, tmp_path):
 
 def test_correlation_over_real_series_of_runs_of_different_lengths(real, tmp_path):
     a = real[0]
-    run = invoke("correlation", a.results, "-o", tmp_path)
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "correlation", a.results, "-o", tmp_path)
+    assert run.returncode == 0, run.output
     matrix = pd.read_csv(tmp_path / "correlation_matrix.csv", index_col="event")
     excluded = pd.read_csv(tmp_path / "correlation_excluded.csv").set_index("event")["reason"]
     assert excluded[NEVER] == "all zero" and f"{NEVER} (all zero)" in run.output
@@ -153,8 +148,8 @@ def test_correlation_needs_enough_common_intervals(real, tmp_path):
     lengths = run_lengths(a.frame)
     short, long = sorted(lengths, key=lengths.get)
     need = lengths[short] + 1  # more than the shorter run has
-    run = invoke("correlation", a.results, "-o", tmp_path, "--min-overlap", need)
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "correlation", a.results, "-o", tmp_path, "--min-overlap", need)
+    assert run.returncode == 0, run.output
     excluded = pd.read_csv(tmp_path / "correlation_excluded.csv").set_index("event")["reason"]
     matrix = pd.read_csv(tmp_path / "correlation_matrix.csv", index_col="event")
     runs = run_of(a.frame)
@@ -167,16 +162,16 @@ def test_anchor_needs_the_anchor_in_every_run_of_the_chosen_events(real, tmp_pat
     a = real[0]
     runs = run_of(a.frame)
     other = 3 - runs["task-clock"]  # the run without task-clock
-    run = invoke("correlation", a.results, "-o", tmp_path, "--anchor", "task-clock")
-    assert run.exit_code == 2
+    run = invoke("analyze", "correlation", a.results, "-o", tmp_path, "--anchor", "task-clock")
+    assert run.returncode == 2
     assert f"missing in run(s) {other}" in run.stderr and "Traceback" not in run.output
     assert len(run.stderr.strip().splitlines()) == 1
     # the events of task-clock's run, per msec of task-clock
     chosen = [e for e, r in runs.items() if r == runs["task-clock"] and e != NEVER]
     pattern = "^(" + "|".join(re.escape(e) for e in chosen) + ")$"
     args = ["--anchor", "task-clock", "--events", pattern]
-    run = invoke("correlation", a.results, "-o", tmp_path / "per", *args)
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "correlation", a.results, "-o", tmp_path / "per", *args)
+    assert run.returncode == 0, run.output
     excluded = pd.read_csv(tmp_path / "per" / "correlation_excluded.csv")
     assert dict(excluded.to_numpy())["task-clock"] == "constant"  # task-clock / task-clock
     matrix = pd.read_csv(tmp_path / "per" / "correlation_matrix.csv", index_col="event")
@@ -191,8 +186,10 @@ def test_anchor_needs_the_anchor_in_every_run_of_the_chosen_events(real, tmp_pat
 def test_event_detail_plots_against_real_seconds(real, tmp_path):
     a = real[0]
     slot11 = next(e for e, w in a.breakpoints.items() if w == 12 * N)
-    run = invoke("event-detail", a.results, "-e", "task-clock", "-e", slot11, "-o", tmp_path)
-    assert run.exit_code == 0, run.output
+    run = invoke(
+        "analyze", "event-detail", a.results, "-e", "task-clock", "-e", slot11, "-o", tmp_path
+    )
+    assert run.returncode == 0, run.output
     assert png_size(tmp_path / "event_detail.png") == (1000, 500)
     assert (tmp_path / "event_detail.svg").read_text().lstrip().startswith("<?xml")
     intervals = data.per_interval(data.load(a.results))
@@ -217,8 +214,8 @@ def test_event_detail_plots_against_real_seconds(real, tmp_path):
 
 def test_compare_two_builds_finds_the_doubled_breakpoint(real, tmp_path):
     a, b = real
-    run = invoke("compare", a.results, b.results, "-o", tmp_path)
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "compare", a.results, b.results, "-o", tmp_path)
+    assert run.returncode == 0, run.output
     assert "warning" not in run.stderr  # both manifests: the same CPU
     table = pd.read_csv(tmp_path / "compare.csv").set_index("event")
     doubled = next(e for e, w in a.breakpoints.items() if b.breakpoints[e] == 2 * w)

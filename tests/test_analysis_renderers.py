@@ -16,7 +16,8 @@ from matplotlib import image
 
 import autoprof.analysis
 from autoprof.analysis import correlation, data
-from tests.test_analysis import invoke, png_size, results_frame, write
+from autoprof.testing.cli import invoke
+from tests.test_analysis import png_size, results_frame, write
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -57,8 +58,8 @@ def test_the_analyze_commands_do_not_import_the_cli():
 
 def test_a_png_output_is_a_png_that_matplotlib_reads_back(tmp_path, linear):
     out = tmp_path / "figures" / "heat.png"
-    run = invoke("correlation", str(linear), "-o", str(out))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "correlation", str(linear), "-o", str(out))
+    assert run.returncode == 0, run.output
     assert out.read_bytes()[:8] == PNG_SIGNATURE
     assert image.imread(out).shape == (850, 1000, 4)  # 10 x 8.5 in at 100 dpi, RGBA
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["heat.png"]
@@ -67,30 +68,30 @@ def test_a_png_output_is_a_png_that_matplotlib_reads_back(tmp_path, linear):
 
 def test_a_csv_output_holds_the_analysis_numbers(tmp_path, linear):
     out = tmp_path / "matrix.csv"
-    run = invoke("correlation", str(linear), "-o", str(out))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "correlation", str(linear), "-o", str(out))
+    assert run.returncode == 0, run.output
     written = pd.read_csv(out, index_col="event")
     expected = correlation.analyse(data.load(linear, data.SERIES_COLUMNS)).matrix
     assert list(written.index) == list(expected.index) == list(written.columns)
     assert np.allclose(written.to_numpy(), expected.to_numpy(), rtol=1e-5)
     assert written.loc["a", "b"] == pytest.approx(1.0) and written.loc["a", "c"] == -1.0
     stats_csv = tmp_path / "events.csv"
-    assert invoke("stats", str(linear), "-o", str(stats_csv)).exit_code == 0
+    assert invoke("analyze", "stats", str(linear), "-o", str(stats_csv)).returncode == 0
     table = pd.read_csv(stats_csv, index_col="event")
     assert table.loc["b", "total"] == pytest.approx(2 * table.loc["a", "total"] + 40)
 
 
 def test_the_console_shows_the_tables(tmp_path, linear):
-    run = invoke("correlation", str(linear), "-o", str(tmp_path / "folder"))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "correlation", str(linear), "-o", str(tmp_path / "folder"))
+    assert run.returncode == 0, run.output
     assert "Strongest correlations" in run.output
     first = next(line for line in run.output.splitlines() if line.startswith("│"))
     assert {"a", "b", "1"} <= set(first.replace("│", " ").split())  # r(a, b) = 1 leads
     names = {p.name for p in (tmp_path / "folder").iterdir()}
     assert names == {"correlation_heatmap.png", "correlation_matrix.csv"}  # today's defaults
     text = tmp_path / "stats.txt"
-    run = invoke("stats", str(linear), "-o", str(text))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "stats", str(linear), "-o", str(text))
+    assert run.returncode == 0, run.output
     shown = text.read_text()
     assert "Top 10 events by total count" in shown and "│ noise" in shown
     assert "Top 10" not in run.output  # the tables went to the file
@@ -98,9 +99,11 @@ def test_the_console_shows_the_tables(tmp_path, linear):
 
 def test_event_detail_renders_svg_and_csv_by_extension(tmp_path, linear):
     svg, points = tmp_path / "lines.svg", tmp_path / "lines.csv"
-    assert invoke("event-detail", str(linear), "-e", "a", "-o", str(svg)).exit_code == 0
+    assert invoke("analyze", "event-detail", str(linear), "-e", "a", "-o", str(svg)).returncode == 0
     assert svg.read_text().lstrip().startswith("<?xml")
-    assert invoke("event-detail", str(linear), "-e", "b", "-o", str(points)).exit_code == 0
+    assert (
+        invoke("analyze", "event-detail", str(linear), "-e", "b", "-o", str(points)).returncode == 0
+    )
     lines = pd.read_csv(points)
     assert set(lines[data.EVENT]) == {"b"} and len(lines) == 40
 
@@ -117,25 +120,26 @@ def test_event_detail_renders_svg_and_csv_by_extension(tmp_path, linear):
     ],
 )
 def test_an_output_no_renderer_can_write_is_one_line(tmp_path, linear, args, out, message):
-    run = invoke(*args, str(linear), "-o", str(tmp_path / out))
-    assert run.exit_code == 2
+    run = invoke("analyze", *args, str(linear), "-o", str(tmp_path / out))
+    assert run.returncode == 2
     assert run.stderr.splitlines() == [f"autoprof: error: {tmp_path / out}: {message}"]
     assert not (tmp_path / out).exists()
 
 
 def test_default_folder_is_analysis_beside_the_results(linear):
-    run = invoke("compare", str(linear), str(linear))
-    assert run.exit_code == 0, run.output
+    run = invoke("analyze", "compare", str(linear), str(linear))
+    assert run.returncode == 0, run.output
     folder = linear.parent / "analysis"
     assert png_size(folder / "compare.png") == (1000, 290)  # 1.5 in + 4 bars x 0.35 in
     assert pd.read_csv(folder / "compare.csv")["ratio"].tolist() == [1.0] * 4
     assert "Largest changes" in run.output and "0 of 4 events changed significantly" in run.output
 
 
-def test_a_csv_renderer_without_a_path_writes_the_main_table_to_stdout(linear, capsys):
+def test_the_csv_renderer_gives_the_main_table_the_writer_puts_on_stdout(linear, capsys):
     from autoprof.analysis import renderers, stats
+    from autoprof.util.renderer import write
 
     result = stats.analyse(data.load(linear), None)
-    assert renderers.renderer(renderers.RENDERERS[".csv"]).render(result, None) == []
+    assert write(renderers.renderer(renderers.RENDERERS[".csv"]).render(result), "-") is None
     table = pd.read_csv(io.StringIO(capsys.readouterr().out), index_col="event")
     assert sorted(table.index) == ["a", "b", "c", "noise"] and (table["samples"] == 40).all()

@@ -14,6 +14,7 @@ import pytest
 from autoprof.analysis import correlation, data, event_detail
 from autoprof.commands.analyze import autoperf_args
 from autoprof.errors import AutoprofError
+from autoprof.testing.cli import process
 
 REPO = Path(__file__).resolve().parents[1]
 EVENT = "UNC_CHA_TOR_INSERTS.LOC_ALL"  # in autoperf's sample: 21 boxes x 4 intervals
@@ -61,20 +62,7 @@ def test_autoperf_calling_forms(autoperf_out):
 
 def test_a_results_file_still_works_and_an_explicit_overlap_is_kept(autoperf_out):
     results = str(autoperf_out / "results.csv")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autoprof",
-            "analyze",
-            "correlation",
-            results,
-            "--min-overlap",
-            "10",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    proc = process("analyze", "correlation", results, "--min-overlap", "10")
     assert proc.returncode != 0  # the user's choice is not overridden: every event is too short
     assert "fewer than 10 intervals" in proc.stderr and "Traceback" not in proc.stderr
 

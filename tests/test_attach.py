@@ -18,13 +18,9 @@ from autoprof.errors import AutoprofError
 from autoprof.examples import slot_addresses
 from autoprof.perf.command import attach_argv, interval_count
 from autoprof.run import attach, outdir
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, process
 
 HZ = 100  # ticks a second; slot i is written i+1 times a tick
-
-
-def autoprof(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autoprof", *args], capture_output=True, text=True)
 
 
 def watch_args(binary: Path) -> list[str]:
@@ -64,7 +60,7 @@ def rates(out: Path, binary: Path) -> pd.Series:
 def test_every_group_measured_once_at_a_steady_rate(ticker, writes, tmp_path):
     proc = ticker()
     out = tmp_path / "out"
-    run = autoprof(
+    run = process(
         "profile", "-p", str(proc.pid), "--duration", "1", "--interval", "200",
         *watch_args(writes), "-e", "task-clock", "--retries", "2", "-o", str(out),
     )  # fmt: skip
@@ -72,7 +68,7 @@ def test_every_group_measured_once_at_a_steady_rate(ticker, writes, tmp_path):
     assert "different moment" in run.stderr
     journal = [json.loads(line) for line in (out / outdir.JOURNAL).read_text().splitlines()]
     assert sorted((j["run"], j["status"]) for j in journal) == [(r, "ok") for r in (1, 2, 3)]
-    assert autoprof("aggregate", str(out)).returncode == 0
+    assert process("aggregate", str(out)).returncode == 0
     seen = rates(out, writes)
     assert len(seen) == 12
     assert (seen.max() - seen.min()) / seen.median() < 0.05, seen
@@ -106,15 +102,15 @@ def test_early_exit_reports_missing_runs_and_resume_finishes(ticker, writes, tmp
     assert profiler.returncode != 0
     assert "runs missing (run.repeat 2.1, 3.1)" in stderr, stderr
     assert "--resume" in stderr and "Traceback" not in stderr
-    report = autoprof("aggregate", str(out))
+    report = process("aggregate", str(out))
     assert json.loads((out / outdir.REPORT).read_text())["runs"]["missing"]
 
     second = ticker()
-    refused = autoprof("profile", "-p", str(second.pid), *args)
+    refused = process("profile", "-p", str(second.pid), *args)
     assert refused.returncode != 0 and "add --resume" in refused.stderr
-    resumed = autoprof("profile", "-p", str(second.pid), "--resume", *args)
+    resumed = process("profile", "-p", str(second.pid), "--resume", *args)
     assert resumed.returncode == 0, resumed.stderr
-    report = autoprof("aggregate", str(out))
+    report = process("aggregate", str(out))
     assert report.returncode == 0, report.stderr
     assert not json.loads((out / outdir.REPORT).read_text())["runs"]["missing"]
     targets = json.loads((out / outdir.MANIFEST).read_text())["attach"]["targets"]
@@ -126,11 +122,11 @@ def test_early_exit_reports_missing_runs_and_resume_finishes(ticker, writes, tmp
 @pytest.mark.slow  # a real system-wide profile
 def test_system_wide_profile_without_a_command(tmp_path):
     out = tmp_path / "out"
-    run = autoprof("profile", "-a", "--duration", "0.3", "-e", "task-clock", "-o", str(out))
+    run = process("profile", "-a", "--duration", "0.3", "-e", "task-clock", "-o", str(out))
     if "perf_event_paranoid" in run.stderr:
         pytest.skip(run.stderr.strip())
     assert run.returncode == 0, run.stderr
-    assert autoprof("aggregate", str(out)).returncode == 0
+    assert process("aggregate", str(out)).returncode == 0
     frame = pd.read_csv(out / outdir.RESULTS)
     assert frame["CPU"].notna().all() and frame["INDEX"].max() == 2  # 3 intervals of 100 ms
 
@@ -149,12 +145,12 @@ def test_cgroup_profile(ticker, tmp_path):
         proc = ticker()
         (root / name / "cgroup.procs").write_text(str(proc.pid))
         out = tmp_path / "out"
-        run = autoprof(
+        run = process(
             "profile", "--cgroup", name, "--duration", "1", "-e", "context-switches",
             "-e", "task-clock", "-o", str(out),
         )  # fmt: skip
         assert run.returncode == 0, run.stderr
-        assert autoprof("aggregate", str(out)).returncode == 0
+        assert process("aggregate", str(out)).returncode == 0
         frame = pd.read_csv(out / outdir.RESULTS)
         switches = frame[frame["EVENT_NAME"] == "context-switches"]
         assert abs(switches["SAMPLE_VALUE"].sum() / switches["TIME"].max() - HZ) < 0.1 * HZ

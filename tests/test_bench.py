@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,17 +18,13 @@ from autoprof.errors import AutoprofError
 from autoprof.examples import expected_writes, slot_addresses
 from autoprof.run import planning
 from autoprof.run.request import Request
+from autoprof.testing.cli import process
 
-needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
 needs_msr = pytest.mark.skipif(
     shutil.which("perf") is None
     or not Path("/sys/bus/event_source/devices/msr/events/tsc").exists(),
     reason="needs perf and the msr PMU (msr/tsc/)",
 )
-
-
-def autoprof(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autoprof", *args], capture_output=True, text=True)
 
 
 def test_commands_are_split_at_double_dashes():
@@ -66,7 +60,7 @@ def test_ratio_interval_and_exact_counts():
     assert 0 < half < 0.02 and shifted.difference_low == pytest.approx(0.5 - half)
 
 
-@needs_perf
+@pytest.mark.needs_perf
 @pytest.mark.slow
 def test_sleep_ratio_is_two_and_significant(tmp_path):
     """The issue's acceptance: sleep 0.05 vs sleep 0.1, 10 runs each.
@@ -80,7 +74,7 @@ def test_sleep_ratio_is_two_and_significant(tmp_path):
     (0.1 + L) / (0.05 + L), below 2 by as much as L is large, so only its interval's own
     consistency is checked."""
     out = tmp_path / "bench.json"
-    proc = autoprof(
+    proc = process(
         "bench", "-n", "10", "--export-json", str(out), "--", "sleep", "0.05", "--", "sleep", "0.1"
     )
     assert proc.returncode == 0, proc.stderr
@@ -103,7 +97,7 @@ def test_an_event_given_a_name_is_read_under_the_name_perf_prints(tmp_path):
     (``cpu/event=0xc0,name=INST_RETIRED.ANY/``) and perf prints that name, not the string it
     was given: the TSC, given both ways, counts under both."""
     out = tmp_path / "bench.json"
-    proc = autoprof(
+    proc = process(
         "bench", "-n", "2", "--warmup", "0", "-e", "msr/tsc,name=TSC.TICKS/", "-e", "msr/tsc/",
         "--export-json", str(out), "--", "true",
     )  # fmt: skip
@@ -117,7 +111,7 @@ def test_breakpoints_count_exactly_in_every_repetition(writes, tmp_path):
     addresses = slot_addresses(writes)[:3]
     args = [a for address in addresses for a in ("-e", f"mem:{address}:w")]
     csv_path = tmp_path / "bench.csv"
-    proc = autoprof(
+    proc = process(
         "bench", "-n", "3", "--warmup", "1", *args, "--export-csv", str(csv_path),
         "--", str(writes), "1000", "--", str(writes), "3000",
     )  # fmt: skip
@@ -137,25 +131,25 @@ def test_breakpoints_count_exactly_in_every_repetition(writes, tmp_path):
 
 def test_too_many_events_are_refused_with_the_runs_needed(writes):
     args = [a for address in slot_addresses(writes)[:9] for a in ("-e", f"mem:{address}:w")]
-    proc = autoprof("bench", *args, "--", str(writes), "10")
+    proc = process("bench", *args, "--", str(writes), "10")
     assert proc.returncode != 0
     assert proc.stderr.startswith("autoprof: error: these 9 events do not fit one run")
     assert "need 3 runs" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.slow  # a real benchmark run under perf
-@needs_perf
+@pytest.mark.needs_perf
 def test_failing_command_is_one_line(tmp_path):
-    proc = autoprof("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "exit 3")
+    proc = process("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "exit 3")
     assert proc.returncode != 0
     assert "exited with status 3" in proc.stderr and "Traceback" not in proc.stderr
     # perf stat exits 0 for a workload killed by a signal, and prints psignal's line
-    killed = autoprof("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "kill -SEGV $$")
+    killed = process("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "kill -SEGV $$")
     assert killed.returncode == 2 and "Traceback" not in killed.stderr
     assert killed.stderr.strip().endswith("sh -c 'kill -SEGV $$' was killed by SIGSEGV")
 
 
-@needs_perf
+@pytest.mark.needs_perf
 def test_json_round_trip_and_prepare(tmp_path):
     marker = tmp_path / "prepared"
     events = measure.one_run_events(planning.plan(Request(events=["task-clock"])))
@@ -175,23 +169,23 @@ def test_json_round_trip_and_prepare(tmp_path):
 
 
 @pytest.mark.slow  # a real benchmark, uploaded
-@needs_perf
+@pytest.mark.needs_perf
 def test_benchmark_folder_is_uploaded_as_a_bench_run(tmp_path):
     out = tmp_path / "bench"
-    proc = autoprof("bench", "-n", "2", "--warmup", "0", "-o", str(out), "--", "true")
+    proc = process("bench", "-n", "2", "--warmup", "0", "-o", str(out), "--", "true")
     assert proc.returncode == 0, proc.stderr
     frame = pd.read_csv(out / "results.csv")
     assert set(frame["EVENT_NAME"]) >= {"wall_s", "user_s", "sys_s", "task-clock"}
     assert sorted(set(frame["REPEAT"])) == [1, 2] and set(frame["RUN"]) == {1}
     store = f"sqlite:///{tmp_path / 'store.db'}"
-    assert autoprof("upload", str(out), "--store", store).returncode == 0
-    benches = autoprof("runs", "list", "--kind", "bench", "--store", store)
+    assert process("upload", str(out), "--store", store).returncode == 0
+    benches = process("runs", "list", "--kind", "bench", "--store", store)
     assert "bench: true" in benches.stdout
-    profiles = autoprof("runs", "list", "--kind", "profile", "--store", store)
+    profiles = process("runs", "list", "--kind", "profile", "--store", store)
     assert "bench" not in profiles.stdout
     run_id = benches.stdout.splitlines()[-1].split()[0]
     exported = tmp_path / "export.csv"
-    assert autoprof("runs", "export", run_id, "-o", str(exported), "--store", store).returncode == 0
+    assert process("runs", "export", run_id, "-o", str(exported), "--store", store).returncode == 0
     assert exported.read_bytes() == (out / "results.csv").read_bytes()
-    again = autoprof("bench", "-n", "2", "-o", str(out), "--", "true")
+    again = process("bench", "-n", "2", "-o", str(out), "--", "true")
     assert again.returncode != 0 and "already holds" in again.stderr

@@ -11,11 +11,10 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from click.testing import CliRunner
 
 from autoprof.callgraph.graph import GraphOptions, gprof2dot_argv, output_format
-from autoprof.cli import cli
 from autoprof.errors import AutoprofError
+from autoprof.testing.cli import invoke
 from tests.recordings import hotspots_recording  # noqa: F401 (a fixture)
 from tests.test_flame_browser import page  # noqa: F401 (a fixture: Chromium via Playwright)
 
@@ -40,14 +39,14 @@ def callgraph_svg(hotspots_recording: Path, tmp_path_factory) -> Path:  # noqa: 
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot not found (make system-deps installs it)")
     out = tmp_path_factory.mktemp("callgraph") / "graph.svg"
-    result = CliRunner().invoke(cli, ["callgraph", str(hotspots_recording), "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    result = invoke("callgraph", str(hotspots_recording), "-o", str(out))
+    assert result.returncode == 0, result.output
     return out
 
 
 @pytest.mark.slow
 def test_svg_percentages_agree_with_report(hotspots_recording: Path, callgraph_svg: Path):  # noqa: F811
-    report = CliRunner().invoke(cli, ["report", str(hotspots_recording), "--csv", "-"])
+    report = invoke("report", str(hotspots_recording), "--csv", "-")
     shares = {
         r["symbol"]: float(r["cpu-clock %"]) for r in csv.DictReader(io.StringIO(report.output))
     }
@@ -90,13 +89,8 @@ def test_options_and_formats():
 @pytest.mark.slow
 def test_dot_output_and_a_missing_root(hotspots_recording: Path, tmp_path: Path):  # noqa: F811
     out = tmp_path / "g.dot"
-    runner = CliRunner()
-    ok = runner.invoke(
-        cli, ["callgraph", str(hotspots_recording), "-o", str(out), "--leaf", "heavy"]
-    )
-    assert ok.exit_code == 0, ok.output
+    ok = invoke("callgraph", str(hotspots_recording), "-o", str(out), "--leaf", "heavy")
+    assert ok.returncode == 0, ok.output
     assert out.read_text().startswith("digraph") and "touch" not in out.read_text()
-    bad = runner.invoke(
-        cli, ["callgraph", str(hotspots_recording), "-o", str(out), "--root", "nosuch"]
-    )
-    assert bad.exit_code != 0 and "root node nosuch not found" in bad.output
+    bad = invoke("callgraph", str(hotspots_recording), "-o", str(out), "--root", "nosuch")
+    assert bad.returncode != 0 and "root node nosuch not found" in bad.output

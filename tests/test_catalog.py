@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -136,7 +135,7 @@ def test_live_host_catalog():
         host.resolve_events(cat, ["mem:zzz"])
 
 
-@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+@pytest.mark.needs_perf
 def test_software_catalog_matches_perf():
     """Every software event we ship is one perf knows by that name."""
     listed = subprocess.run(["perf", "list", "sw"], capture_output=True, text=True).stdout

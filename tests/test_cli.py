@@ -19,6 +19,7 @@ import pytest
 from autoprof import __version__
 from autoprof.catalog import host
 from autoprof.commands import COMMANDS, SUMMARIES, common
+from autoprof.testing.cli import process
 from autoprof.testing.synthetic_out import make_out
 
 # libraries a command imports inside its functions, never at the top of its module (#11)
@@ -43,11 +44,6 @@ def own_data_home(tmp_path, monkeypatch):
     """The default store of every autoprof run here is under tmp_path, never the user's."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data-home"))
     monkeypatch.delenv("AUTOPROF_STORE", raising=False)
-
-
-def run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "autoprof", *map(str, args)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, **kwargs)
 
 
 def heavy_imported(code: str) -> list[str]:
@@ -224,7 +220,7 @@ def test_next_hints_are_shell_quoted():
 
 def test_next_hint_is_one_shell_quoted_line(tmp_path):
     out = tmp_path / ("a folder name long enough to cross eighty columns" + " [x] $HOME")
-    proc = run("profile", "-e", "task-clock", "-o", out, "--", "true")
+    proc = process("profile", "-e", "task-clock", "-o", out, "--", "true")
     assert proc.returncode == 0, proc.stderr
     [line] = [line for line in proc.stderr.splitlines() if "next:" in line]
     hint = line.split("next: ", 1)[1]

@@ -55,7 +55,7 @@ def page(tmp_path_factory):
 def graph(tmp_path_factory) -> tuple[Path, object]:
     folded = load(DATA / "perf61-dd-two-events.script", FoldOptions(event="cpu-clock"))
     path = tmp_path_factory.mktemp("svg") / "flame.svg"
-    path.write_text(SvgRenderer(title="dd", width=WIDTH).text(folded))
+    path.write_text(SvgRenderer(title="dd", width=WIDTH).render(folded))
     return path, folded
 
 

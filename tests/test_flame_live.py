@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from autoprof.flame.diff import changes, diff_tree
 from autoprof.flame.fold import fold
 from autoprof.flame.source import load
 from autoprof.perf.script import parse
+from autoprof.testing.cli import process
 
 PROGRAM = r"""
 #include <stdlib.h>
@@ -32,12 +32,6 @@ int main(int argc, char **argv) {
 """
 N = "40000000"
 pytestmark = pytest.mark.slow  # real perf record runs
-
-
-def autoprof(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autoprof", *args], capture_output=True, text=True, cwd=cwd
-    )
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +78,7 @@ def test_record_then_diff_shows_the_doubled_function_as_most_grown(program: Path
     # work_b runs once, then four times: its share of the samples goes from about 1/2 to 4/5.
     # cpu-clock counts a VM's stolen time too, so the margin is wide (delta > 0.15, not 0.3).
     for name, times_b in (("before", "1"), ("after", "4")):
-        proc = autoprof(
+        proc = process(
             "record", "-F", "999", "-e", "cpu-clock", "-o", str(tmp_path / name), "--",
             str(program), N, times_b,
         )  # fmt: skip
@@ -93,7 +87,7 @@ def test_record_then_diff_shows_the_doubled_function_as_most_grown(program: Path
         assert info["command"] == [str(program), N, times_b]
         assert info["status"] == "ok"
     svg = tmp_path / "diff.svg"
-    proc = autoprof(
+    proc = process(
         "flamegraph", "--diff", str(tmp_path / "before"), str(tmp_path / "after"), "-o", str(svg)
     )
     assert proc.returncode == 0, proc.stderr
@@ -106,13 +100,13 @@ def test_record_then_diff_shows_the_doubled_function_as_most_grown(program: Path
 
 def test_record_refuses_bad_perf_options(program: Path, tmp_path: Path):
     # an event perf knows but cannot sample for one process: perf's own reason, kept
-    proc = autoprof("record", "-e", "msr/tsc/", "-o", str(tmp_path / "r"), "--", "true")
+    proc = process("record", "-e", "msr/tsc/", "-o", str(tmp_path / "r"), "--", "true")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("autoprof: error: perf record failed")
     assert "Traceback" not in proc.stderr
     assert json.loads((tmp_path / "r" / "record.json").read_text())["status"] == "perf-failed"
     # an event of no catalog never reaches perf (as `profile` refuses it)
-    proc = autoprof("record", "-e", "no-such-event", "-o", str(tmp_path / "u"), "--", "true")
+    proc = process("record", "-e", "no-such-event", "-o", str(tmp_path / "u"), "--", "true")
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith("autoprof: error: unknown event 'no-such-event' for ")

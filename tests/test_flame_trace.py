@@ -23,7 +23,7 @@ from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
 from tests.callgrind import call_tree, exclusive_ir
-from tests.test_store import autoprof, sqlite_url  # noqa: F401 (a fixture)
+from tests.test_store import sqlite_url  # noqa: F401 (a fixture)
 
 DATA = Path(__file__).parent / "data" / "trace"
 # QEMU 7.2 (Debian 12) `qemu-x86_64 -singlestep -d exec,nochain` of calls.c: main calls once()
@@ -461,19 +461,19 @@ def test_a_kept_trace_flame_graph_is_uploaded_with_its_profile(
     assert redrawn.returncode == 0, redrawn.stderr
     assert self_counts(read_folded(redrawn.stdout.splitlines())) == direct
 
-    up = autoprof("upload", out, store=sqlite_url)
-    assert up.exit_code == 0, up.output
+    up = invoke("upload", out, "--store", sqlite_url)
+    assert up.returncode == 0, up.output
     run_id = outdir.read_manifest(out).id
-    shown = json.loads(autoprof("runs", "show", run_id, "--json", store=sqlite_url).stdout)
+    shown = json.loads(invoke("runs", "show", run_id, "--json", "--store", sqlite_url).stdout)
     stored = shown["functions"]["trace"]
     assert stored["events"] == ["instructions"]
     assert stored["totals"]["instructions"] == sum(direct.values())
     top = {f["symbol"]: f["instructions"]["period"] for f in stored["functions"]}
     assert top["leaf"] == direct["leaf"] and top["leaf"] == max(direct.values())
-    exported = autoprof("runs", "export", run_id, "--report", "-o", "-", store=sqlite_url)
+    exported = invoke("runs", "export", run_id, "--report", "-o", "-", "--store", sqlite_url)
     rows = {line.split(",")[0]: line for line in exported.stdout.splitlines()}
     assert rows["once"].split(",")[2] == str(direct["once"])  # symbol,dso,instructions,...
-    assert autoprof("report", out / "trace", "--csv", "-").stdout == exported.stdout
+    assert invoke("report", out / "trace", "--csv", "-").stdout == exported.stdout
 
 
 @pytest.mark.parametrize(

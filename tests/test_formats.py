@@ -13,14 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from autoprof import results
 from autoprof.catalog import machine
-from autoprof.cli import cli
 from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.results import sanity_report
 from autoprof.run import journal, outdir
+from autoprof.testing.cli import invoke
 from autoprof.util.status import RunStatus
 
 DATA = Path(__file__).parent / "data" / "profile-ed64973"
@@ -29,10 +28,6 @@ RUN2 = Path(outdir.RUNS) / "run0002-rep1"
 # the command line that wrote DATA (README.md there)
 EVENTS = [f"mem:0x{0x10000 + 8 * i:x}:w" for i in range(6)] + ["task-clock", "page-faults"]
 COMMAND = ["sleep", "0.5"]
-
-
-def autoprof(*args: str | Path):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture
@@ -48,8 +43,7 @@ def edit_json(path: Path, **changes) -> None:
 
 def refused_in_one_line(result, path: Path, found: int, known: int) -> None:
     """Refused with the one line the brief fixes, and nothing else: never a traceback."""
-    assert result.exit_code == 2, result.output
-    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.returncode == 2, result.output
     assert result.output.strip().splitlines() == [
         f"autoprof: error: {path}: written by a newer autoprof (format {found}, "
         f"this one reads up to {known}); upgrade autoprof"
@@ -60,8 +54,8 @@ def test_old_folder_aggregates_run_1_and_reports_run_2_missing(old):
     before = results.read_csv(DATA / outdir.RESULTS)
     (old / outdir.RESULTS).unlink()
     (old / outdir.REPORT).unlink()
-    result = autoprof("aggregate", old)
-    assert result.exit_code == 0, result.output
+    result = invoke("aggregate", old)
+    assert result.returncode == 0, result.output
     frame = results.read_csv(old / outdir.RESULTS)
     assert set(frame["RUN"]) == {1}
     assert len(frame) == len(before)
@@ -81,8 +75,8 @@ def test_old_folder_resumes_run_2_only(old):
         pytest.skip(f"the test folder's plan is for {cpu}, not this machine's {machine.cpu_id()}")
     run1 = (old / RUN1 / outdir.RUN_RECORD).read_bytes()
     args = [a for e in EVENTS for a in ("-e", e)]
-    result = autoprof("profile", *args, "-o", old, "--", *COMMAND)
-    assert result.exit_code == 0, result.output
+    result = invoke("profile", *args, "-o", old, "--", *COMMAND)
+    assert result.returncode == 0, result.output
     assert (old / RUN1 / outdir.RUN_RECORD).read_bytes() == run1  # not run again
     record = outdir.read_run_record(old / RUN2)
     assert record.status == RunStatus.OK
@@ -90,7 +84,7 @@ def test_old_folder_resumes_run_2_only(old):
     entries = journal.read(old)
     assert [(e.run, e.status) for e in entries] == [(1, "ok"), (2, "ok")]
     assert json.loads((old / outdir.JOURNAL).read_text().splitlines()[-1])["format"] == 1
-    assert autoprof("aggregate", old).exit_code == 0
+    assert invoke("aggregate", old).returncode == 0
     runs = json.loads((old / outdir.REPORT).read_text())["runs"]
     assert (runs["finished"], runs["missing"]) == (2, [])
     assert set(results.read_csv(old / outdir.RESULTS)["RUN"]) == {1, 2}
@@ -98,10 +92,10 @@ def test_old_folder_resumes_run_2_only(old):
 
 def test_old_folder_uploads_and_reads_back(old, tmp_path):
     store = f"sqlite:///{tmp_path / 'store.db'}"
-    uploaded = autoprof("upload", old, "--store", store)
-    assert uploaded.exit_code == 0, uploaded.output
-    listing = autoprof("runs", "list", "--store", store)
-    assert listing.exit_code == 0, listing.output
+    uploaded = invoke("upload", old, "--store", store)
+    assert uploaded.returncode == 0, uploaded.output
+    listing = invoke("runs", "list", "--store", store)
+    assert listing.returncode == 0, listing.output
     ids = [line.split()[0] for line in listing.output.splitlines()[1:]]
     assert ids == [outdir.read_manifest(DATA).id]
 
@@ -154,18 +148,18 @@ def test_resume_checks_it_is_the_same_profile(old):
 @pytest.mark.parametrize("file", [outdir.MANIFEST, str(RUN1 / outdir.RUN_RECORD)])
 def test_newer_manifest_or_run_record_is_refused(old, file):
     edit_json(old / file, format=999)
-    refused_in_one_line(autoprof("aggregate", old), old / file, 999, 1)
+    refused_in_one_line(invoke("aggregate", old), old / file, 999, 1)
 
 
 def test_newer_manifest_is_refused_by_upload(old, tmp_path):
     edit_json(old / outdir.MANIFEST, format=999)
-    result = autoprof("upload", old, "--store", f"sqlite:///{tmp_path / 'store.db'}")
+    result = invoke("upload", old, "--store", f"sqlite:///{tmp_path / 'store.db'}")
     refused_in_one_line(result, old / outdir.MANIFEST, 999, 1)
 
 
 def test_newer_report_is_refused(old, tmp_path):
     edit_json(old / outdir.REPORT, format=999)
-    result = autoprof("upload", old, "--store", f"sqlite:///{tmp_path / 'store.db'}")
+    result = invoke("upload", old, "--store", f"sqlite:///{tmp_path / 'store.db'}")
     refused_in_one_line(result, old / outdir.REPORT, 999, sanity_report.FORMAT)
 
 

@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from autoprof.queue import worker
 from autoprof.queue.spec import JobSpec, Refused, compile_allow
 from autoprof.store import engine
+from autoprof.testing.cli import process
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
 from tests.test_security_web import TOKEN as SERVED_TOKEN
@@ -173,11 +174,9 @@ def test_no_process_a_worker_job_can_read_holds_the_store_password(tmp_path, red
     prefix = unprivileged()
     secret = f"secret-{uuid.uuid4().hex}"
     host = f"iso-{os.getpid()}"
-    submitted = subprocess.run(
-        [sys.executable, "-m", "autoprof", "submit", "--redis", redis_url, "--host", host,
-         "-e", "task-clock", "--", *SCAN],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    submitted = process(
+        "submit", "--redis", redis_url, "--host", host, "-e", "task-clock", "--", *SCAN, timeout=60
+    )
     assert submitted.returncode == 0, submitted.stderr
     env = {**os.environ, "AUTOPROF_STORE": f"sqlite:///{tmp_path}/{secret}.db"}
     worker_run = subprocess.run(

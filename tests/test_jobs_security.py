@@ -19,6 +19,7 @@ from autoprof.perf.process import workload_env
 from autoprof.queue.spec import compile_allow
 from autoprof.run import outdir
 from autoprof.store import engine
+from autoprof.testing.cli import process
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
 
@@ -56,13 +57,8 @@ def test_a_job_sets_only_the_variables_the_operator_listed(tmp_path):
     assert taken.status_code == 202
 
 
-def test_serve_refuses_to_allow_a_variable_that_runs_code():
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "serve", "--allow", "true", "--allow-env", "LD_PRELOAD"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_serve_refuses_to_allow_a_variable_that_runs_code(cli_run):
+    proc = cli_run("serve", "--allow", "true", "--allow-env", "LD_PRELOAD")
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith(
@@ -120,12 +116,8 @@ def test_the_workload_environment_has_none_of_autoprofs_settings():
 def test_a_profiled_program_never_sees_the_store_password(tmp_path):
     out = tmp_path / "out"
     secret = "postgresql://postgres:s3cret@127.0.0.1/x"
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "-o", str(out),
-         "--", "sh", "-c", "env"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = process(
+        "profile", "-e", "task-clock", "-o", str(out), "--", "sh", "-c", "env", timeout=120,
         env={**workload_env(), "AUTOPROF_STORE": secret, "AUTOPROF_REDIS": "redis://x"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -27,7 +27,7 @@ WHY_NOT = perf_attrs.unavailable()
 AMD_DIR = embedded.directory("amd")
 ARM_DIR = embedded.directory("arm64")
 assert AMD_DIR is not None and ARM_DIR is not None
-needs_perf = pytest.mark.skipif(
+needs_perf_over_fakes = pytest.mark.skipif(
     WHY_NOT is not None, reason=f"cannot run perf over a fake tree: {WHY_NOT}"
 )
 HISI_WILDCARD = (
@@ -59,7 +59,7 @@ def test_attrs_are_read_from_recorded_output():
     assert len({a.type for a in attrs["B"]}) == 2
 
 
-@needs_perf
+@needs_perf_over_fakes
 def test_perf_refuses_what_the_kernel_format_lacks():
     """The harness can fail: a term SKX's PCU has not (occ_sel), a value wider than the SPR CHA
     umask (umask_ext4, 32 bits) and a PMU no kernel creates are refused, with perf's reason."""
@@ -85,7 +85,7 @@ def _check(intel_dir: Path, platform: str) -> kernel_check.Report:
     return report
 
 
-@needs_perf
+@needs_perf_over_fakes
 def test_skx_strings_give_the_bits_of_intels_data(intel_dir):
     """SKX: CHA Filter1 in config1:32-63, the PCU's occupancy select as umask, IIO masks,
     offcore/ldlat/frontend MSR values, fixed counters by the kernel's codes."""
@@ -95,14 +95,14 @@ def test_skx_strings_give_the_bits_of_intels_data(intel_dir):
 
 
 @pytest.mark.slow
-@needs_perf
+@needs_perf_over_fakes
 @pytest.mark.parametrize("platform", sorted(set(kernel_formats.INTEL) - {"SKX"}))
 def test_every_platforms_strings_give_the_bits_of_intels_data(intel_dir, platform):
     report = _check(intel_dir, platform)
     assert report.checked > 100
 
 
-@needs_perf
+@needs_perf_over_fakes
 def test_amd_and_arm_trees_take_perfs_own_strings():
     """The AMD and Arm trees, for their catalogs to plug in: the strings perf's jevents writes
     (NON-INTEL.md sec. 2) give the bits the kernel's formats place, e.g. a 12-bit AMD event
@@ -148,33 +148,33 @@ def _check_other(model: str) -> dict[str, int]:
     return dict(counts) if report.unchecked == 0 else {"unchecked": report.unchecked, **counts}
 
 
-@needs_perf
+@needs_perf_over_fakes
 def test_zen4_strings_give_the_bits_of_the_ppr_layout():
     """Zen 4, every event (deprecated too): 12-bit core codes over config:0-7,32-35, PerfMonV2
     DF event/umask over 32-37 and 24-27, UMC RdWrMask, on the PerfMonV2 tree."""
     assert _check_other("zen4") == {"cpu": 336, "amd_l3": 17, "amd_df": 136, "amd_umc": 13}
 
 
-@needs_perf
+@needs_perf_over_fakes
 def test_neoverse_n2_strings_give_the_event_numbers_of_arms_data():
     assert _check_other("neoverse-n2") == {"armv8_pmuv3_0": 154}
 
 
 @pytest.mark.slow
-@needs_perf
+@needs_perf_over_fakes
 @pytest.mark.parametrize("model", ["zen1", "zen2", "zen3", "zen5", "zen6"])
 def test_every_zen_models_strings_give_the_bits_of_the_ppr_layout(model):
     assert "unchecked" not in _check_other(model)
 
 
 @pytest.mark.slow
-@needs_perf
+@needs_perf_over_fakes
 @pytest.mark.parametrize("model", kernel_check.arm_models(ARM_DIR))
 def test_every_arm_cores_strings_give_the_event_numbers_of_arms_data(model):
     assert "unchecked" not in _check_other(model)
 
 
-@needs_perf
+@needs_perf_over_fakes
 def test_hisilicons_comma_pmus_are_refused_by_perf_61():
     """Why HIP08's uncore events are left out (arm.WILDCARD, HISI_WILDCARD): perf refuses
     jevents' comma PMU in a string, and parses one SCCL's boxes by their prefix."""
@@ -186,7 +186,7 @@ def test_hisilicons_comma_pmus_are_refused_by_perf_61():
     assert [a.config for a in parsed.attrs["P"]] == [0x42, 0x42]  # hisi_sccl1_l3c0 and l3c1
 
 
-@needs_perf
+@needs_perf_over_fakes
 def test_a_tree_of_the_wrong_family_is_caught():
     """The check can fail: Zen 5's 12-bit DF umasks (0xffe) do not fit Zen 3's 8-bit DF umask
     (perf refuses them), Zen 3 has no UMC PMU (perf cannot find it); the L3 formats are Fam

@@ -24,6 +24,7 @@ from autoprof import results
 from autoprof.catalog import machine
 from autoprof.perf import process
 from autoprof.run import outdir
+from autoprof.testing import cli
 
 pytestmark = pytest.mark.skipif(
     shutil.which("perf") is None or shutil.which("setarch") is None, reason="needs perf, setarch"
@@ -52,15 +53,14 @@ def profiled(tmp_path: Path, command: list[str], *args: str) -> tuple[dict[str, 
         text=True,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    agg = subprocess.run(
-        [sys.executable, "-m", "autoprof", "aggregate", str(out)], capture_output=True, text=True
-    )
+    agg = cli.invoke("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
     frame = results.read_csv(out / outdir.RESULTS)
     assert set(frame["STATUS"]) == {"ok"} and (frame["PERCENT_RUNNING"] == 100).all()
     return frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict(), out
 
 
+@pytest.mark.slow  # six real profiles
 @pytest.mark.parametrize(
     "command",
     [["true"], ["sh", "-c", "/bin/true; /bin/true; /bin/true"]],
@@ -95,11 +95,9 @@ def test_exit_status_and_signal_are_the_workloads_own_in_interval_mode(tmp_path)
         ("kill -USR1 $$", -10, "workload killed by SIGUSR1"),
     ):
         out = tmp_path / str(status)
-        proc = subprocess.run(
-            [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "--interval", "10",
-             "-o", str(out), "--", "sh", "-c", script],
-            capture_output=True,
-            text=True,
+        proc = cli.process(
+            "profile", "-e", "task-clock", "--interval", "10", "-o", str(out), "--", "sh", "-c",
+            script,
         )  # fmt: skip
         assert proc.returncode == 2 and "the run failed" in proc.stderr
         record = outdir.read_run_record(outdir.run_folders(out)[0])
@@ -110,12 +108,9 @@ def test_exit_status_and_signal_are_the_workloads_own_in_interval_mode(tmp_path)
 @pytest.mark.slow
 def test_a_system_wide_profile_of_a_command_counts_every_cpu(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "profile", "-a", "-e", "context-switches", "-o",
-         str(out), "--", "sleep", "0.3"],
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
+    proc = cli.process(
+        "profile", "-a", "-e", "context-switches", "-o", str(out), "--", "sleep", "0.3"
+    )
     assert proc.returncode == 0, proc.stderr
     record = outdir.read_run_record(outdir.run_folders(out)[0])
     assert record.workload_exit == 0 and "-p" not in record.perf_argv and "-a" in record.perf_argv
@@ -131,12 +126,9 @@ def test_a_program_that_cannot_run_is_one_line(tmp_path):
         ([str(script)], f"autoprof: error: cannot run {script}: Permission denied"),
         (["no-such-program-xyz"], "autoprof: error: command not found: no-such-program-xyz"),
     ):
-        proc = subprocess.run(
-            [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "-o",
-             str(tmp_path / "out"), "--", *command],
-            capture_output=True,
-            text=True,
-        )  # fmt: skip
+        proc = cli.process(
+            "profile", "-e", "task-clock", "-o", str(tmp_path / "out"), "--", *command
+        )
         assert proc.returncode == 2 and proc.stderr.strip() == said
 
 
@@ -147,13 +139,9 @@ def test_the_command_runs_in_the_users_environment(tmp_path):
     2,013 fewer instructions under LC_ALL=C on the Arm lane), less autoprof's own settings."""
     out = tmp_path / "out"
     env = {**os.environ, "LC_ALL": "C.UTF-8", "AUTOPROF_STORE": "secret", "MARK": "kept"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "-o", str(out), "--",
-         "sh", "-c", "env"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )  # fmt: skip
+    proc = cli.process(
+        "profile", "-e", "task-clock", "-o", str(out), "--", "sh", "-c", "env", env=env
+    )
     assert proc.returncode == 0, proc.stderr
     printed = (outdir.run_folders(out)[0] / outdir.STDOUT).read_text().splitlines()
     assert "LC_ALL=C.UTF-8" in printed and "MARK=kept" in printed
@@ -184,13 +172,9 @@ def test_pythons_own_locale_does_not_reach_the_command(tmp_path):
     538); the command must not inherit what the user never set."""
     out = tmp_path / "out"
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "profile", "-e", "task-clock", "-o", str(out), "--",
-         "sh", "-c", "env"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )  # fmt: skip
+    proc = cli.process(
+        "profile", "-e", "task-clock", "-o", str(out), "--", "sh", "-c", "env", env=env
+    )
     assert proc.returncode == 0, proc.stderr
     printed = (outdir.run_folders(out)[0] / outdir.STDOUT).read_text().splitlines()
     assert not any(line.startswith(("LC_", "LANG")) for line in printed), printed

@@ -8,13 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from autoprof.cli import cli
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_heap
 from autoprof.memory.massif import flatten, parse, site_bytes, top_sites
 from autoprof.memory.profile import OTHER, MemoryOptions, summarize, valgrind_argv
+from autoprof.testing.cli import invoke
 
 DATA = Path(__file__).parent / "data" / "massif"
 MIB = 1024 * 1024
@@ -74,8 +73,8 @@ def heap(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_memory_of_the_heap_example(heap: Path, tmp_path: Path):
     out = tmp_path / "mem"
-    result = CliRunner().invoke(cli, ["memory", "-o", str(out), "--", str(heap)])
-    assert result.exit_code == 0, result.output
+    result = invoke("memory", "-o", str(out), "--", str(heap))
+    assert result.returncode == 0, result.output
     profile = json.loads((out / "memory.json").read_text())
     assert profile["status"] == "ok"
     plotted = max(sum(s["sites"].values()) for s in profile["snapshots"] if s["detailed"])
@@ -91,8 +90,8 @@ def test_memory_of_the_heap_example(heap: Path, tmp_path: Path):
 @pytest.mark.slow
 def test_a_crash_is_one_line_and_the_partial_profile_is_kept(heap: Path, tmp_path: Path):
     out = tmp_path / "mem"
-    result = CliRunner().invoke(cli, ["memory", "-o", str(out), "--", str(heap), "crash"])
-    assert result.exit_code != 0
+    result = invoke("memory", "-o", str(out), "--", str(heap), "crash")
+    assert result.returncode != 0
     assert "crashed under valgrind (signal 11, SIGSEGV)" in result.output
     assert "Traceback" not in result.output
     profile = json.loads((out / "memory.json").read_text())
@@ -102,14 +101,13 @@ def test_a_crash_is_one_line_and_the_partial_profile_is_kept(heap: Path, tmp_pat
 
 @pytest.mark.slow
 def test_pages_as_heap_and_a_missing_program(heap: Path, tmp_path: Path):
-    runner = CliRunner()
-    pages = runner.invoke(cli, ["memory", "--pages-as-heap", "-o", str(tmp_path / "p"), "--",
-                                str(heap)])  # fmt: skip
-    assert pages.exit_code == 0, pages.output
+    pages = invoke("memory", "--pages-as-heap", "-o", str(tmp_path / "p"), "--",
+                                str(heap))  # fmt: skip
+    assert pages.returncode == 0, pages.output
     profile = json.loads((tmp_path / "p" / "memory.json").read_text())
     assert profile["peak_bytes"] >= 40 * MIB  # pages: the heap's blocks plus code and stacks
-    missing = runner.invoke(cli, ["memory", "-o", str(tmp_path / "m"), "--", "/no/such/prog"])
-    assert missing.exit_code != 0 and "command not found: /no/such/prog" in missing.output
+    missing = invoke("memory", "-o", str(tmp_path / "m"), "--", "/no/such/prog")
+    assert missing.returncode != 0 and "command not found: /no/such/prog" in missing.output
 
 
 @pytest.mark.slow
@@ -121,8 +119,8 @@ def test_a_wrapper_script_is_followed_to_the_program_it_runs(heap: Path, tmp_pat
     wrapper.write_text(f'#!/bin/sh\nversion=$(/bin/echo 1)\nexec {heap} "$@"\n')
     wrapper.chmod(0o755)
     out = tmp_path / "mem"
-    result = CliRunner().invoke(cli, ["memory", "-o", str(out), "--", str(wrapper)])
-    assert result.exit_code == 0, result.output
+    result = invoke("memory", "-o", str(out), "--", str(wrapper))
+    assert result.returncode == 0, result.output
     profile = json.loads((out / "memory.json").read_text())
     assert profile["status"] == "ok" and profile["peak_bytes"] == 40 * MIB
     assert parse((out / "massif.out").read_text()).cmd == str(heap)

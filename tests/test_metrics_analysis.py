@@ -97,6 +97,8 @@ def test_percore_event_read_per_thread_is_flagged(intel_dir):
 
 
 def test_metrics_result_renders_the_tree_as_text_and_the_table_as_csv(skx, tmp_path):
+    from rich.console import Console
+
     from autoprof.analysis import renderers
 
     rows = [
@@ -107,11 +109,11 @@ def test_metrics_result_renders_the_tree_as_text_and_the_table_as_csv(skx, tmp_p
     result = analysis.Metrics(values, "SKX")
     assert result.notes()[0].startswith("1 of 1 metrics computed (1 same-run, 0 cross-run)")
     text = tmp_path / "tree.txt"
-    assert renderers.for_path(text).render(result, text) == [text]
+    assert renderers.render(result, text, tmp_path, Console()) == [text]
     shown = text.read_text()
     assert "Top-down tree (SKX)" in shown and "Frontend_Bound" in shown and "30.0" in shown
     assert "[bold]" not in shown  # the markup is rendered, not written
     table = tmp_path / "m.csv"
-    renderers.for_path(table).render(result, table)
+    renderers.render(result, table, tmp_path, Console())
     written = pd.read_csv(table).set_index("METRIC")
     assert written.loc["Frontend_Bound", "VALUE"] == pytest.approx(30.0)

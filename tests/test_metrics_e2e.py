@@ -4,7 +4,6 @@ the co-scheduler on SKX and SPR; autoperf's results.csv."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 
@@ -172,7 +171,7 @@ def test_coschedule_keeps_the_bound_and_gathers_metrics(intel_dir, platform):
                 assert "TOPDOWN.SLOTS" in names
 
 
-@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+@pytest.mark.needs_perf
 def test_quoted_metric_names_come_back_from_perf(tmp_path):
     """perf prints a quoted name term as written: derived events keep the metric's spelling."""
     out = tmp_path / "perf.csv"

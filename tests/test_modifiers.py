@@ -6,9 +6,6 @@ real PMU in test_pmu_lane.py; here, what this machine's perf counts (software ev
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -17,6 +14,7 @@ from autoprof.catalog import host, modifiers
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
+from autoprof.testing.cli import invoke, process
 
 
 @pytest.mark.parametrize(
@@ -79,25 +77,19 @@ def test_modifiers_that_cannot_mean_anything_are_refused():
         modifiers.with_modifier(Event("x", "software", "page-faults:u"), "k")
 
 
-@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+@pytest.mark.needs_perf
 def test_profile_user_names_every_event_in_user_mode(tmp_path):
     """--user, with an anchor: every event counted as NAME:u, in the plan, the manifest (which
     records --user: a resumed profile keeps it) and results.csv."""
     out = tmp_path / "out"
     args = ["--user", "-e", "page-faults", "-e", "task-clock", "--anchor", "task-clock"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "profile", *args, "-o", str(out), "--", "true"],
-        capture_output=True,
-        text=True,
-    )
+    proc = process("profile", *args, "-o", str(out), "--", "true")
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads((out / outdir.MANIFEST).read_text())
     assert manifest["options"]["user"] is True
     planned = [e["name"] for run in manifest["plan"]["runs"] for e in run["events"]]
     assert sorted(planned) == ["page-faults:u", "task-clock:u"]
-    agg = subprocess.run(
-        [sys.executable, "-m", "autoprof", "aggregate", str(out)], capture_output=True, text=True
-    )
+    agg = invoke("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
     frame = results.read_csv(out / outdir.RESULTS)
     assert set(frame["EVENT_NAME"]) == {"page-faults:u", "task-clock:u"}
@@ -106,10 +98,7 @@ def test_profile_user_names_every_event_in_user_mode(tmp_path):
 
 
 def test_user_is_refused_with_metrics(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "profile", "--user", "--metrics", "IPC", "--cpu",
-         "SKX", "--dry-run", "--", "true"],
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
+    proc = process(
+        "profile", "--user", "--metrics", "IPC", "--cpu", "SKX", "--dry-run", "--", "true"
+    )
     assert proc.returncode == 2 and "--user" in proc.stderr and "Traceback" not in proc.stderr

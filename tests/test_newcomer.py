@@ -7,7 +7,6 @@ import json
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -106,15 +105,12 @@ def test_one_broken_run_leaves_the_others_ok(cli_run, tmp_path):
 # --- serve on a busy port; runs delete without a terminal ---------------------------------------
 
 
-def test_serve_on_a_busy_port_is_one_line_before_any_banner(tmp_path):
+def test_serve_on_a_busy_port_is_one_line_before_any_banner(cli_run, tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        argv = [sys.executable, "-m", "autoprof", "serve", "--port", str(port)]
-        proc = subprocess.run(
-            [*argv, "--store", str(tmp_path / "s.db")], capture_output=True, text=True, timeout=120
-        )
+        proc = cli_run("serve", "--port", str(port), "--store", tmp_path / "s.db")
     assert proc.returncode == 2 and proc.stdout == ""  # no banner first
     line = one_error_line(proc)
     assert f"cannot listen on 127.0.0.1 port {port}: Address already in use" in line
@@ -127,8 +123,7 @@ def test_runs_delete_without_a_terminal_is_refused_in_one_line(cli_run, tmp_path
     shutil.copytree(PROFILE, out)
     assert cli_run("upload", out, "--store", store).returncode == 0
     run_id = json.loads((out / "manifest.json").read_text())["id"]
-    argv = [sys.executable, "-m", "autoprof", "runs", "delete", run_id, "--store", store]
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    proc = cli_run("runs", "delete", run_id, "--store", store)  # its input is no terminal
     assert proc.returncode == 2 and proc.stdout == ""
     line = one_error_line(proc)
     assert run_id in line and "no terminal" in line and "--yes" in line
@@ -136,8 +131,6 @@ def test_runs_delete_without_a_terminal_is_refused_in_one_line(cli_run, tmp_path
 
 
 # --- messages ------------------------------------------------------------------------------------
-
-needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
 
 
 def test_aggregate_to_a_path_that_cannot_be_written_names_that_path(cli_run, tmp_path):
@@ -148,7 +141,7 @@ def test_aggregate_to_a_path_that_cannot_be_written_names_that_path(cli_run, tmp
     assert f"{target}: No such file or directory" in line and ".partial" not in line
 
 
-@needs_perf
+@pytest.mark.needs_perf
 def test_a_bad_output_folder_fails_before_the_profiling_banner(cli_run, tmp_path):
     (tmp_path / "file").write_text("")
     line = one_error_line(cli_run("profile", "-e", "task-clock", "-o", tmp_path / "file" / "o",
@@ -160,7 +153,7 @@ def test_a_bad_output_folder_fails_before_the_profiling_banner(cli_run, tmp_path
     assert "holds a profile of another command" in again
 
 
-@needs_perf
+@pytest.mark.needs_perf
 @pytest.mark.slow  # a real profile that waits for its timeout
 def test_a_single_run_that_times_out_says_so(cli_run, tmp_path):
     run = cli_run("profile", "-e", "task-clock", "--timeout", "1", "-o", tmp_path / "out",
@@ -173,13 +166,13 @@ def test_a_single_run_that_times_out_says_so(cli_run, tmp_path):
     )
 
 
-@needs_perf
+@pytest.mark.needs_perf
 def test_record_of_a_missing_command_says_it_once(cli_run, tmp_path):
     line = one_error_line(cli_run("record", "-o", tmp_path / "rec", "--", "nosuchprog"))
     assert line == "autoprof: error: command not found: nosuchprog"
 
 
-@needs_perf
+@pytest.mark.needs_perf
 @pytest.mark.slow  # attaches to a real process for its duration
 def test_a_one_run_attached_profile_does_not_warn_about_moments(cli_run, tmp_path):
     with subprocess.Popen(["sleep", "60"]) as target:

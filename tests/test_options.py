@@ -9,9 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from autoprof.cli import cli
 from autoprof.commands.common import take_options
 from autoprof.commands.profile import profile
 from autoprof.commands.schedule import schedule
@@ -20,6 +18,7 @@ from autoprof.errors import AutoprofError
 from autoprof.queue.spec import JobSpec, Refused
 from autoprof.run import outdir
 from autoprof.run.options import EventSelection, ProfileOptions
+from autoprof.testing.cli import invoke
 from autoprof.util.declared import Option, kind_of, option_fields, spec_fields
 from autoprof.util.records import read_json
 
@@ -99,8 +98,8 @@ def test_every_spec_option_is_taken_by_the_cli_and_the_job_spec(name, option):
 def test_out_of_range_values_are_refused_by_the_cli_and_the_job_spec_alike(name, option):
     for value in refused(name, option):
         for command in (["profile"], ["submit", "--host", "h"]):
-            result = CliRunner().invoke(cli, [*command, *argv(option, value), "--", "./w"])
-            assert result.exit_code == 2
+            result = invoke(*command, *argv(option, value), "--", "./w")
+            assert result.returncode == 2
             assert result.output.count("\n") == 1, result.output
             said = result.output.removeprefix("autoprof: error: ").strip()
             assert said.startswith(f"{option.flags[-1]} {value!r} is not in the range")
@@ -132,7 +131,7 @@ def test_a_part_must_be_one_of_the_parts():
 
 
 def test_help_shows_each_range_and_default_as_click_does():
-    text = CliRunner().invoke(cli, ["profile", "--help"], terminal_width=200).output
+    text = invoke("profile", "--help", terminal_width=200).output
     lines = {line.split()[0].rstrip(","): line for line in text.splitlines() if line[2:3] == "-"}
     assert "INTEGER RANGE" in lines["--interval"]
     assert "[default: 100; 10<=x<=60000]" in lines["--interval"]
@@ -204,8 +203,8 @@ def test_every_selection_flag_is_taken_by_the_catalog_commands_and_the_job_spec(
     for bad in refused(name, option, EventSelection):
         said = []
         for command, rest in ((["schedule", "--json"], []), (["submit", "--host", "h"], ["./w"])):
-            result = CliRunner().invoke(cli, [*command, *argv(option, bad), *rest])
-            assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+            result = invoke(*command, *argv(option, bad), *rest)
+            assert result.returncode == 2 and result.output.count("\n") == 1, result.output
             said.append(result.output.removeprefix("autoprof: error: ").strip())
         with pytest.raises(Refused) as caught:
             JobSpec.from_json(spec_with({}) | {"selection": {name: bad}})
@@ -222,8 +221,8 @@ def test_a_selection_of_the_wrong_type_is_refused_in_a_spec():
 
 def test_bench_takes_reserve_as_the_catalog_commands_do():
     option = next(o for f, o in option_fields(EventSelection) if f.name == "reserve")
-    result = CliRunner().invoke(cli, ["bench", "--reserve", "9", "--", "true"])
-    assert result.exit_code == 2
+    result = invoke("bench", "--reserve", "9", "--", "true")
+    assert result.returncode == 2
     assert (
         result.output.strip()
         == f"autoprof: error: --reserve 9 is not in the range {option.range_text}"

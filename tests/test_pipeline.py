@@ -22,10 +22,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import CliRunner
+from rq.group import Group
 from starlette.testclient import TestClient
 
-from autoprof.cli import cli
 from autoprof.errors import AutoprofError
 from autoprof.queue import connection, jobs, live
 from autoprof.queue.model import DONE, FAILED, STOPPED, JobResult, settle
@@ -35,9 +34,11 @@ from autoprof.run import outdir, planning
 from autoprof.run.options import EventSelection
 from autoprof.run.request import Request
 from autoprof.store import engine, queries
+from autoprof.testing.cli import invoke, process
 from autoprof.testing.workers import WorkerProcess, wait_ready
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
+from tests.conftest import still_running
 
 TOKEN = "p" * 24
 RESERVE = 8  # more than any core PMU can give up (it keeps one counter), and more than none
@@ -56,10 +57,8 @@ def reserve_refusal() -> str:
 
 
 def test_the_cli_refuses_an_impossible_reserve_with_the_pipelines_line(tmp_path):
-    said = CliRunner().invoke(
-        cli, ["profile", "--reserve", str(RESERVE), "-e", "task-clock", "-o", tmp_path, "true"]
-    )
-    assert said.exit_code == 2
+    said = invoke("profile", "--reserve", str(RESERVE), "-e", "task-clock", "-o", tmp_path, "true")
+    assert said.returncode == 2
     assert said.output == f"autoprof: error: {reserve_refusal()}\n"
     assert not (tmp_path / outdir.MANIFEST).exists()
 
@@ -91,11 +90,9 @@ def test_the_worker_refuses_an_impossible_reserve_with_the_pipelines_line(redis_
     spec = JobSpec(["true"], ["task-clock"], selection={"reserve": RESERVE})
     host = f"reserve-{os.getpid()}"
     (job,) = jobs.submit(conn, connection.host_queue(host), jobs.split_specs(spec, 1))
-    done = subprocess.run(
-        [sys.executable, "-m", "autoprof", "worker", "--redis", redis_url, "--burst",
-         "--store", f"sqlite:///{tmp_path / 'r.db'}", "--hostname", host, "--allow", "true",
-         "--workdir", tmp_path / "work"],
-        capture_output=True, text=True, timeout=120,
+    done = process(
+        "worker", "--redis", redis_url, "--burst", "--store", f"sqlite:///{tmp_path / 'r.db'}",
+        "--hostname", host, "--allow", "true", "--workdir", tmp_path / "work", timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     found = jobs.info(jobs.find_job(conn, job.id))
@@ -338,13 +335,17 @@ def test_a_worker_killed_mid_profile_leaves_nothing_running_and_its_job_ends_onc
             assert time.monotonic() < deadline, "perf, the workload or the horse outlived it"
             time.sleep(0.05)
         print(f"horse, perf and workload gone {time.monotonic() - killed_at:.2f} s after the kill")
+        conn.delete(Group.REDIS_GROUP_CLEANING_KEY)  # set again by the successor's maintenance
         worker = WorkerProcess(tmp_path, redis_url, store, host, "sh .*")  # its successor
         ended = _wait_status(conn, job.id, TERMINAL, timeout=30)
         print(f"job {ended.status} {time.monotonic() - killed_at:.2f} s after the kill: "
               f"{ended.error}")  # fmt: skip
         assert ended.status == "failed" and "interrupted by SIGTERM" in ended.error, ended
-        time.sleep(3)  # the successor's maintenance, the dead horse: nothing turns it done
-        again = jobs.info(jobs.find_job(conn, job.id))
+        deadline = time.monotonic() + 60  # its registries cleaned, then its groups': done
+        while not conn.exists(Group.REDIS_GROUP_CLEANING_KEY):
+            assert time.monotonic() < deadline, "the successor never ran its maintenance"
+            time.sleep(0.1)
+        again = jobs.info(jobs.find_job(conn, job.id))  # the dead horse turned nothing done
         assert again.status == "failed" and again.result is not None
         assert again.result.state == FAILED and again.result.run_id is None
         with engine.open_store(store).read() as db, pytest.raises(AutoprofError, match="no run"):
@@ -392,8 +393,8 @@ def test_the_next_worker_stops_what_a_worker_killed_with_its_horse_left(redis_ur
             assert time.monotonic() < deadline, "the workload never started"
             time.sleep(0.05)
         worker.kill()  # the horse first, then the worker: no one left to clean up
-        time.sleep(0.5)
-        assert _processes_with(marker)  # perf and the workload run on, orphaned
+        left = _processes_with(marker)  # perf and the workload run on, orphaned, untouched
+        assert left and all(still_running(pid) for pid in left)
         worker = WorkerProcess(tmp_path, redis_url, store, host, "sh .*")
         deadline = time.monotonic() + 30
         while _processes_with(marker):

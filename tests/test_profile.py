@@ -24,19 +24,15 @@ from autoprof.examples import expected_writes, slot_addresses
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
 from autoprof.run.runner import Runner, Task, stop_leftovers
+from autoprof.testing.cli import process
 from autoprof.util.status import RunStatus
+from tests.conftest import still_running
 
 pytestmark = pytest.mark.skipif(
     shutil.which("perf") is None or shutil.which("cc") is None, reason="needs perf and cc"
 )
 
 SOFTWARE = ["task-clock", "page-faults", "context-switches"]
-
-
-def autoprof(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autoprof", *args], capture_output=True, text=True, **kw
-    )
 
 
 def watch_args(binary: Path) -> list[str]:
@@ -62,7 +58,7 @@ def check_exact(out: Path, binary: Path, n: int, repeat: int = 1) -> None:
 @pytest.mark.slow
 def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
     out = tmp_path / "out"
-    proc = autoprof("profile", *watch_args(writes), "-o", str(out), "--", str(writes), "3000")
+    proc = process("profile", *watch_args(writes), "-o", str(out), "--", str(writes), "3000")
     assert proc.returncode == 0, proc.stderr
     manifest = outdir.read_manifest(out)
     assert len(manifest.plan["runs"]) == 3 == manifest.plan["lower_bound"]
@@ -72,7 +68,7 @@ def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
         assert record.status == RunStatus.OK and record.perf_argv[:2][-1] == "stat"
         assert (folder / outdir.PERF_OUTPUT).stat().st_size > 0
         assert "wrote 12 slots" in (folder / outdir.STDOUT).read_text()
-    agg = autoprof("aggregate", str(out))
+    agg = process("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
     check_exact(out, writes, 3000)
     frame = results.read_csv(out / outdir.RESULTS)
@@ -113,14 +109,14 @@ def test_interrupted_profile_resumes_without_rerunning(writes, tmp_path):
     keys = [(e["run"], e["repeat"]) for e in entries]
     assert sorted(keys) == sorted({(r, p) for r in (1, 2, 3) for p in (1, 2)})  # each once
     assert entries[: len(first)] == first
-    assert autoprof("aggregate", str(out)).returncode == 0
+    assert process("aggregate", str(out)).returncode == 0
     check_exact(out, writes, 6000, repeat=2)
 
 
 @pytest.mark.slow
 def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
     out, state = tmp_path / "out", tmp_path / "state"
-    proc = autoprof(
+    proc = process(
         "profile", *watch_args(writes), "-o", str(out), "--", str(writes), "500", str(state), "2"
     )
     assert proc.returncode == 2
@@ -131,7 +127,7 @@ def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
     }
     assert records[2].status == RunStatus.WORKLOAD_FAILED and records[2].workload_exit == 1
     assert records[1].status == records[3].status == RunStatus.OK
-    assert autoprof("aggregate", str(out)).returncode == 0
+    assert process("aggregate", str(out)).returncode == 0
     report = json.loads((out / outdir.REPORT).read_text())
     assert [(f["run"], f["status"]) for f in report["runs"]["failed"]] == [
         (2, RunStatus.WORKLOAD_FAILED)
@@ -147,7 +143,7 @@ def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
 def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_path):
     """The 2nd invocation fails on purpose; with --retries 1 run 2 runs again (invocation 3)."""
     out, state = tmp_path / "out", tmp_path / "state"
-    proc = autoprof(
+    proc = process(
         "profile", *watch_args(writes), "--retries", "1", "-o", str(out),
         "--", str(writes), "500", str(state), "2",
     )  # fmt: skip
@@ -166,7 +162,7 @@ def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_
         (2, RunStatus.WORKLOAD_FAILED),
         (2, RunStatus.OK),
     ]
-    assert autoprof("aggregate", str(out)).returncode == 0
+    assert process("aggregate", str(out)).returncode == 0
     report = json.loads((out / outdir.REPORT).read_text())
     assert report["runs"]["failed"] == []
     assert report["runs"]["retried"] == [{"run": 2, "repeat": 1, "attempt": 2}]
@@ -177,24 +173,24 @@ def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_
 def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_path):
     out = tmp_path / "out"
     args = [*watch_args(writes)[:24], "--anchor", "task-clock", "--interval", "10"]
-    dry = autoprof("profile", *args, "--dry-run", "-o", str(out), "--", str(writes), "3000")
+    dry = process("profile", *args, "--dry-run", "-o", str(out), "--", str(writes), "3000")
     assert dry.returncode == 0 and len(dry.stdout.splitlines()) == 3
     assert all(" -e task-clock " in line for line in dry.stdout.splitlines())
-    proc = autoprof("profile", *args, "--retries", "2", "-o", str(out), "--", str(writes), "3000")
+    proc = process("profile", *args, "--retries", "2", "-o", str(out), "--", str(writes), "3000")
     assert proc.returncode == 0, proc.stderr
     assert outdir.read_manifest(out).options.anchor == "task-clock"
-    assert autoprof("aggregate", str(out)).returncode == 0
+    assert process("aggregate", str(out)).returncode == 0
     frame = results.read_csv(out / outdir.RESULTS)
     assert set(frame.loc[frame["EVENT_NAME"] == "task-clock", "RUN"]) == {1, 2, 3}
     check_exact(out, writes, 3000)
-    corr = autoprof(
+    corr = process(
         "analyze", "correlation", str(out / outdir.RESULTS), "--anchor", "task-clock",
         "--min-overlap", "3", "-o", str(tmp_path / "corr"),
     )  # fmt: skip
     assert corr.returncode == 0, corr.stderr
     matrix = pd.read_csv(tmp_path / "corr" / "correlation_matrix.csv", index_col=0)
     assert {f"mem:{a}:w" for a in slot_addresses(writes)} & set(matrix.columns)
-    refused = autoprof("profile", *args[:-4], "--anchor", "mem:0x1000:w", "--dry-run", "--", "true")
+    refused = process("profile", *args[:-4], "--anchor", "mem:0x1000:w", "--dry-run", "--", "true")
     assert refused.returncode == 2 and "software event" in refused.stderr
 
 
@@ -216,8 +212,7 @@ def test_perf_left_by_a_killed_profiler_is_stopped(writes, tmp_path):
         time.sleep(0.05)
     proc.kill()
     proc.wait()
-    time.sleep(0.5)  # a kill that wrongly reached perf gets time to show; never a flake
-    assert Path(f"/proc/{pid}").exists()  # perf (and its workload) outlived the profiler
+    assert still_running(pid)  # perf (and its workload) outlived the profiler, untouched
     assert stop_leftovers(out) == [pid]
     deadline = time.monotonic() + 30
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
@@ -243,29 +238,21 @@ def test_no_room_splits_the_run_and_bad_events_are_unsupported(writes, tmp_path)
 @pytest.mark.slow
 def test_crash_timeout_and_refusals(writes, tmp_path):
     out = tmp_path / "out"
-    crash = autoprof(
+    crash = process(
         "profile", "-e", "task-clock", "-o", str(out), "--", "sh", "-c", "kill -SEGV $$"
     )
     assert crash.returncode == 2 and "Traceback" not in crash.stderr
     record = outdir.read_run_record(outdir.run_folders(out)[0])
     assert record.status == RunStatus.WORKLOAD_FAILED and "SIGSEGV" in record.error
-    other = autoprof("profile", "-e", "task-clock", "-o", str(out), "--", "true")
+    other = process("profile", "-e", "task-clock", "-o", str(out), "--", "true")
     assert other.returncode == 2 and "another command" in other.stderr
-    slow = autoprof(
-        "profile",
-        "-e",
-        "task-clock",
-        "--timeout",
-        "0.5",
-        "-o",
-        str(tmp_path / "slow"),
-        "--",
-        "sleep",
-        "30",
-    )
+    slow = process(
+        "profile", "-e", "task-clock", "--timeout", "0.5", "-o", str(tmp_path / "slow"), "--",
+        "sleep", "30",
+    )  # fmt: skip
     assert slow.returncode == 2
     assert outdir.read_run_record(outdir.run_folders(tmp_path / "slow")[0]).status == "timeout"
-    missing = autoprof(
+    missing = process(
         "profile", "-e", "task-clock", "-o", str(tmp_path / "m"), "--", "no-such-program-xyz"
     )
     assert missing.returncode == 2 and "command not found" in missing.stderr
@@ -278,13 +265,13 @@ def test_dry_run_prints_exactly_the_argv_that_runs(writes, tmp_path):
     out = tmp_path / "o"
     events = [arg for name in SOFTWARE for arg in ("-e", name)]
     args = [*events, "--repeat", "2", "-o", str(out), "--", str(writes), "50"]
-    proc = autoprof("profile", "--dry-run", *args)
+    proc = process("profile", "--dry-run", *args)
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and len(lines) == 2
     assert all(line.startswith("LC_ALL=C ") and " stat -x , " in line for line in lines)
     assert not out.exists()
     assert "WORKLOAD_PID" in proc.stderr  # the note says what the placeholders stand for
-    assert autoprof("profile", *args).returncode == 0
+    assert process("profile", *args).returncode == 0
     records = [outdir.read_run_record(f) for f in outdir.run_folders(out)]
     executed = []
     for record in records:  # the values only the run knew, where the dry run said which
@@ -301,7 +288,7 @@ def test_demo_checks_every_breakpoint_count_and_can_run_again(writes, tmp_path):
     out = tmp_path / "demo"
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     for _ in range(2):  # the second demo replaces the first one's output
-        proc = autoprof("demo", "-o", str(out), "--writes", "300", env=env)
+        proc = process("demo", "-o", str(out), "--writes", "300", env=env)
         assert proc.returncode == 0, proc.stderr
         assert "12 of 12 breakpoint counts exact" in proc.stdout
     assert len(outdir.run_folders(out)) == 3

@@ -21,14 +21,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import redis
-from click.testing import CliRunner
 from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from autoprof import results
 from autoprof.catalog import machine
-from autoprof.cli import cli
 from autoprof.errors import AutoprofError
 from autoprof.examples import expected_writes, slot_addresses
 from autoprof.queue import connection, jobs
@@ -36,16 +34,13 @@ from autoprof.queue.spec import JobSpec, Refused, allowed, compile_allow
 from autoprof.queue.worker import wait_until_quiet
 from autoprof.results import aggregate
 from autoprof.run import outdir
+from autoprof.testing.cli import invoke, process
 from autoprof.testing.synthetic_out import make_out
 from autoprof.testing.workers import WorkerProcess, wait_ready
 from tests.conftest import SECRET
 
 TERMINAL = {"finished", "failed", "stopped", "canceled"}
 pytestmark = pytest.mark.slow  # real workers, real profiles
-
-
-def cli_run(*args) -> object:
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 # --- pure parts: no server needed ------------------------------------------------------------
@@ -142,11 +137,11 @@ def test_store_refuses_a_part_with_another_plan(tmp_path):
     manifest = outdir.read_manifest(second)
     manifest.plan["runs"] = manifest.plan["runs"][:3]  # another machine packed the events apart
     outdir.write_manifest(second, manifest)
-    assert cli_run("upload", first, "--store", store).exit_code == 0
-    refused = cli_run("upload", second, "--store", store)
-    assert refused.exit_code == 2
+    assert invoke("upload", first, "--store", store).returncode == 0
+    refused = invoke("upload", second, "--store", store)
+    assert refused.returncode == 2
     assert "differs from the parts already stored in plan" in refused.output
-    assert "1/2" in cli_run("runs", "list", "--store", store).output
+    assert "1/2" in invoke("runs", "list", "--store", store).output
 
 
 # --- real Redis, PostgreSQL, perf --------------------------------------------------------------
@@ -188,8 +183,8 @@ def wait_jobs(conn: redis.Redis, ids: list[str], until=TERMINAL, timeout: float 
 
 
 def submit(redis_text: str, *args) -> list[str]:
-    done = cli_run("submit", "--redis", redis_text, *args)
-    assert done.exit_code == 0, done.output
+    done = invoke("submit", "--redis", redis_text, *args)
+    assert done.returncode == 0, done.output
     return [line.split()[1] for line in done.output.splitlines() if line.startswith("  job ")]
 
 
@@ -198,8 +193,8 @@ def watch(binary: Path) -> list[str]:
 
 
 def export(store: str, run_id: str, path: Path) -> pd.DataFrame:
-    done = cli_run("runs", "export", run_id, "--store", store, "-o", path, "--force")
-    assert done.exit_code == 0, done.output
+    done = invoke("runs", "export", run_id, "--store", store, "-o", path, "--force")
+    assert done.returncode == 0, done.output
     return results.read_csv(path)
 
 
@@ -229,10 +224,7 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
     pickle_job = Queue(f"host:{a}", connection=conn).enqueue(os.system, f"touch {marker}")
 
     single = tmp_path / "single"  # the same plan on one machine, meanwhile
-    local = subprocess.run(
-        [sys.executable, "-m", "autoprof", "profile", "--repeat", "2", *watch(writes), "-o",
-         single, "--", writes, "300"], capture_output=True, text=True,
-    )  # fmt: skip
+    local = process("profile", "--repeat", "2", *watch(writes), "-o", single, "--", writes, "300")
     assert local.returncode == 0, local.stderr
     aggregate.write(single, aggregate.aggregate(single))
 
@@ -243,7 +235,7 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
     assert {done[p].host for p in parts} == {a, b}  # the split ran on both machines
     assert done[refused[0]].error.startswith("refused: command '/bin/touch ")
     assert not (tmp_path / "x").exists()
-    shown = cli_run("jobs", "show", refused[0][:8], "--redis", acl_url)
+    shown = invoke("jobs", "show", refused[0][:8], "--redis", acl_url)
     assert "refused: command" in shown.output
 
     for job in (json_job, pickle_job):  # not autoprof's function, or not JSON: never run
@@ -268,7 +260,7 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
 
     run_id = done[parts[0]].result.run_id
     assert done[parts[1]].result.run_id == run_id
-    assert "complete 2/2" in cli_run("runs", "list", "--store", pg_url).output
+    assert "complete 2/2" in invoke("runs", "list", "--store", pg_url).output
     exported_path = tmp_path / "split.csv"
     split = export(pg_url, run_id, exported_path)
     whole = results.read_csv(single / outdir.RESULTS)
@@ -288,13 +280,13 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
     aggregate.write(merged, aggregate.aggregate(merged))
     assert exported_path.read_bytes() == (merged / outdir.RESULTS).read_bytes()
 
-    listed = cli_run("jobs", "list", "--redis", acl_url)
-    assert listed.exit_code == 0 and a in listed.output and "refused:" in listed.output
+    listed = invoke("jobs", "list", "--redis", acl_url)
+    assert listed.returncode == 0 and a in listed.output and "refused:" in listed.output
     outputs = [listed.output, shown.output, wa.log.read_text(), wb.log.read_text()]
     assert all(SECRET not in text for text in outputs)
     wrong = acl_url.replace(SECRET, "wr0ng-pw")
-    denied = cli_run("jobs", "list", "--redis", wrong)
-    assert denied.exit_code == 2 and "wr0ng-pw" not in denied.output
+    denied = invoke("jobs", "list", "--redis", wrong)
+    assert denied.returncode == 2 and "wr0ng-pw" not in denied.output
     assert denied.output.count("\n") == 1 and "***@" in denied.output
 
 
@@ -321,7 +313,7 @@ def test_killed_worker_fails_its_job_and_stores_nothing(writes, redis_url, pg_ur
     failed = wait_jobs(conn, [doomed], timeout=30)[doomed]
     assert failed.status == "failed" and "AbandonedJobError" in failed.error
     print(f"abandoned job failed {time.monotonic() - killed_at:.1f} s after the kill")
-    listing = cli_run("runs", "list", "--store", pg_url).output
+    listing = invoke("runs", "list", "--store", pg_url).output
     assert done[survivor].result.run_id in listing
     assert failed.profile_id not in listing  # no partial run
 
@@ -333,17 +325,17 @@ def test_submit_checks_and_cancel(redis_url):
         (["--host", "x", "--queue", "y"], "exactly one of"),
         (["--host", "x", "--split", "2"], "--split needs several machines"),
     ]:
-        done = cli_run("submit", "--redis", redis_url, *args, "--", "true")
-        assert done.exit_code == 2 and says in done.output
+        done = invoke("submit", "--redis", redis_url, *args, "--", "true")
+        assert done.returncode == 2 and says in done.output
     [queued] = submit(redis_url, "--host", nobody, "-e", "task-clock", "--", "true")
-    listed = cli_run("jobs", "list", "--redis", redis_url, "--status", "queued").output
+    listed = invoke("jobs", "list", "--redis", redis_url, "--status", "queued").output
     assert queued in listed and f"host:{nobody}" in listed
-    assert cli_run("jobs", "cancel", queued[:6], "--redis", redis_url).output.endswith("canceled\n")
-    again = cli_run("jobs", "cancel", queued, "--redis", redis_url)
-    assert again.exit_code == 2 and "already ended (canceled)" in again.output
-    assert "canceled before it ran" in cli_run("jobs", "show", queued, "--redis", redis_url).output
-    missing = cli_run("jobs", "show", "ffffffff", "--redis", redis_url)
-    assert missing.exit_code == 2 and "no job ffffffff" in missing.output
+    assert invoke("jobs", "cancel", queued[:6], "--redis", redis_url).output.endswith("canceled\n")
+    again = invoke("jobs", "cancel", queued, "--redis", redis_url)
+    assert again.returncode == 2 and "already ended (canceled)" in again.output
+    assert "canceled before it ran" in invoke("jobs", "show", queued, "--redis", redis_url).output
+    missing = invoke("jobs", "show", "ffffffff", "--redis", redis_url)
+    assert missing.returncode == 2 and "no job ffffffff" in missing.output
 
 
 def perf_pids(out: Path) -> list[int]:
@@ -369,7 +361,7 @@ def test_stopping_a_started_job_stops_its_perf_too(writes, redis_url, pg_url, wo
     while not perf_pids(worker.workdir) and time.monotonic() < deadline:
         time.sleep(0.05)
     [pid] = perf_pids(worker.workdir)
-    assert cli_run("jobs", "cancel", job, "--redis", redis_url).exit_code == 0
+    assert invoke("jobs", "cancel", job, "--redis", redis_url).returncode == 0
     stopped = wait_jobs(conn, [job], timeout=30)[job]
     assert stopped.status in ("stopped", "failed")
     deadline = time.monotonic() + 30  # the workload alone would write for ~50 s more
@@ -377,7 +369,7 @@ def test_stopping_a_started_job_stops_its_perf_too(writes, redis_url, pg_url, wo
         time.sleep(0.05)
     assert not Path(f"/proc/{pid}").exists(), "perf still runs after its job was stopped"
     assert worker.proc.poll() is None  # the worker itself goes on
-    assert stopped.profile_id not in cli_run("runs", "list", "--store", pg_url).output
+    assert stopped.profile_id not in invoke("runs", "list", "--store", pg_url).output
 
 
 def test_worker_without_redis_creates_no_store(tmp_path):
@@ -408,17 +400,17 @@ def test_jobs_list_and_show_while_a_job_runs_and_after_it_is_stopped(redis_url, 
     wait_jobs(conn, [unknown, refused])
     wait_jobs(conn, [long], until={"started"}, timeout=60)
     for args in (("list",), ("show", long)):
-        shown = cli_run("jobs", *args, "--redis", redis_url)
-        assert shown.exit_code == 0 and "started" in shown.output
-    assert cli_run("jobs", "cancel", long, "--redis", redis_url).exit_code == 0
+        shown = invoke("jobs", *args, "--redis", redis_url)
+        assert shown.returncode == 0 and "started" in shown.output
+    assert invoke("jobs", "cancel", long, "--redis", redis_url).returncode == 0
     stopped = wait_jobs(conn, [long], timeout=30)[long]
     assert stopped.status == "stopped" and stopped.ended is not None
     assert 0 < stopped.seconds < 60  # it ended when stopped: the time does not keep growing
     for _ in range(2):
-        listed = cli_run("jobs", "list", "--redis", redis_url)
-        assert listed.exit_code == 0 and "stopped (jobs cancel)" in listed.output
-    shown = cli_run("jobs", "show", long, "--redis", redis_url)
-    assert shown.exit_code == 0 and "stopped (jobs cancel)" in shown.output
+        listed = invoke("jobs", "list", "--redis", redis_url)
+        assert listed.returncode == 0 and "stopped (jobs cancel)" in listed.output
+    shown = invoke("jobs", "show", long, "--redis", redis_url)
+    assert shown.returncode == 0 and "stopped (jobs cancel)" in shown.output
     worker.stop()
     log = worker.log.read_text()
     assert "Traceback" not in log

@@ -22,10 +22,10 @@ from autoprof import results
 from autoprof.catalog import machine
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run import outdir
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, process
 from autoprof.util.status import RunStatus
 
-pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+pytestmark = pytest.mark.needs_perf
 
 AUTOPROF = [sys.executable, "-m", "autoprof"]
 # a workload that ignores Ctrl-C (and, in the second form, SIGTERM too) and burns a CPU
@@ -55,10 +55,6 @@ def poll(condition, timeout: float = 60.0, what: str = "condition"):
             return value
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def autoprof(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*AUTOPROF, *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture
@@ -195,12 +191,12 @@ def test_record_a_stops_on_sigterm_and_ends_normally_on_sigint(tmp_path, reaper,
 def test_record_a_duration_ends_by_itself(tmp_path):
     out = tmp_path / "rec"
     started = time.monotonic()
-    proc = autoprof("record", "-a", "--duration", "0.5", "-o", str(out))
+    proc = process("record", "-a", "--duration", "0.5", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - started < 30
     info = json.loads((out / "record.json").read_text())
     assert info["status"] == "ok" and info["stopped_by"] == "SIGINT"
-    refused = autoprof("record", "--duration", "1", "-o", str(out), "--", "true")
+    refused = process("record", "--duration", "1", "-o", str(out), "--", "true")
     assert refused.returncode == 2 and "applies to -p PID and -a" in refused.stderr
 
 
@@ -213,7 +209,7 @@ def test_an_event_perf_refuses_is_not_supported_and_the_rest_counted(tmp_path):
         pytest.skip("perf may enable ftrace:function here (paranoid -1?): nothing is refused")
     assert "No permission to enable ftrace:function event" in bare.stderr
     out = tmp_path / "out"
-    proc = autoprof(
+    proc = process(
         "profile", "-e", "ftrace:function", "-e", "task-clock", "-o", str(out), "--", "sleep", "0.3"
     )  # longer than perf's 100 ms interval: a row for each counted event
     assert proc.returncode == 0, proc.stderr
@@ -225,7 +221,7 @@ def test_an_event_perf_refuses_is_not_supported_and_the_rest_counted(tmp_path):
             "ftrace:function", "tracepoint", "No permission to enable ftrace:function event"
         )
     ]
-    agg = autoprof("aggregate", str(out))
+    agg = process("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
     frame = results.read_csv(out / outdir.RESULTS)
     # no value, no sample row: the report says why
@@ -283,7 +279,7 @@ def test_another_cpus_catalog_and_an_impossible_reserve_are_refused(intel_dir, t
     reserve = invoke("schedule", *catalog, "--reserve", "8")
     assert reserve.returncode == 2
     assert "the cpu PMU has 4 generic counters, at most 3 can be reserved" in reserve.stderr
-    fine = autoprof("schedule", *catalog, "--reserve", "3", "--json")
+    fine = process("schedule", *catalog, "--reserve", "3", "--json")
     assert fine.returncode == 0, fine.stderr
 
 

@@ -10,12 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from autoprof.cli import cli
-from autoprof.functions.render import csv_text
+from autoprof.functions.render import CsvRenderer
 from autoprof.functions.table import base_event, build
 from autoprof.perf.script import Frame, Sample
+from autoprof.testing.cli import invoke
 from tests.recordings import hotspots_recording  # noqa: F401 (a fixture)
 
 
@@ -45,8 +44,8 @@ def read_csv(text: str) -> list[dict[str, str]]:
 def test_report_ranks_the_three_functions_and_sums_to_perf_report(
     hotspots_recording: Path,  # noqa: F811
 ):
-    result = CliRunner().invoke(cli, ["report", str(hotspots_recording), "--csv", "-"])
-    assert result.exit_code == 0, result.output
+    result = invoke("report", str(hotspots_recording), "--csv", "-")
+    assert result.returncode == 0, result.output
     rows = read_csv(result.output)
     by_name = {row["symbol"]: row for row in rows}
     clock = {name: int(by_name[name]["cpu-clock"]) for name in ("heavy", "medium", "touch")}
@@ -65,14 +64,13 @@ def test_report_ranks_the_three_functions_and_sums_to_perf_report(
 
 @pytest.mark.slow
 def test_terminal_table_and_other_groupings(hotspots_recording: Path):  # noqa: F811
-    runner = CliRunner()
-    table = runner.invoke(cli, ["report", str(hotspots_recording), "--top", "3"])
-    assert table.exit_code == 0, table.output
+    table = invoke("report", str(hotspots_recording), "--top", "3")
+    assert table.returncode == 0, table.output
     assert "heavy" in table.output and "3 of" in table.output
-    dso = runner.invoke(cli, ["report", str(hotspots_recording), "--by", "dso", "--csv", "-"])
+    dso = invoke("report", str(hotspots_recording), "--by", "dso", "--csv", "-")
     assert "hotspots" in {row["dso"] for row in read_csv(dso.output)}
-    bad = runner.invoke(cli, ["report", str(hotspots_recording), "--sort", "cycles"])
-    assert bad.exit_code != 0 and "cycles: not sampled" in bad.output
+    bad = invoke("report", str(hotspots_recording), "--sort", "cycles")
+    assert bad.returncode != 0 and "cycles: not sampled" in bad.output
 
 
 def sample(event: str, period: int, *frames: str) -> Sample:
@@ -91,7 +89,7 @@ def test_ratios_where_both_events_were_sampled():
     f, g = table.rows
     assert table.ratio(f, "cycles:u", "instructions:u") == 3.0
     assert table.ratio(g, "cycles:u", "instructions:u") is None  # no instructions sampled in g
-    rows = read_csv(csv_text(table))
+    rows = read_csv(CsvRenderer().render(table))
     assert rows[0]["cycles/instr"] == "3" and rows[1]["cycles/instr"] == ""
     assert base_event("sched:sched_switch") == "sched:sched_switch"
 
@@ -105,8 +103,8 @@ def test_a_traces_table_is_titled_by_what_the_trace_counted(tmp_path: Path, even
 
     folded = Folded({("calls", "main", "leaf"): 300, ("calls", "main"): 100}, event=event)
     kept.save(tmp_path / "trace", folded, tmp_path / "calls.log", [tmp_path / "calls"], False)
-    shown = CliRunner().invoke(cli, ["report", str(tmp_path / "trace")])
-    assert shown.exit_code == 0, shown.output
+    shown = invoke("report", str(tmp_path / "trace"))
+    assert shown.returncode == 0, shown.output
     text = " ".join(shown.stdout.split())  # rich wraps the title and caption to the table
     assert f"self {event} by symbol" in text and "samples" not in text
     assert f"weights are the {event} the trace counted" in text

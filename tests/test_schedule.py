@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +18,7 @@ from autoprof.schedule import Placement, Run, schedule
 from autoprof.schedule.bounds import hall_bound, plan_bound
 from autoprof.schedule.coloring import edge_colouring
 from autoprof.schedule.plan import validate
+from autoprof.testing.cli import process
 from tests.conftest import INTEL_DIR
 
 PLATFORMS = (
@@ -144,22 +143,10 @@ def test_validator_rejects_overfull_and_incomplete_plans():
 
 
 def test_schedule_json_contract(intel_dir):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autoprof",
-            "schedule",
-            "--json",
-            "--events-dir",
-            str(intel_dir),
-            "--cpu",
-            "GenuineIntel-6-55-4",
-        ],
-        capture_output=True,
-        text=True,
+    proc = process(
+        "schedule", "--json", "--events-dir", str(intel_dir), "--cpu", "GenuineIntel-6-55-4",
         check=True,
-    )
+    )  # fmt: skip
     data = json.loads(proc.stdout)
     assert set(data) == {"cpu", "lower_bound", "runs", "excluded"}
     assert data["cpu"] == "GenuineIntel-6-55-4" and len(data["runs"]) == data["lower_bound"]
@@ -252,20 +239,20 @@ def test_tiny_catalogs_need_exactly_the_brute_force_minimum(catalog):
 
 
 def test_the_schedule_table_is_a_renderer_that_writes_to_the_terminal_or_a_file(tmp_path):
-    """The table `autoprof schedule` prints comes from ScheduleRenderer; with a path the same
-    text goes to the file, unwrapped."""
+    """The table `autoprof schedule` prints comes from ScheduleRenderer; for a file (no
+    console) the same text, unwrapped, which the one writer puts there."""
     from rich.console import Console
 
     from autoprof.schedule.render import Scheduled, ScheduleRenderer
+    from autoprof.util.renderer import write
 
     data = Scheduled(_breakpoints(6), schedule(_breakpoints(6)), 0.002)
     out = tmp_path / "plan.txt"
-    assert ScheduleRenderer().render(data, out) == [out]
+    assert write(ScheduleRenderer().render(data), out) == out
     text = out.read_text()
     assert "x: 6 events in 2 runs (lower bound 2, optimal)" in text
     row = next(line for line in text.splitlines() if "breakpoint" in line)
     cells = [cell.strip() for cell in row.split("│")[1:-1]]
     assert cells[:5] == ["breakpoint", "6", "4+0f", "2", "counters 2"]
-    console = Console(record=True, width=200)
-    assert ScheduleRenderer(console).render(data, None) == []
-    assert console.export_text().splitlines()[0] == text.splitlines()[0]
+    shown = ScheduleRenderer(Console(width=200)).render(data)
+    assert shown.splitlines()[0] == text.splitlines()[0]

@@ -23,7 +23,6 @@ from autoprof.testing.cli import invoke
 from autoprof.util.status import RunStatus
 
 DATA = Path(__file__).parent / "data" / "perf61"
-needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
 LONG = "cpu/event=0x3c,umask=0x0,name=CPU_CLK_UNHALTED.THREAD_P_A_VERY_LONG_EVENT_NAME_FOR_TESTING/"
 MIDDLE = (
     "msr/tsc,name=A_VERY_LONG_EVENT_NAME_THAT_PERF_CUTS_AT_BOTH_ENDS_OF_ITS_MESSAGE,"
@@ -47,7 +46,7 @@ def test_perf_shortened_event_names_the_event(recorded, spec):
     assert not perf_command.shown_as("..", "anything")
 
 
-@needs_perf
+@pytest.mark.needs_perf
 def test_long_refused_event_keeps_the_software_events_of_its_run(tmp_path):
     """This VM has no PMU: perf refuses the `cpu/` event with a shortened name; the run is
     counted again without it, and task-clock and page-faults are kept."""
@@ -99,7 +98,7 @@ def test_runs_shorter_than_start_up_are_too_short_to_measure():
     assert len(found) == 1 and "2 of 3 runs" in found[0] and "too short to measure" in found[0]
 
 
-@needs_perf
+@pytest.mark.needs_perf
 @pytest.mark.slow
 def test_bench_of_an_empty_program_reports_no_negative_time(tmp_path):
     out = tmp_path / "bench.json"
@@ -148,7 +147,7 @@ def test_unwritable_outputs_are_one_line(tmp_path, under_a_file):
         one_line_error(invoke(*args), str(under_a_file.parent), "Not a directory")
 
 
-@needs_perf
+@pytest.mark.needs_perf
 def test_unwritable_outputs_of_measuring_commands_are_one_line(under_a_file):
     for args in [
         ("profile", "-e", "task-clock", "-o", under_a_file, "--", "true"),

@@ -22,15 +22,14 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from click.testing import CliRunner
 from sqlalchemy import inspect
 
 from autoprof import results
-from autoprof.cli import cli
 from autoprof.examples import expected_writes, slot_addresses
 from autoprof.run import outdir
 from autoprof.store import engine
 from autoprof.store.models import Base, machine_columns, machine_fingerprint
+from autoprof.testing.cli import invoke, process
 from autoprof.testing.synthetic_out import machine as synthetic_machine
 from autoprof.testing.synthetic_out import make_out
 from autoprof.util.records import read_json, write_json
@@ -47,11 +46,6 @@ def store_url(request) -> str:
     return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
-def autoprof(*args: str | Path, store: str | None = None):
-    argv = [str(a) for a in args] + (["--store", store] if store else [])
-    return CliRunner().invoke(cli, argv, catch_exceptions=False)
-
-
 def count(url: str, table: str) -> int:
     store = engine.connect(url)
     with store.read() as conn:
@@ -61,8 +55,8 @@ def count(url: str, table: str) -> int:
 
 
 def run_ids(url: str) -> list[str]:
-    listing = autoprof("runs", "list", store=url)
-    assert listing.exit_code == 0, listing.output
+    listing = invoke("runs", "list", "--store", url)
+    assert listing.returncode == 0, listing.output
     return [line.split()[0] for line in listing.stdout.splitlines()[1:]]
 
 
@@ -89,16 +83,16 @@ def test_head_revision_is_the_newest_migration():
 
 def test_round_trip_export_is_byte_identical(store_url, tmp_path):
     out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=30)
-    up = autoprof("upload", out, "--tag", "kernel=6.1", store=store_url)
-    assert up.exit_code == 0, up.output
+    up = invoke("upload", out, "--tag", "kernel=6.1", "--store", store_url)
+    assert up.returncode == 0, up.output
     assert "stored run" in up.stdout
     [run_id] = run_ids(store_url)
     assert run_id == outdir.read_manifest(out).id
     exported = tmp_path / "exported.csv"
-    ex = autoprof("runs", "export", run_id[:8], "-o", exported, store=store_url)
-    assert ex.exit_code == 0, ex.output
+    ex = invoke("runs", "export", run_id[:8], "-o", exported, "--store", store_url)
+    assert ex.returncode == 0, ex.output
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
-    shown = autoprof("runs", "show", run_id, store=store_url)
+    shown = invoke("runs", "show", run_id, "--store", store_url)
     assert "node7" in shown.stdout and "kernel=6.1" in shown.stdout
 
 
@@ -123,12 +117,12 @@ def real_out(writes, tmp_path_factory) -> Path:
 def test_real_profile_round_trip_is_byte_identical(real_out, writes, store_url, tmp_path):
     """profile -> aggregate -> upload -> export on real perf output gives the same bytes, and
     the store's copy still holds the exact breakpoint counts."""
-    up = autoprof("upload", real_out, store=store_url)
-    assert up.exit_code == 0, up.output
+    up = invoke("upload", real_out, "--store", store_url)
+    assert up.returncode == 0, up.output
     run_id = outdir.read_manifest(real_out).id
     exported = tmp_path / "exported.csv"
-    ex = autoprof("runs", "export", run_id, "-o", exported, store=store_url)
-    assert ex.exit_code == 0, ex.output
+    ex = invoke("runs", "export", run_id, "-o", exported, "--store", store_url)
+    assert ex.returncode == 0, ex.output
     assert exported.read_bytes() == (real_out / outdir.RESULTS).read_bytes()
     frame = results.read_csv(exported)
     assert set(frame["RUN"]) == {1, 2, 3} and set(frame["REPEAT"]) == {1, 2}
@@ -150,21 +144,19 @@ def test_values_survive_losslessly(store_url, tmp_path):
     frame.loc[4, "CPU"] = 2**40
     frame.loc[5, "UNIT"] = 'naïve, "quoted" unit'
     results.write_csv(frame, out / outdir.RESULTS)
-    assert autoprof("upload", out, store=store_url).exit_code == 0
+    assert invoke("upload", out, "--store", store_url).returncode == 0
     exported = tmp_path / "exported.csv"
-    assert (
-        autoprof("runs", "export", run_ids(store_url)[0], "-o", exported, store=store_url).exit_code
-        == 0
-    )
+    export = invoke("runs", "export", run_ids(store_url)[0], "-o", exported, "--store", store_url)
+    assert export.returncode == 0, export.output
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 
 def test_reupload_is_stored_once(store_url, tmp_path):
     out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=10)
     rows = len(results.read_csv(out / outdir.RESULTS))
-    first = autoprof("upload", out, store=store_url)
-    again = autoprof("upload", out, "--tag", "x=y", store=store_url)
-    assert first.exit_code == again.exit_code == 0
+    first = invoke("upload", out, "--store", store_url)
+    again = invoke("upload", out, "--tag", "x=y", "--store", store_url)
+    assert first.returncode == again.returncode == 0
     assert "already stored" in again.stdout
     assert len(run_ids(store_url)) == 1
     assert count(store_url, "measurement") == rows
@@ -188,33 +180,35 @@ def test_split_run_is_complete_when_every_part_is_stored(store_url, tmp_path):
     )
     results.write_csv(merged, whole / outdir.RESULTS)
 
-    assert "run incomplete" in autoprof("upload", parts[1], store=store_url).stdout
+    assert "run incomplete" in invoke("upload", parts[1], "--store", store_url).stdout
     exported = tmp_path / "exported.csv"
-    refused = autoprof("runs", "export", profile_id, "-o", exported, store=store_url)
-    assert refused.exit_code == 2 and "1 of 2 parts" in refused.output
-    partial = autoprof("runs", "export", profile_id, "--partial", "-o", exported, store=store_url)
-    assert partial.exit_code == 0
+    refused = invoke("runs", "export", profile_id, "-o", exported, "--store", store_url)
+    assert refused.returncode == 2 and "1 of 2 parts" in refused.output
+    partial = invoke(
+        "runs", "export", profile_id, "--partial", "-o", exported, "--store", store_url
+    )
+    assert partial.returncode == 0
     assert exported.read_bytes() == (parts[1] / outdir.RESULTS).read_bytes()
 
-    assert autoprof("upload", parts[0], store=store_url).exit_code == 0
-    assert "already stored" in autoprof("upload", parts[0], store=store_url).stdout
-    listing = autoprof("runs", "list", store=store_url).stdout
+    assert invoke("upload", parts[0], "--store", store_url).returncode == 0
+    assert "already stored" in invoke("upload", parts[0], "--store", store_url).stdout
+    listing = invoke("runs", "list", "--store", store_url).stdout
     assert "complete 2/2" in listing and "node1,node2" in listing
-    done = autoprof("runs", "export", profile_id, "-o", exported, "--force", store=store_url)
-    assert done.exit_code == 0
+    done = invoke("runs", "export", profile_id, "-o", exported, "--force", "--store", store_url)
+    assert done.returncode == 0
     assert exported.read_bytes() == (whole / outdir.RESULTS).read_bytes()
 
 
 def test_list_filters(sqlite_url, tmp_path):
     a = make_out(tmp_path / "a", seed=1, hostname="alpha", command=("./stream", "-n", "5"))
     b = make_out(tmp_path / "b", seed=2, hostname="beta", command=("./w", "1000"))
-    assert autoprof("upload", a, "--tag", "suite=spec", store=sqlite_url).exit_code == 0
-    assert autoprof("upload", b, "--tag", "suite=micro", store=sqlite_url).exit_code == 0
+    assert invoke("upload", a, "--tag", "suite=spec", "--store", sqlite_url).returncode == 0
+    assert invoke("upload", b, "--tag", "suite=micro", "--store", sqlite_url).returncode == 0
     id_a, id_b = outdir.read_manifest(a).id, outdir.read_manifest(b).id
 
     def ids(*args: str) -> set[str]:
-        listing = autoprof("runs", "list", *args, store=sqlite_url)
-        assert listing.exit_code == 0, listing.output
+        listing = invoke("runs", "list", *args, "--store", sqlite_url)
+        assert listing.returncode == 0, listing.output
         return {line.split()[0] for line in listing.stdout.splitlines()[1:]}
 
     assert ids() == {id_a, id_b}
@@ -226,49 +220,49 @@ def test_list_filters(sqlite_url, tmp_path):
     assert ids("--since", "2024-06-01") == {id_a, id_b}
     assert ids("--since", "2024-06-02") == set()
     assert ids("--since", "1d") == set()  # created 2024-06-01
-    bad = autoprof("runs", "list", "--since", "yesterday", store=sqlite_url)
-    assert bad.exit_code == 2 and "--since" in bad.output
+    bad = invoke("runs", "list", "--since", "yesterday", "--store", sqlite_url)
+    assert bad.returncode == 2 and "--since" in bad.output
 
 
 def test_delete_removes_the_run_and_only_it(store_url, tmp_path):
     keep = make_out(tmp_path / "keep", seed=1)
     gone = make_out(tmp_path / "gone", seed=2)
     for out in (keep, gone):
-        assert autoprof("upload", out, store=store_url).exit_code == 0
+        assert invoke("upload", out, "--store", store_url).returncode == 0
     kept_rows = len(results.read_csv(keep / outdir.RESULTS))
-    deleted = autoprof("runs", "delete", outdir.read_manifest(gone).id, "--yes", store=store_url)
-    assert deleted.exit_code == 0, deleted.output
+    deleted = invoke("runs", "delete", outdir.read_manifest(gone).id, "--yes", "--store", store_url)
+    assert deleted.returncode == 0, deleted.output
     assert run_ids(store_url) == [outdir.read_manifest(keep).id]
     assert count(store_url, "measurement") == kept_rows
     assert count(store_url, "run_part") == 1
-    missing = autoprof("runs", "show", outdir.read_manifest(gone).id, store=store_url)
-    assert missing.exit_code == 2 and "no run" in missing.output
+    missing = invoke("runs", "show", outdir.read_manifest(gone).id, "--store", store_url)
+    assert missing.returncode == 2 and "no run" in missing.output
 
 
 def test_bad_input_is_one_clear_line(sqlite_url, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    no_manifest = autoprof("upload", empty, store=sqlite_url)
-    assert no_manifest.exit_code == 2 and "no manifest.json" in no_manifest.output
+    no_manifest = invoke("upload", empty, "--store", sqlite_url)
+    assert no_manifest.returncode == 2 and "no manifest.json" in no_manifest.output
     out = make_out(tmp_path / "out")
     (out / outdir.RESULTS).unlink()
-    not_aggregated = autoprof("upload", out, store=sqlite_url)
+    not_aggregated = invoke("upload", out, "--store", sqlite_url)
     assert "autoprof aggregate" in not_aggregated.output
     (out / outdir.RESULTS).write_text("EVENT_NAME,INDEX\ntask-clock,zero\n")
-    garbled = autoprof("upload", out, store=sqlite_url)
-    assert garbled.exit_code == 2 and "not a results file" in garbled.output
+    garbled = invoke("upload", out, "--store", sqlite_url)
+    assert garbled.returncode == 2 and "not a results file" in garbled.output
     manifest = read_json(out / outdir.MANIFEST)
     write_json(out / outdir.MANIFEST, manifest | {"created": "last tuesday"})
-    bad_time = autoprof("upload", out, store=sqlite_url)
-    assert bad_time.exit_code == 2 and "ISO 8601" in bad_time.output
+    bad_time = invoke("upload", out, "--store", sqlite_url)
+    assert bad_time.returncode == 2 and "ISO 8601" in bad_time.output
     (out / outdir.MANIFEST).write_text("{not json")
-    bad_json = autoprof("upload", out, store=sqlite_url)
-    assert bad_json.exit_code == 2 and "unreadable manifest" in bad_json.output
-    assert autoprof("runs", "show", "ab", store=sqlite_url).exit_code == 2
+    bad_json = invoke("upload", out, "--store", sqlite_url)
+    assert bad_json.returncode == 2 and "unreadable manifest" in bad_json.output
+    assert invoke("runs", "show", "ab", "--store", sqlite_url).returncode == 2
     existing = tmp_path / "results.csv"
     existing.write_text("precious\n")
-    refused = autoprof("runs", "export", "abcd", "-o", existing, store=sqlite_url)
-    assert refused.exit_code == 2 and "--force" in refused.output
+    refused = invoke("runs", "export", "abcd", "-o", existing, "--store", sqlite_url)
+    assert refused.returncode == 2 and "--force" in refused.output
     assert existing.read_text() == "precious\n"
 
 
@@ -281,8 +275,8 @@ def _upload_two_profiles_of_one_machine(url: str, tmp_path: Path) -> None:
     manifest["machine"] |= {"tsc_hz": 2_400_000_000, "topology": [{"cpu": 0, "socket": 0}]}
     (second / outdir.MANIFEST).write_text(json.dumps(manifest))
     for out in (first, second):
-        up = autoprof("upload", out, store=url)
-        assert up.exit_code == 0, up.output
+        up = invoke("upload", out, "--store", url)
+        assert up.returncode == 0, up.output
 
 
 def test_a_machine_is_one_row_whatever_facts_beyond_its_columns(store_url, tmp_path):
@@ -308,8 +302,8 @@ def test_migration_merges_the_rows_of_one_machine(store_url, tmp_path):
         conn.exec_driver_sql(f"UPDATE machine SET fingerprint = 'old-key-2' WHERE id = {first}")
         conn.exec_driver_sql(f"UPDATE run_part SET machine_id = {second} WHERE id = {last_part}")
     assert count(store_url, "machine") == 2
-    migrated = autoprof("store", "migrate", store=store_url)
-    assert migrated.exit_code == 0, migrated.output
+    migrated = invoke("store", "migrate", "--store", store_url)
+    assert migrated.returncode == 0, migrated.output
     with store.read() as conn:
         machines = conn.exec_driver_sql("SELECT id, fingerprint FROM machine").all()
         parts = conn.exec_driver_sql("SELECT machine_id FROM run_part").scalars().all()
@@ -317,7 +311,7 @@ def test_migration_merges_the_rows_of_one_machine(store_url, tmp_path):
     columns = machine_columns(asdict(synthetic_machine()))
     assert machines == [(first, machine_fingerprint(columns))] and parts == [first, first]
     again = make_out(tmp_path / "c", runs=1, repeats=1, intervals=2, seed=3)
-    assert autoprof("upload", again, store=store_url).exit_code == 0
+    assert invoke("upload", again, "--store", store_url).returncode == 0
     assert count(store_url, "machine") == 1
 
 
@@ -325,20 +319,20 @@ def test_schema_older_or_newer_is_refused_with_advice(store_url):
     store = engine.connect(store_url)
     with store.write() as conn:
         command.upgrade(engine.alembic_config(conn), "0001")
-    old = autoprof("runs", "list", store=store_url)
-    assert old.exit_code == 2
+    old = invoke("runs", "list", "--store", store_url)
+    assert old.returncode == 2
     assert "older than this autoprof" in old.output and "autoprof store migrate" in old.output
-    migrated = autoprof("store", "migrate", store=store_url)
-    assert migrated.exit_code == 0
+    migrated = invoke("store", "migrate", "--store", store_url)
+    assert migrated.returncode == 0
     assert f"from 0001 to {engine.head_revision()}" in migrated.output
-    assert autoprof("runs", "list", store=store_url).exit_code == 0
+    assert invoke("runs", "list", "--store", store_url).returncode == 0
 
     with store.write() as conn:
         conn.exec_driver_sql("UPDATE autoprof_schema SET version_num = '0099'")
     store.engine.dispose()
     for args in (("runs", "list"), ("store", "migrate")):
-        newer = autoprof(*args, store=store_url)
-        assert newer.exit_code == 2
+        newer = invoke(*args, "--store", store_url)
+        assert newer.returncode == 2
         assert "newer than this autoprof" in newer.output and "upgrade autoprof" in newer.output
 
 
@@ -356,8 +350,8 @@ def test_schema_older_or_newer_is_refused_with_advice(store_url):
 def test_bad_or_unreachable_store_is_one_masked_line(url, says, tmp_path):
     out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=2)
     for args in (("upload", out), ("runs", "list"), ("store", "migrate")):
-        result = autoprof(*args, store=url)
-        assert result.exit_code == 2
+        result = invoke(*args, "--store", url)
+        assert result.returncode == 2
         assert result.stderr.startswith("autoprof: error: ") and says in result.stderr
         assert SECRET not in result.output
         assert ":***@" in result.stderr
@@ -367,12 +361,7 @@ def test_bad_or_unreachable_store_is_one_masked_line(url, says, tmp_path):
 def test_unreachable_store_in_a_real_process():
     """The installed entry point, not the test runner: one line on stderr, exit 2, no trace."""
     url = f"postgresql://postgres:{SECRET}@127.0.0.1:1/db"  # nothing listens on port 1
-    result = subprocess.run(
-        [sys.executable, "-m", "autoprof", "runs", "list", "--store", url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = process("runs", "list", "--store", url, timeout=60)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Connection refused" in result.stderr
     assert SECRET not in result.stdout + result.stderr
@@ -385,19 +374,19 @@ def test_password_never_printed(pg_url, tmp_path, monkeypatch):
     run_id = outdir.read_manifest(out).id
     exported = tmp_path / "e.csv"
     outputs = [
-        autoprof("upload", out),
-        autoprof("upload", out),
-        autoprof("upload", tmp_path / "nowhere"),
-        autoprof("runs", "list"),
-        autoprof("runs", "list", "--machine", "nothing-matches"),
-        autoprof("runs", "show", run_id),
-        autoprof("runs", "show", run_id, "--json"),
-        autoprof("runs", "export", run_id, "-o", exported),
-        autoprof("runs", "delete", run_id, "--yes"),
-        autoprof("store", "info"),
-        autoprof("store", "migrate"),
-        autoprof("runs", "list", "--help"),
-        autoprof("runs", "list", store=pg_url.replace("/autoprof_test_", "/no_such_db_")),
+        invoke("upload", out),
+        invoke("upload", out),
+        invoke("upload", tmp_path / "nowhere"),
+        invoke("runs", "list"),
+        invoke("runs", "list", "--machine", "nothing-matches"),
+        invoke("runs", "show", run_id),
+        invoke("runs", "show", run_id, "--json"),
+        invoke("runs", "export", run_id, "-o", exported),
+        invoke("runs", "delete", run_id, "--yes"),
+        invoke("store", "info"),
+        invoke("store", "migrate"),
+        invoke("runs", "list", "--help"),
+        invoke("runs", "list", "--store", pg_url.replace("/autoprof_test_", "/no_such_db_")),
     ]
     text = "".join(o.output for o in outputs)
     assert SECRET not in text
@@ -406,8 +395,8 @@ def test_password_never_printed(pg_url, tmp_path, monkeypatch):
 
 def _upload_child(args: tuple[str, str]) -> tuple[int, str]:
     out, url = args
-    result = CliRunner().invoke(cli, ["upload", out, "--store", url])
-    return result.exit_code, result.output
+    result = invoke("upload", out, "--store", url)
+    return result.returncode, result.output
 
 
 @pytest.mark.slow
@@ -431,12 +420,8 @@ def test_concurrent_uploads(backend, n, request, tmp_path):
     expected = sum(len(results.read_csv(p / outdir.RESULTS)) for p in [*distinct, twin])
     assert count(url, "measurement") == expected
     exported = tmp_path / "twin.csv"
-    assert (
-        autoprof(
-            "runs", "export", outdir.read_manifest(twin).id, "-o", exported, store=url
-        ).exit_code
-        == 0
-    )
+    export = invoke("runs", "export", outdir.read_manifest(twin).id, "-o", exported, "--store", url)
+    assert export.returncode == 0, export.output
     assert exported.read_bytes() == (twin / outdir.RESULTS).read_bytes()
 
 
@@ -505,15 +490,11 @@ def test_killed_upload_leaves_nothing_and_retry_succeeds(backend, request, tmp_p
     for table in ("run", "run_part", "series", "measurement", "run_tag"):
         assert count(url, table) == 0, table
 
-    retry = autoprof("upload", out, store=url)
-    assert retry.exit_code == 0 and "stored run" in retry.stdout
+    retry = invoke("upload", out, "--store", url)
+    assert retry.returncode == 0 and "stored run" in retry.stdout
     exported = tmp_path / "e.csv"
-    assert (
-        autoprof(
-            "runs", "export", outdir.read_manifest(out).id, "-o", exported, store=url
-        ).exit_code
-        == 0
-    )
+    export = invoke("runs", "export", outdir.read_manifest(out).id, "-o", exported, "--store", url)
+    assert export.returncode == 0, export.output
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 
@@ -530,8 +511,8 @@ def test_failure_inside_the_bulk_copy_is_one_line_and_stores_nothing(store_url, 
             )
     store.engine.dispose()
     out = make_out(tmp_path / "out", runs=2, intervals=20)
-    failed = autoprof("upload", out, store=store_url)
-    assert failed.exit_code == 2
+    failed = invoke("upload", out, "--store", store_url)
+    assert failed.returncode == 2
     assert failed.stderr.count("\n") == 1  # one folder: its one line
     assert SECRET not in failed.output
     for table in ("run", "run_part", "series", "measurement"):
@@ -550,8 +531,8 @@ def test_failure_inside_the_bulk_copy_is_one_line_and_stores_nothing(store_url, 
 )
 def test_read_only_commands_never_create_a_store(args, tmp_path):
     missing = tmp_path / "no" / "such" / "dir" / "x.db"
-    result = autoprof(*args, store=str(missing))
-    assert result.exit_code == 2
+    result = invoke(*args, "--store", str(missing))
+    assert result.returncode == 2
     assert result.stderr.startswith(f"autoprof: error: no store at {missing} ")
     assert not (tmp_path / "no").exists()
 
@@ -562,12 +543,12 @@ def test_read_only_commands_leave_an_empty_database_empty(store_url):
         path.parent.mkdir(parents=True)
         path.touch()
     for args in (("runs", "list"), ("store", "info")):
-        result = autoprof(*args, store=store_url)
-        assert result.exit_code == 2 and "no store at" in result.stderr
+        result = invoke(*args, "--store", store_url)
+        assert result.returncode == 2 and "no store at" in result.stderr
         assert "the database is empty" in result.stderr
     store = engine.connect(store_url)
     with store.read() as conn:
         assert inspect(conn).get_table_names() == []
     store.engine.dispose()
-    assert autoprof("store", "migrate", store=store_url).exit_code == 0  # this one creates it
-    assert autoprof("runs", "list", store=store_url).exit_code == 0
+    assert invoke("store", "migrate", "--store", store_url).returncode == 0  # this one creates it
+    assert invoke("runs", "list", "--store", store_url).returncode == 0

@@ -13,17 +13,16 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
 from autoprof import results
 from autoprof.analysis import correlation, data, stats
 from autoprof.analysis.downsample import lttb, lttb_many
-from autoprof.cli import cli
 from autoprof.run import outdir
 from autoprof.store import bulk, engine, export, summary
 from autoprof.store.queries import find_run
+from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
 from autoprof.web import views
 from autoprof.web.app import create_app
@@ -45,14 +44,9 @@ def tiny_chunks(monkeypatch):
     monkeypatch.setattr(bulk, "BATCH", 1000)
 
 
-def autoprof(*args, store: str):
-    argv = [str(a) for a in args] + ["--store", store]
-    return CliRunner().invoke(cli, argv, catch_exceptions=False)
-
-
 def uploaded(url: str, out) -> str:
-    done = autoprof("upload", out, store=url)
-    assert done.exit_code == 0, done.output
+    done = invoke("upload", out, "--store", url)
+    assert done.returncode == 0, done.output
     return outdir.read_manifest(out).id
 
 
@@ -82,7 +76,7 @@ def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_pat
     keys += ["VALUE_UNIT"]
     assert series == len(frame[keys].drop_duplicates())  # numbered once across chunks
     exported = tmp_path / "e.csv"
-    assert autoprof("runs", "export", run_id, "-o", exported, store=store_url).exit_code == 0
+    assert invoke("runs", "export", run_id, "-o", exported, "--store", store_url).returncode == 0
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 
@@ -100,7 +94,9 @@ def test_split_run_exports_in_run_order_from_small_windows(store_url, tmp_path, 
     merged = merged.sort_values(["RUN", "REPEAT"], kind="stable", ignore_index=True)
     results.write_csv(merged, tmp_path / "want.csv")
     exported = tmp_path / "e.csv"
-    assert autoprof("runs", "export", profile_id, "-o", exported, store=store_url).exit_code == 0
+    assert (
+        invoke("runs", "export", profile_id, "-o", exported, "--store", store_url).returncode == 0
+    )
     assert exported.read_bytes() == (tmp_path / "want.csv").read_bytes()
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from autoprof.testing.cli import invoke, process
 from tests.test_flame_browser import CHROMIUM, FLAGS
 
 pytestmark = pytest.mark.slow
@@ -27,12 +28,6 @@ TOKEN = "browser-test-token-0123456789"
 EVENTS = ["task-clock", "context-switches", "page-faults"]
 WORKLOAD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=64k", "count=40000"]
 XSS = "<img src=x onerror=window.pwned=1>"
-
-
-def autoprof(*args, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "autoprof", *map(str, args)], capture_output=True)
-    assert not check or proc.returncode == 0, proc.stderr.decode()
-    return proc
 
 
 def free_port() -> int:
@@ -65,12 +60,14 @@ def server(tmp_path_factory):
     for n in (1, 2):
         out = root / f"out{n}"
         events = [a for e in EVENTS for a in ("-e", e)]
-        autoprof(
+        profiled = process(
             "profile", *events, "--interval", "20", "--repeat", "2", "-o", out, "--", *WORKLOAD
         )
-        autoprof("aggregate", out)
-        autoprof("upload", out, "--store", store, "--tag", f"n={n}", "--tag", f"x={XSS}")
-        listing = autoprof("runs", "list", "--store", store).stdout.decode().splitlines()
+        assert profiled.returncode == 0, profiled.stderr
+        assert invoke("aggregate", out).returncode == 0
+        tags = ["--tag", f"n={n}", "--tag", f"x={XSS}"]
+        assert invoke("upload", out, "--store", store, *tags).returncode == 0
+        listing = invoke("runs", "list", "--store", store).stdout.splitlines()
         ids.append(listing[-1].split()[0])
     (root / "token").write_text(TOKEN + "\n")
     port = free_port()
@@ -169,7 +166,10 @@ def test_run_page_search_plot_and_download(page, server, tmp_path):
     with page.expect_download() as info:
         page.click("#dl-csv")
     csv = Path(info.value.path()).read_bytes()
-    autoprof("runs", "export", run, "-o", tmp_path / "export.csv", "--store", server["store"])
+    exported = invoke(
+        "runs", "export", run, "-o", tmp_path / "export.csv", "--store", server["store"]
+    )
+    assert exported.returncode == 0, exported.output
     assert csv == (tmp_path / "export.csv").read_bytes()
     # expected points: the intervals of each (run, repeat) of context-switches in the export
     lines = [ln.split(",") for ln in csv.decode().splitlines()[1:]]
@@ -195,9 +195,10 @@ def test_run_page_search_plot_and_download(page, server, tmp_path):
 def test_delete_with_confirmation(page, server):
     login(page, server)
     extra = server["root"] / "out-del"
-    autoprof("profile", "-e", "task-clock", "-o", extra, "--", *WORKLOAD)
-    autoprof("aggregate", extra)
-    autoprof("upload", extra, "--store", server["store"])  # the newest run: the first row
+    assert process("profile", "-e", "task-clock", "-o", extra, "--", *WORKLOAD).returncode == 0
+    assert invoke("aggregate", extra).returncode == 0
+    # the newest run: the first row
+    assert invoke("upload", extra, "--store", server["store"]).returncode == 0
     page.goto(server["base"] + "/")
     before = page.locator("table.runs tbody tr").count()
     page.locator("table.runs tbody tr").first.locator("button.delete").click()
@@ -249,8 +250,10 @@ def test_live_stat_job_stop_and_queue(page, server):
     page.wait_for_function(
         "() => document.getElementById('state').textContent == 'stopped'", timeout=60_000
     )
-    time.sleep(1)
-    assert processes_with(marker) == []  # workload and perf are gone
+    deadline = time.monotonic() + 30
+    while processes_with(marker):  # workload and perf go
+        assert time.monotonic() < deadline, processes_with(marker)
+        time.sleep(0.05)
     page.goto(f"{server['base']}/jobs/{second['id']}")
     page.wait_for_url("**/runs/*", timeout=60_000)  # it ran after the first and was stored
     assert page.locator("span.tag", has_text=XSS).count() == 1
@@ -330,9 +333,9 @@ def test_run_page_shows_the_top_down_tree(page, server, tmp_path):
     from tests.test_perf_metrics import _zen4_profile
 
     out = _zen4_profile(tmp_path)
-    autoprof("upload", out, "--store", server["store"], "--tag", "cpu=zen4")
-    listing = autoprof("runs", "list", "--store", server["store"], "--tag", "cpu=zen4")
-    run = listing.stdout.decode().splitlines()[-1].split()[0]
+    assert invoke("upload", out, "--store", server["store"], "--tag", "cpu=zen4").returncode == 0
+    listing = invoke("runs", "list", "--store", server["store"], "--tag", "cpu=zen4")
+    run = listing.stdout.splitlines()[-1].split()[0]
     page.goto(f"{server['base']}/runs/{run}")
     page.wait_for_selector("#tree table.tree tr", timeout=30_000)
     rows = page.locator("#tree table.tree tr")

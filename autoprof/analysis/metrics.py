@@ -46,6 +46,36 @@ class Counts:
     lengths: pd.DataFrame = field(default_factory=pd.DataFrame)  # interval length (s) per
     # RUN, REPEAT, INDEX
     multiplexed: frozenset[str] = frozenset()  # labels with a multiplexed count somewhere
+    # metrics share their events (cycles, instructions): each is reduced once
+    _runs: dict[str, frozenset[int]] = field(default_factory=dict, repr=False)
+    _reduced: dict[tuple, tuple[float, pd.Series]] = field(default_factory=dict, repr=False)
+    _lengths: dict[int | None, pd.DataFrame] = field(default_factory=dict, repr=False)
+
+    def runs_of(self, label: str) -> frozenset[int]:
+        """The runs that counted the event `label`."""
+        if label not in self._runs:
+            self._runs[label] = frozenset(self.by_event[label]["RUN"].unique())
+        return self._runs[label]
+
+    def reduced(self, label: str, run: int | None, column: str) -> tuple[float, pd.Series]:
+        """(its total: the mean over (run, repeat) of each one's SUM, or MAX of VALUES; its mean
+        per interval INDEX) of the event `label`, in `run` alone unless None."""
+        key = (label, run, column)
+        if key not in self._reduced:
+            frame = self.by_event[label]
+            if run is not None:
+                frame = frame[frame["RUN"] == run]
+            by_run = frame.groupby(["RUN", "REPEAT"], observed=True)[column]
+            runs = by_run.max() if column == "VALUES" else by_run.sum(min_count=1)
+            self._reduced[key] = (runs.mean(), frame.groupby("INDEX")[column].mean())
+        return self._reduced[key]
+
+    def interval_lengths(self, run: int | None) -> pd.DataFrame:
+        """The mean LENGTH and TIME of each interval INDEX, in `run` alone unless None."""
+        if run not in self._lengths:
+            lengths = self.lengths if run is None else self.lengths[self.lengths["RUN"] == run]
+            self._lengths[run] = lengths.groupby("INDEX")[["LENGTH", "TIME"]].mean()
+        return self._lengths[run]
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> Counts:
@@ -142,27 +172,22 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
     result = Value(metric, missing=missing, read=read)
     if missing:
         return result
-    frames = {a: counts.by_event[label] for a, (label, _, _) in labels.items()}
     result.multiplexed = any(label in counts.multiplexed for label, _, _ in labels.values())
     result.percore = any(":percore" in metric.events[a].lower() for a in labels)
     common = (
-        set.intersection(*(set(f["RUN"].unique()) for f in frames.values())) if frames else set()
+        frozenset.intersection(*(counts.runs_of(label) for label, _, _ in labels.values()))
+        if labels
+        else frozenset()
     )
     result.run = int(min(common)) if common else None
-    result.scope = SAME_RUN if common or not frames else CROSS_RUN
-    if result.run is not None:
-        frames = {a: f[f["RUN"] == result.run] for a, f in frames.items()}
+    result.scope = SAME_RUN if common or not labels else CROSS_RUN
     total, per_interval = {}, {}
-    for alias, frame in frames.items():
-        _, factor, column = labels[alias]
-        by_run = frame.groupby(["RUN", "REPEAT"], observed=True)[column]
-        runs = by_run.max() if column == "VALUES" else by_run.sum(min_count=1)
-        total[alias] = runs.mean() * factor
-        per_interval[alias] = frame.groupby("INDEX")[column].mean() * factor
-    lengths = counts.lengths
+    for alias, (label, factor, column) in labels.items():
+        run_total, by_index = counts.reduced(label, result.run, column)
+        total[alias] = run_total * factor
+        per_interval[alias] = by_index * factor
     durations = counts.durations
     if result.run is not None:
-        lengths = lengths[lengths["RUN"] == result.run]
         durations = durations.loc[[result.run]]
     try:
         seconds = float(durations.mean())
@@ -173,7 +198,7 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
             sorted(set().union(*(s.index for s in per_interval.values()))) if per_interval else []
         )
         series_values = {a: s.reindex(index).to_numpy() for a, s in per_interval.items()}
-        by_index = lengths.groupby("INDEX")[["LENGTH", "TIME"]].mean().reindex(index)
+        by_index = counts.interval_lengths(result.run).reindex(index)
         length = by_index["LENGTH"].to_numpy()
         result.times = by_index["TIME"].to_numpy()
         timed = {**constants, consts.DURATION_MS: length * 1000, consts.DURATION_S: length}

@@ -116,6 +116,7 @@ def bench(
     from autoprof.run import planning
     from autoprof.run.options import EventSelection
     from autoprof.run.request import Request
+    from autoprof.util.renderer import write
 
     commands = split_commands(words)
     if output is not None and (output / "manifest.json").exists():
@@ -160,7 +161,7 @@ def bench(
         )
         sys.exit(interrupted.exit_code)
     summaries, ratios = stats.summaries(result), stats.ratios(result)
-    BenchRenderer(common.console()).render(BenchTables(result, summaries, ratios), None)
+    write(BenchRenderer(common.console()).render(BenchTables(result, summaries, ratios)), None)
     if startup_correction:
         console.print(
             f"wall times exclude a process's start and exit: {result.startup_s * 1000:.2f} ms "

@@ -115,6 +115,7 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
     from autoprof.flame.renderer import FlameRenderer, FoldedRenderer
     from autoprof.flame.speedscope import SpeedscopeRenderer
     from autoprof.flame.svg import SvgRenderer
+    from autoprof.util.renderer import is_stdout, write
 
     flame = common.declared_values(FlameOptions, values)
     options = common.declared_values(FoldOptions, values)
@@ -150,10 +151,10 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
         renderer = SvgRenderer(
             flame.title or default_title, flame.width, flame.minwidth, flame.inverted, before
         )
-    renderer.render(after, output)
+    write(renderer.render(after), output)
     if flame.speedscope is not None:
-        SpeedscopeRenderer(flame.title or inputs[-1].name).render(after, Path(flame.speedscope))
-    quiet = str(output) == "-"  # stdout carries the data: messages go to stderr
+        write(SpeedscopeRenderer(flame.title or inputs[-1].name).render(after), flame.speedscope)
+    quiet = is_stdout(output)  # stdout carries the data: messages go to stderr
     if before is not None:
         _print_changes(before, after, quiet)
     samples = after.sample_count

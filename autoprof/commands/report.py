@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from autoprof.commands import common
-from autoprof.errors import AutoprofError
 
 
 @click.command("report")
@@ -35,19 +34,15 @@ def report_command(
               autoprof report out/rec --top 10 --csv functions.csv
     """
     from autoprof.functions.recording import read_table
-    from autoprof.functions.render import csv_text, print_table
+    from autoprof.functions.render import CsvRenderer, TopRenderer
+    from autoprof.util.renderer import write
 
     table, notes = read_table(recording, by, sort_event)
     for note in notes:
         click.echo(f"autoprof: note: {recording}: {note}", err=True)
     if csv_path is not None:
-        text = csv_text(table)
-        if str(csv_path) == "-":
-            click.echo(text, nl=False)
-            return
-        try:
-            csv_path.write_text(text)
-        except OSError as err:
-            raise AutoprofError(f"cannot write {csv_path}: {err.strerror}") from err
+        if write(CsvRenderer().render(table), csv_path) is None:
+            return  # standard output carries the CSV alone
         click.echo(f"wrote {csv_path}: {len(table.rows)} rows", err=True)
-    print_table(table, top, f"{recording}: self {table.counted} by {by}", common.console())
+    title = f"{recording}: self {table.counted} by {by}"
+    write(TopRenderer(top, title, common.console()).render(table), None)

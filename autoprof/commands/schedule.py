@@ -35,6 +35,7 @@ def schedule(event_names: tuple[str, ...], events_file: str | None, as_json: boo
     that count system-wide only (-a or --cpu-list plans them)."""
     from autoprof.run import planning
     from autoprof.schedule.render import Scheduled, ScheduleRenderer
+    from autoprof.util.renderer import write
 
     request = catalog_request(opts, event_names, events_file)
     started = time.perf_counter()
@@ -45,4 +46,4 @@ def schedule(event_names: tuple[str, ...], events_file: str | None, as_json: boo
         return
     summary = planned.metrics.summary() if planned.metrics else None
     scheduled = Scheduled(planned.catalog, planned.plan, elapsed, summary)
-    ScheduleRenderer(console()).render(scheduled, None)
+    write(ScheduleRenderer(console()).render(scheduled), None)

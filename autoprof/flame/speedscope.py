@@ -21,7 +21,7 @@ class SpeedscopeRenderer(FlameRenderer):
     def __init__(self, name: str = "autoprof") -> None:
         self.name = name
 
-    def text(self, folded: Folded) -> str:
+    def render(self, folded: Folded) -> str:
         index: dict[str, int] = {}
         frames: list[dict[str, str]] = []
         by_root: dict[str, tuple[list[list[int]], list[int]]] = {}

@@ -108,7 +108,7 @@ class SvgRenderer(FlameRenderer):
         except ValueError:
             raise AutoprofError(f"--minwidth takes pixels or a percentage, not {text!r}") from None
 
-    def text(self, folded: Folded) -> str:
+    def render(self, folded: Folded) -> str:
         diff = self.baseline is not None
         tree = diff_tree(self.baseline, folded) if self.baseline is not None else build_tree(folded)
         total = tree.value

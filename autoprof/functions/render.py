@@ -1,4 +1,5 @@
-"""A per-function `Table` as CSV (every row, for tools) or a terminal table (the top rows)."""
+"""A per-function `Table` as CSV (every row, for tools: `CsvRenderer`) or a terminal table
+(the top rows: `TopRenderer`), behind the one renderer contract (`autoprof.util.renderer`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 from typing import TYPE_CHECKING
 
 from autoprof.functions.table import Row, Table
+from autoprof.util.renderer import Renderer, RichRenderer
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -35,18 +37,34 @@ def _values(table: Table, row: Row) -> list[str]:
     return values
 
 
-def csv_text(table: Table) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header(table))
-    for row in table.rows:
-        writer.writerow(_values(table, row))
-    return out.getvalue()
+class CsvRenderer(Renderer[Table]):
+    """Every row, the columns of `header`."""
+
+    extensions = (".csv",)
+
+    def render(self, table: Table) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header(table))
+        for row in table.rows:
+            writer.writerow(_values(table, row))
+        return out.getvalue()
 
 
-def print_table(table: Table, top: int, title: str, console: Console) -> None:
-    """The `top` heaviest rows on the terminal (rich): per event its weight and share, then
-    the ratios; each event's total underneath. Sample counts are in the CSV."""
+class TopRenderer(RichRenderer[Table]):
+    """The `top` heaviest rows (rich): per event its weight and share, then the ratios; each
+    event's total underneath. Sample counts are in the CSV."""
+
+    def __init__(self, top: int, title: str, console: Console | None = None) -> None:
+        super().__init__(console)
+        self.top = top
+        self.title = title
+
+    def draw(self, table: Table, console: Console) -> None:
+        _draw_top(table, self.top, self.title, console)
+
+
+def _draw_top(table: Table, top: int, title: str, console: Console) -> None:
     from rich.table import Table as RichTable
     from rich.text import Text
 

@@ -1,9 +1,19 @@
 """memory.png / memory.svg: heap over time stacked by the top allocation sites, and the peak
-snapshot's allocation tree as a table beneath (what massif-visualizer shows, in one picture)."""
+snapshot's allocation tree as a table beneath (what massif-visualizer shows, in one picture),
+behind the one renderer contract (`autoprof.util.renderer`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
+from typing import TYPE_CHECKING, Any
+
+from autoprof.util.renderer import Renderer
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# a memory.profile.MemoryProfile, which imports this module to draw itself
+MemoryProfile = Any
 
 MIB = 1024 * 1024
 TIME_LABELS = {"i": "instructions executed", "ms": "milliseconds", "B": "bytes allocated and freed"}
@@ -18,8 +28,38 @@ def _indent(row: dict) -> str:
     return "  " * row["depth"] + _short(row["location"])
 
 
-def draw(profile, out: Path) -> list[Path]:
-    """Write memory.png and memory.svg for a MemoryProfile into `out`; their paths."""
+class PlotRenderer(Renderer[MemoryProfile]):
+    """The picture as a PNG file's bytes (`extension` ".svg": an SVG file's)."""
+
+    extensions = (".png", ".svg")
+
+    def __init__(self, extension: str = ".png") -> None:
+        self.extension = extension
+
+    def render(self, profile: MemoryProfile) -> bytes:
+        [(_, data)] = plot_files(profile, (self.extension,))
+        return data
+
+
+def plot_files(
+    profile: MemoryProfile, extensions: tuple[str, ...] = PlotRenderer.extensions
+) -> list[tuple[str, bytes]]:
+    """(memory.EXT, its bytes) for each of `extensions`, the picture drawn once."""
+    import matplotlib.pyplot as plt
+
+    fig = _figure(profile)
+    try:
+        files = []
+        for extension in extensions:
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=extension.lstrip("."), dpi=110)
+            files.append((f"memory{extension}", buffer.getvalue()))
+        return files
+    finally:
+        plt.close(fig)
+
+
+def _figure(profile: MemoryProfile) -> Figure:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -75,8 +115,4 @@ def draw(profile, out: Path) -> list[Path]:
         table.set_fontsize(8)
         for cell in table.get_celld().values():
             cell.PAD = 0.01  # of the column's width: the default 0.1 pushes text far right
-    paths = [out / "memory.png", out / "memory.svg"]
-    for path in paths:
-        fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return paths
+    return fig

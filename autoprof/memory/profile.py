@@ -26,6 +26,7 @@ from autoprof.errors import AutoprofError
 from autoprof.memory.massif import Massif, flatten, parse, site_bytes, top_sites
 from autoprof.perf.process import workload_env
 from autoprof.util.records import write_json
+from autoprof.util.renderer import write
 from autoprof.util.status import RunStatus
 
 MASSIF_OUT = "massif.out"
@@ -153,10 +154,11 @@ def run(options: MemoryOptions, out: Path, command: list[str]) -> MemoryProfile:
             f"{children} {'process' if children == 1 else 'processes'} that {command[0]} "
             f"started ran under massif too: heap profiles in {out / CHILDREN}/ (massif.out.PID)"
         )
-    from autoprof.memory.plot import draw
+    from autoprof.memory.plot import plot_files
 
     write_json(out / MEMORY_JSON, asdict(profile))
-    draw(profile, out)
+    for name, data in plot_files(profile):
+        write(data, out / name)
     if status == RunStatus.CRASHED:
         raise AutoprofError(
             f"{command[0]} crashed under valgrind ({sig}); partial heap profile kept in {out}"

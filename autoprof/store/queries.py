@@ -235,7 +235,7 @@ def run_details(conn: Connection, ident: str) -> dict:
 
 def export_functions(conn: Connection, ident: str, recording: str | None = None) -> str:
     """A recording's per-function rows, as `autoprof report --csv` writes them."""
-    from autoprof.functions.render import csv_text
+    from autoprof.functions.render import CsvRenderer
 
     run = find_run(conn, ident)
     tables = read_functions(conn, run.id)
@@ -247,7 +247,7 @@ def export_functions(conn: Connection, ident: str, recording: str | None = None)
     name = recording if recording is not None else next(iter(tables))
     if name not in tables:
         raise AutoprofError(f"run {run.uuid} has no recording {name!r} ({', '.join(tables)})")
-    return csv_text(tables[name])
+    return CsvRenderer().render(tables[name])
 
 
 def delete_run(conn: Connection, ident: str) -> tuple[str, int]:

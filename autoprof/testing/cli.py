@@ -1,12 +1,16 @@
-"""`autoprof ARGS` in this process, as asv's tests run commands: most commands end in
-milliseconds, while a fresh interpreter costs a second of imports. Where the point is a real
-process (profile, signals, workers, pipes), a test starts one itself."""
+"""`autoprof ARGS` for the tests and the benchmarks: in this process (`invoke`), as asv's tests
+run commands, since most commands end in milliseconds while a fresh interpreter costs a second
+of imports; or as a real process (`process`) where that is the point (profiles, signals,
+workers, pipes, a real terminal or server), always with a timeout."""
 
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from autoprof.cli import cli
 
@@ -19,9 +23,17 @@ class CliResult:
     stdout: str
     stderr: str
 
+    @property
+    def output(self) -> str:
+        """All it printed: standard output, then standard error."""
+        return self.stdout + self.stderr
+
 
 def invoke(
-    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    *args: str | Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    terminal_width: int | None = None,
 ) -> CliResult:
     """`autoprof ARGS` through click's CliRunner on `autoprof.cli.cli`. An exception that is no
     SystemExit propagates: on the command line it would have been a traceback."""
@@ -29,6 +41,30 @@ def invoke(
 
     with contextlib.chdir(cwd) if cwd else contextlib.nullcontext():
         result = CliRunner().invoke(
-            cli, [str(a) for a in args], env=env, catch_exceptions=False, prog_name="autoprof"
+            cli,
+            [str(a) for a in args],
+            env=env,
+            catch_exceptions=False,
+            prog_name="autoprof",
+            terminal_width=terminal_width,
         )
     return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+# a command of a test that has not ended by then hangs: it fails, never blocks the suite
+PROCESS_TIMEOUT_S = 300
+
+
+def process(
+    *args: str | Path, timeout: float = PROCESS_TIMEOUT_S, check: bool = False, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
+    """`python -m autoprof ARGS` as a real process (text, output captured; `kwargs` go to
+    subprocess.run: env, cwd, stdin, ...); subprocess.TimeoutExpired after `timeout` s."""
+    return subprocess.run(
+        [sys.executable, "-m", "autoprof", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+        **kwargs,
+    )

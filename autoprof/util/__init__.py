@@ -1,3 +1,3 @@
-"""Small shared utilities every layer may use: versioned JSON records, UTC clocks, XDG
-folders, URL masking, the status vocabularies and the renderer contract. They import
-nothing of autoprof but `errors`."""
+"""Small shared utilities every layer may use: versioned JSON records written atomically, the
+declared options, UTC clocks, XDG folders, URL masking, the status vocabularies and the
+renderer contract with its one writer. They import nothing of autoprof but `errors`."""

@@ -1,54 +1,85 @@
-"""The one renderer contract (pyinstrument's renderers): an object that writes one kind of
-result in one format, so that commands only choose a renderer and never draw themselves.
+"""The one renderer contract (pyinstrument's renderers): an object that turns one kind of result
+into one output format, so that commands only choose a renderer and never draw themselves; and
+the one writer that puts an output where the user asked.
 
-`Renderer[T].render(data, path)` writes `data` (a T) to `path`: a file with one of
-`extensions` (one output), a folder (the default files of this format, under their default
-names), or None (the renderer's own place: the terminal, standard output); it returns the files
-written. `RichRenderer` is the base of every renderer that draws rich text: it prints to the
-command's console, or the same text to a file.
+`Renderer[T].render(data)` returns the output for `data` (a T): text or bytes, written nowhere.
+`write(output, target, name)` writes it: `-` (or None) is standard output, a folder gets it as
+`name` inside, any other path is the file itself; a path that cannot be written is one line.
+`RichRenderer` is the base of every renderer that draws rich text: the text the command's
+console would print (a terminal's width and colours), or plain and never wrapped for a file.
 """
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
-if TYPE_CHECKING:
-    from pathlib import Path
+from autoprof.errors import AutoprofError
 
+if TYPE_CHECKING:
     from rich.console import Console
 
 T = TypeVar("T")
 
 FILE_WIDTH = 100_000  # a file has no terminal width: never wrap a table's lines
+STDOUT = "-"
 
 
 class Renderer(ABC, Generic[T]):
-    extensions: ClassVar[tuple[str, ...]]
+    extensions: ClassVar[tuple[str, ...]]  # the files it makes; the first is its default
 
     @abstractmethod
-    def render(self, data: T, path: Path | None) -> list[Path]:
-        """Write `data`; return the files written."""
+    def render(self, data: T) -> str | bytes:
+        """The output for `data`."""
+
+
+def is_stdout(target: Path | str | None) -> bool:
+    return target is None or str(target) == STDOUT
+
+
+def write(output: str | bytes, target: Path | str | None, name: str | None = None) -> Path | None:
+    """Write `output` to standard output (`target` None or `-`), into the folder `target` as
+    `name` (when `target` is a folder and `name` is given) or to the file `target`; the file
+    written (None for standard output). AutoprofError, in one line, when it cannot be written."""
+    if is_stdout(target):
+        if isinstance(output, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(output)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(output)
+        return None
+    path = Path(str(target))
+    if name is not None and path.is_dir():
+        path = path / name
+    try:
+        if isinstance(output, bytes):
+            path.write_bytes(output)
+        else:
+            path.write_text(output, encoding="utf-8", errors="surrogateescape")
+    except OSError as err:
+        raise AutoprofError(f"cannot write {path}: {err.strerror}") from err
+    return path
 
 
 class RichRenderer(Renderer[T]):
-    """Rich text: `console` is where a None path prints (the command's console, which knows the
-    terminal); a path gets the same text without colours or wrapping."""
+    """Rich text: drawn for a terminal like `console` (its width and colours) when one is
+    given, else plain and unwrapped, as a file wants it."""
 
     extensions = (".txt",)
 
     def __init__(self, console: Console | None = None):
         self.console = console
 
-    def render(self, data: T, path: Path | None) -> list[Path]:
+    def render(self, data: T) -> str:
         from rich.console import Console
 
-        if path is None:
-            self.draw(data, self.console or Console(highlight=False))
-            return []
-        with path.open("w", encoding="utf-8") as handle:
-            self.draw(data, Console(file=handle, width=FILE_WIDTH, highlight=False))
-        return [path]
+        console = self.console or Console(width=FILE_WIDTH, highlight=False, color_system=None)
+        with console.capture() as captured:  # as `console` would print it, colours and all
+            self.draw(data, console)
+        return captured.get()
 
     @abstractmethod
     def draw(self, data: T, console: Console) -> None:

@@ -42,12 +42,13 @@ def run_record(request: JobRequest, out: Path) -> JobResult:
     from autoprof.flame.source import load
     from autoprof.flame.svg import SvgRenderer
     from autoprof.perf.record import RecordOptions
+    from autoprof.util.renderer import write
 
     options = RecordOptions(events=request.events, pid=request.pid)
     info = record(options, out, request.command, request.env)
     folded = load(out)
     title = request.command_line or f"pid {request.pid}"
-    SvgRenderer(title=title).render(folded, out / FLAME_SVG)
+    write(SvgRenderer(title=title).render(folded), out / FLAME_SVG)
     write_json(out / TOP_FUNCTIONS, top_functions(folded.stacks, folded.total))
     return JobResult(DONE, error=info.error)
 

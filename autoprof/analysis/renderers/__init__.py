@@ -6,13 +6,12 @@ default output. Importing this package imports neither Matplotlib nor a renderer
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autoprof.errors import AutoprofError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from rich.console import Console
 
     from autoprof.analysis.tables import Result
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 
 RENDERERS = {  # extension -> module:class, imported when chosen (png imports Matplotlib)
     ".png": "png:PngRenderer",
-    ".svg": "png:PngRenderer",
+    ".svg": "png:SvgRenderer",
     ".csv": "csv:CsvRenderer",
     ".txt": "console:ConsoleRenderer",
 }
@@ -54,16 +53,31 @@ def for_path(out: Path) -> Renderer[Result]:
 
 def render(result: Result, out: Path | None, folder: Path, console: Console) -> list[Path]:
     """Write `result` to `out` by its extension; with no `out` or a folder, the terminal's
-    tables to `console` and every default file (figures, then tables) into `out` or `folder`."""
+    tables to `console` and every default file (figures, then tables) into `out` or `folder`
+    (`util.renderer.write` writes each)."""
+    from autoprof.util.renderer import write
+
     if out is not None and not is_folder(out):
         chosen = for_path(out)
+        if out.suffix.lower() in (".png", ".svg") and not result.FIGURES:
+            name = type(result).__name__.lower()
+            raise AutoprofError(f"{out}: {name} draws no figure (use .csv or .txt)")
         out.parent.mkdir(parents=True, exist_ok=True)
-        return chosen.render(result, out)
+        write(chosen.render(result), out)
+        return [out]
     from autoprof.analysis.renderers.console import ConsoleRenderer
+    from autoprof.analysis.renderers.csv import table_csv
 
     folder = out if out is not None else folder
     folder.mkdir(parents=True, exist_ok=True)
-    written = renderer(RENDERERS[".png"]).render(result, folder) if result.FIGURES else []
-    written += renderer(RENDERERS[".csv"]).render(result, folder)
-    ConsoleRenderer(console).render(result, None)
+    files: list[tuple[str, str | bytes]] = []
+    if result.FIGURES:
+        from autoprof.analysis.renderers.png import figure_files
+
+        files += figure_files(result)
+    files += [(f"{table.name}.csv", table_csv(table)) for table in result.tables()]
+    written = [folder / name for name, _ in files]
+    for path, (_, data) in zip(written, files, strict=True):
+        write(data, path)
+    write(ConsoleRenderer(console).render(result), None)
     return written

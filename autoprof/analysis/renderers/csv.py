@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from autoprof.util.renderer import Renderer
 
 if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import TextIO
-
     from autoprof.analysis.tables import Result, Table
 
 
-def write(table: Table, target: Path | TextIO) -> None:
-    table.frame.to_csv(
-        target,
+def table_csv(table: Table) -> str:
+    """One table as CSV text (its index a column when it is data)."""
+    return table.frame.to_csv(
         index=table.index is not None,
         index_label=table.index,
         float_format=table.float_format,
@@ -24,18 +20,9 @@ def write(table: Table, target: Path | TextIO) -> None:
 
 
 class CsvRenderer(Renderer["Result"]):
+    """The result's main table as CSV (a folder gets every table: `table_csv`)."""
+
     extensions = (".csv",)
 
-    def render(self, result: Result, path: Path | None) -> list[Path]:
-        tables = result.tables()
-        if path is None:  # standard output, for a pipe
-            write(tables[0], sys.stdout)
-            return []
-        if path.suffix.lower() in self.extensions:
-            write(tables[0], path)
-            return [path]
-        written = []
-        for table in tables:
-            written.append(path / f"{table.name}.csv")
-            write(table, written[-1])
-        return written
+    def render(self, result: Result) -> str:
+        return table_csv(result.tables()[0])

@@ -6,7 +6,9 @@ The only module of the analyses that imports Matplotlib: the numbers never pay f
 
 from __future__ import annotations
 
+import io
 from functools import singledispatch
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,8 +24,6 @@ from autoprof.errors import AutoprofError
 from autoprof.util.renderer import Renderer
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from autoprof.analysis.tables import Result
 
 DPI = 100
@@ -41,23 +41,30 @@ CHANGES_LABEL_CHARS = 40
 
 
 class PngRenderer(Renderer["Result"]):
-    """The result's figure; in a folder, under each of its default names (`Result.FIGURES`)."""
+    """The result's figure as a PNG file's bytes (`SvgRenderer`: as SVG)."""
 
-    extensions = (".png", ".svg")
+    extensions = (".png",)
 
-    def render(self, result: Result, path: Path | None) -> list[Path]:
-        if path is None:
-            raise AutoprofError("a figure needs a file: give -o NAME.png")
-        if not result.FIGURES:
-            name = type(result).__name__.lower()
-            raise AutoprofError(f"{path}: {name} draws no figure (use .csv or .txt)")
-        drawn = figure(result)  # refuses before anything is written
-        paths = (
-            [path] if path.suffix.lower() in self.extensions else [path / n for n in result.FIGURES]
-        )
-        for target in paths:
-            drawn.savefig(target)
-        return paths
+    def render(self, result: Result) -> bytes:
+        return figure_bytes(figure(result), self.extensions[0])
+
+
+class SvgRenderer(PngRenderer):
+    extensions = (".svg",)
+
+
+def figure_bytes(drawn: Figure, extension: str) -> bytes:
+    """`drawn` saved in the format of `extension` (.png, .svg)."""
+    buffer = io.BytesIO()
+    drawn.savefig(buffer, format=extension.lstrip("."))
+    return buffer.getvalue()
+
+
+def figure_files(result: Result) -> list[tuple[str, bytes]]:
+    """(name, bytes) of each of the result's default figure files (`Result.FIGURES`), the
+    figure drawn once."""
+    drawn = figure(result)
+    return [(name, figure_bytes(drawn, Path(name).suffix)) for name in result.FIGURES]
 
 
 @singledispatch
