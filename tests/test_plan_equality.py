@@ -99,7 +99,7 @@ def _cases():
             yield pytest.param(model, option, marks=marks, id=f"{model}:{option}")
 
 
-@pytest.mark.parametrize(("model", "option"), _cases())
+@pytest.mark.parametrize(("model", "option"), list(_cases()))
 def test_schedule_prints_the_plan_profile_runs(model, option, cli_run, tmp_path):
     events_file = tmp_path / "events.txt"
     events_file.write_text(f"# two events\n{MODELS[model][0]}\n{MODELS[model][1]}  # a comment\n")
