@@ -132,16 +132,6 @@ def measurement_rows(part_id: int, first: int, series: np.ndarray, table: pa.Tab
     return pa.table(columns)
 
 
-# PostgreSQL parses these columns' text itself, as the results file has it: the client parses
-# and prints no number (its floats print in shortest round-trip form, Python's own)
-VERBATIM = ("INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING")
-
-
-def verbatim(dialect: str) -> tuple[str, ...]:
-    """The results columns `write_measurements` takes as text (`results.read_chunks`)."""
-    return VERBATIM if dialect == "postgresql" else ()
-
-
 def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
     """Insert `chunks` (MEASUREMENT columns) through the driver's bulk path, in the
     connection's transaction."""
