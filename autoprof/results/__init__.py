@@ -376,8 +376,8 @@ class ResultsChunks:
     canonical text of its rows when its lines are too (`canonical_lines`), and a store can keep
     it as the run's export instead of writing it again from the rows.
 
-    Each chunk is read as text (dictionary-encoded, SAMPLE_VALUE aside) and its numbers parsed
-    here: a column's distinct texts are parsed and written back once each, the check's cost."""
+    Each chunk is read as text (dictionary-encoded, TIME and SAMPLE_VALUE aside) and its numbers
+    parsed here: a column's distinct texts are parsed and written back once each."""
 
     def __init__(self, path: str | Path, block_size: int) -> None:
         self.path, self.block_size = path, block_size
@@ -395,6 +395,9 @@ class ResultsChunks:
             raise ValueError(str(err).strip().splitlines()[0]) from None
 
 
+_DISTINCT = ("TIME", "SAMPLE_VALUE")
+
+
 def _text_blocks(path: str | Path, block_size: int) -> Iterator[Any]:
     import pyarrow as pa
     import pyarrow.csv as pcsv
@@ -406,8 +409,9 @@ def _text_blocks(path: str | Path, block_size: int) -> Iterator[Any]:
         # and parallel parsing holds several blocks (and their columns) at once
         read_options=pcsv.ReadOptions(block_size=block_size, use_threads=False),
         convert_options=pcsv.ConvertOptions(
-            # counts are mostly distinct: plain text; every other column has few values
-            column_types={n: pa.string() if n == "SAMPLE_VALUE" else text for n in COLUMNS},
+            # counts and times are mostly distinct: plain text; the other columns have few
+            # values, each parsed and checked once
+            column_types={n: pa.string() if n in _DISTINCT else text for n in COLUMNS},
             null_values=[""],
             strings_can_be_null=True,
             include_columns=COLUMNS,

@@ -159,60 +159,52 @@ def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
 # PostgreSQL's binary COPY: a signature, flags and header extension (both 0), tuples, a trailer
 COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\0" + bytes(8)
 COPY_TRAILER = b"\xff\xff"
-# each MEASUREMENT column's binary form: numpy's big-endian type (None: UTF-8 text)
-_BINARY = [">i4", ">i4", ">i4", ">i8", ">f8", ">f8", ">f8", None]
+# the binary form of MEASUREMENT's columns but the last (STATUS, UTF-8 text): numpy's
+# big-endian types
+_NUMBERS = [">i4", ">i4", ">i4", ">i8", ">f8", ">f8", ">f8"]
 
 
 def binary_rows(chunk: pa.Table) -> bytes:
     """The rows of `chunk` (MEASUREMENT columns) in PostgreSQL's binary COPY form: per row a
-    field count, then per field its length (-1: NULL) and its bytes, big-endian. Built by numpy
-    a field at a time over all rows (each row's place from the lengths before it), never by
-    Python per row: the server reads numbers without parsing text, the client formats none."""
-    n = chunk.num_rows
-    fields = [_binary_field(chunk.column(name).combine_chunks(), kind)
-              for name, kind in zip(MEASUREMENT, _BINARY, strict=True)]  # fmt: skip
-    widths = 2 + sum(4 + np.maximum(length, 0) for length, _ in fields)
-    ends = np.cumsum(widths)
-    out = np.empty(int(ends[-1]) if n else 0, np.uint8)
-    at = ends - widths  # where each row's next field goes
-    _scatter(out, at, np.array([len(MEASUREMENT)], ">i2").view(np.uint8))
-    at += 2
-    for length, values in fields:
-        _scatter(out, at, length.astype(">i4").view(np.uint8).reshape(n, 4))
-        at += 4
-        for rows, data in values:
-            _scatter(out, at[rows], data)
-        at += np.maximum(length, 0)
-    return out.tobytes()
+    field count, then per field its length (-1: NULL) and its bytes, big-endian. Rows of one
+    layout (which fields are NULL, which STATUS text) are one numpy array of a packed record
+    type, filled a field at a time: no Python per row, and the server parses no text. They go
+    out layout by layout: the table has no order, `seq` is each row's place."""
+    *numbers, status = (chunk.column(name).combine_chunks() for name in MEASUREMENT)
+    if not pa.types.is_dictionary(status.type):
+        status = pc.dictionary_encode(status)
+    texts: list[bytes | None] = [t.encode() for t in status.dictionary.to_pylist()] + [None]
+    # a row's layout: its STATUS text (the last: none), then a bit per number that is NULL
+    layout = pc.fill_null(status.indices, len(texts) - 1).to_numpy().astype(np.int64)
+    for column in numbers:
+        layout = layout * 2 + _nulls(column)
+    values = [pc.fill_null(c, 0).to_numpy(zero_copy_only=False).astype(kind)
+              for c, kind in zip(numbers, _NUMBERS, strict=True)]  # fmt: skip
+    found = []
+    for key in np.unique(layout):
+        rows = np.flatnonzero(layout == key)
+        text = texts[key >> len(numbers)]
+        present = [not (key >> (len(numbers) - 1 - i)) & 1 for i in range(len(numbers))]
+        fields = [("count", ">i2")]
+        for i, kind in enumerate(_NUMBERS):
+            fields += [(f"n{i}", ">i4")] + ([(f"v{i}", kind)] if present[i] else [])
+        fields += [("n_text", ">i4")] + ([("text", f"S{len(text)}")] if text else [])
+        record = np.empty(len(rows), fields)
+        record["count"] = len(MEASUREMENT)
+        for i, kind in enumerate(_NUMBERS):
+            record[f"n{i}"] = np.dtype(kind).itemsize if present[i] else -1
+            if present[i]:
+                record[f"v{i}"] = values[i][rows]
+        record["n_text"] = -1 if text is None else len(text)
+        if text:
+            record["text"] = text
+        found.append(record.tobytes())
+    return b"".join(found)
 
 
-def _binary_field(column: pa.Array, kind: str | None) -> tuple[np.ndarray, list[tuple]]:
-    """A column's binary length per row (-1: NULL), and its bytes: pairs of (rows, their bytes,
-    a row per row or one for all)."""
-    n = len(column)
-    missing = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else None
-    if kind is None:  # text: few distinct values, each written where it is
-        if not pa.types.is_dictionary(column.type):
-            column = pc.dictionary_encode(column)
-        texts = [t.encode() for t in column.dictionary.to_pylist()]
-        codes = pc.fill_null(column.indices, 0).to_numpy().astype(np.int64)
-        length = np.array([len(t) for t in texts] or [0], np.int64)[codes]
-        present = np.arange(n) if missing is None else np.flatnonzero(~missing)
-        values = [(present[codes[present] == code], np.frombuffer(text, np.uint8))
-                  for code, text in enumerate(texts) if text]  # fmt: skip
-    else:
-        data = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(kind)
-        length = np.full(n, data.dtype.itemsize, np.int64)
-        data = data.view(np.uint8).reshape(n, -1)
-        values = [(np.arange(n), data) if missing is None else (~missing, data[~missing])]
-    if missing is not None:
-        length[missing] = -1
-    return length, values
-
-
-def _scatter(out: np.ndarray, at: np.ndarray, data: np.ndarray) -> None:
-    """Write `data` (one row of bytes for all, or a row per place) at each place `at` in `out`."""
-    out[at[:, None] + np.arange(data.shape[-1])] = data
+def _nulls(column: pa.Array) -> np.ndarray | int:
+    """1 where `column` is NULL (0 for a column without)."""
+    return column.is_null().to_numpy(zero_copy_only=False) if column.null_count else 0
 
 
 def index_new_rows(conn: Connection) -> None:
