@@ -95,6 +95,7 @@ def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_pat
     "edit",
     [
         (b",100,ok\n", b",100.0,ok\n"),  # a whole percent written as a float
+        (b",100,ok\n", b",1e2,ok\n"),  # or with an exponent
         (b"\n", b"\r\n"),  # Windows line ends
         (b",software,", b',"software",'),  # a quoted field
         (b",1,1,", b",01,1,"),  # a RUN with a leading zero

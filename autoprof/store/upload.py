@@ -28,7 +28,6 @@ from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from autoprof import results
-from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.results.sanity_report import Report, not_planned, read_report
@@ -105,6 +104,8 @@ def read_profile(out: Path) -> Profile:
         naive_utc(manifest.created)
     except ValueError:
         raise AutoprofError(f"{out}: manifest 'created' is not an ISO 8601 time") from None
+    from autoprof.benchmark.folder import BENCH_FILE  # here: its module imports the catalog
+
     kind = KIND_BENCH if (out / BENCH_FILE).is_file() else KIND_PROFILE
     return Profile(manifest, part, parts, report, records, kind)
 
