@@ -1,9 +1,10 @@
-"""A stored run back as the results.csv `aggregate` wrote, byte for byte, streamed. A one-part run
-whose uploaded text was canonical sends that text, kept compressed in the store (`store.text`).
-Otherwise the rows come from the database a window at a time (`bulk.read_rows`), each window is joined to the run's
-series (few: held as pyarrow dictionaries, so each event name or CPU is formatted once) and
-written by `results.encode`. Memory stays that of a window, whatever the run's size, and the
-first bytes leave before the last rows are read.
+"""A stored run back as the results.csv `aggregate` wrote, byte for byte, streamed. A one-part
+run whose uploaded text was canonical sends that text, kept compressed in the store
+(`store.text`). Otherwise the rows come from the database a window at a time
+(`bulk.read_rows`), each window is joined to the run's series (few: held as pyarrow
+dictionaries, so each event name or CPU is formatted once) and written by `results.encode`.
+Memory stays that of a window, whatever the run's size, and the first bytes leave before the
+last rows are read.
 
 One part: its rows in their original order. Several parts: stably sorted by (RUN, REPEAT),
 which is the order a single-machine `aggregate` writes runs in.
