@@ -107,13 +107,10 @@ def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
 
 
 def _no_nan(column: pa.Array) -> pa.Array:
-    """NaN (a float, or a number's text) as a missing value (NULL), as results files mean it."""
-    if pa.types.is_floating(column.type):
-        nan = pc.is_nan(column)
-    elif pa.types.is_string(column.type):
-        nan = pc.match_substring_regex(column, "^[+-]?nan$", ignore_case=True)
-    else:
+    """A float NaN as a missing value (NULL), as results files mean it."""
+    if not pa.types.is_floating(column.type):
         return column
+    nan = pc.is_nan(column)
     if pc.any(nan).as_py():
         return pc.if_else(nan, pa.scalar(None, column.type), column)
     return column
