@@ -9,6 +9,8 @@ few thousand rows cross many chunk and window boundaries.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -296,3 +298,20 @@ def test_migration_0006_keeps_every_row_in_order(store_url):
             )
             assert len(kinds) == 1 and "brin" in kinds[0]
     store.engine.dispose()
+
+
+def test_an_upload_imports_no_pandas(tmp_path):
+    """pandas costs an upload 0.3-0.7 s to import and serves it nothing (the CLI keeps pyarrow
+    from importing it, `commands.store`); the store is made by the same upload."""
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20)
+    argv = ["autoprof", "upload", str(out), "--store", f"sqlite:///{tmp_path / 'r.db'}"]
+    code = (
+        f"import runpy, sys\nsys.argv = {argv!r}\n"
+        "try:\n    runpy.run_module('autoprof', run_name='__main__')\n"
+        "except SystemExit as end:\n    assert not end.code, end.code\n"
+        "print('pandas imported:', 'pandas' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "stored run" in done.stdout
+    assert done.stdout.strip().endswith("pandas imported: False")
