@@ -5,13 +5,16 @@ downloading it from the web server, sends these pieces decompressed at the speed
 instead of formatting every number again (the slow part of writing a million rows).
 
 Pieces of PIECE_BYTES, each zstd-compressed (level 1: about 5x smaller, a few hundred MB/s
-each way), are made a few ahead in a thread while one is sent to the database, and read back
+each way), are made in a thread while the upload loads the rows (`Compressed`), and read back
 one at a time: memory holds a few pieces whatever the run's size.
 """
 
 from __future__ import annotations
 
+import tempfile
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,10 +28,45 @@ CODEC = "zstd"
 LEVEL = 1
 
 
-def keep(conn: Connection, part_id: int, path: Path) -> None:
-    """Store the lines of the results file `path` (its header aside) as `part_id`'s text."""
-    for piece, (size, data) in enumerate(prefetched(_compressed(path), ahead=2)):
-        conn.execute(insert(PartText).values(part_id=part_id, piece=piece, size=size, data=data))
+class Compressed:
+    """The lines of a results file (its header aside), compressed in a thread while the upload
+    loads its rows, each piece spooled to a temporary file as it is made (memory holds one
+    piece); `keep` stores them once the rows proved the text canonical. Use as a context
+    manager: leaving stops the thread at its next piece and drops the file."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115  # closed by __exit__
+        self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        self._pieces = self._pool.submit(self._spool, path)
+
+    def _spool(self, path: Path) -> list[tuple[int, int]]:
+        """(size, compressed size) of each piece written."""
+        pieces = []
+        for size, data in _compressed(path):
+            if self._stop.is_set():
+                break
+            self._file.write(data)
+            pieces.append((size, len(data)))
+        return pieces
+
+    def keep(self, conn: Connection, part_id: int) -> None:
+        """Store the pieces as `part_id`'s text."""
+        pieces = self._pieces.result()
+        self._file.seek(0)
+        for piece, (size, length) in enumerate(pieces):
+            data = self._file.read(length)
+            conn.execute(
+                insert(PartText).values(part_id=part_id, piece=piece, size=size, data=data)
+            )
+
+    def __enter__(self) -> Compressed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._pool.shutdown(wait=True)
+        self._file.close()
 
 
 def _compressed(path: Path) -> Iterator[tuple[int, bytes]]:

@@ -294,7 +294,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()
     started, ended = _span(profile.records)
-    with store.write() as conn:
+    with store.write() as conn, text.Compressed(out / outdir.RESULTS) as compressed:
         run = _claim_run(conn, profile)
         if _stored_part(conn, uuid, part):  # another uploader got here first
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
@@ -317,7 +317,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
         _check_planned(out, profile, loaded.events)  # raised: the transaction stores nothing
         rows = loaded.rows
         if reading.cells_canonical and results.canonical_lines(out / outdir.RESULTS, rows):
-            text.keep(conn, part_id, out / outdir.RESULTS)
+            compressed.keep(conn, part_id)
         conn.execute(update(RunPart).where(RunPart.id == part_id).values(rows=rows))
         insert_functions(conn, part_id, functions)
         if tags:
