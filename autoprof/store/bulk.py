@@ -11,8 +11,8 @@ Out: a part's rows in their order (`seq`) as pyarrow tables, read through ADBC (
 Arrow record batches straight from the database, never a Python object per row (PostgreSQL's
 ADBC driver reads with ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)``). On PostgreSQL a window
 of `seq` at a time, found by the BRIN index on (part_id, seq) and put in order here; on SQLite
-the table's own (part_id, seq) order. Values are exact both ways: pyarrow writes floats in
-shortest round-trip form, and reads come back in binary.
+the table's own (part_id, seq) order. Values are exact both ways: numbers cross in binary (or
+as sqlite3's doubles), never as text.
 """
 
 from __future__ import annotations
