@@ -315,3 +315,20 @@ def test_an_upload_imports_no_pandas(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "stored run" in done.stdout
     assert done.stdout.strip().endswith("pandas imported: False")
+
+
+def test_missing_cells_round_trip_through_the_rows(store_url, tmp_path):
+    """Rows of every layout (a missing INDEX, TIME, count, percent or STATUS, several at once)
+    come back from the rows, the kept text set aside, as they went in."""
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20)
+    frame = results.read_csv(out / outdir.RESULTS)
+    columns = ["INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING", "STATUS"]
+    for row in range(0, len(frame), 7):  # some rows lose one cell, some several
+        for k, column in enumerate(columns):
+            if (row // 7) & (1 << k):
+                frame.loc[row, column] = pd.NA
+    results.write_csv(frame, out / outdir.RESULTS)
+    run_id = uploaded(store_url, out)
+    with engine.open_store(store_url, create=False).write() as conn:
+        conn.execute(sql("DELETE FROM part_text"))
+        assert b"".join(export.csv_chunks(conn, run_id)) == (out / outdir.RESULTS).read_bytes()
