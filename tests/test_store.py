@@ -235,6 +235,7 @@ def test_delete_removes_the_run_and_only_it(store_url, tmp_path):
     assert run_ids(store_url) == [outdir.read_manifest(keep).id]
     assert count(store_url, "measurement") == kept_rows
     assert count(store_url, "run_part") == 1
+    assert count(store_url, "part_text") == 1  # the kept run's text, one piece
     missing = invoke("runs", "show", outdir.read_manifest(gone).id, "--store", store_url)
     assert missing.returncode == 2 and "no run" in missing.output
 

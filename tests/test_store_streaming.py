@@ -9,18 +9,20 @@ few thousand rows cross many chunk and window boundaries.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from sqlalchemy import text
+from sqlalchemy import text as sql
 from starlette.testclient import TestClient
 
 from autoprof import results
 from autoprof.analysis import correlation, data, stats
 from autoprof.analysis.downsample import lttb, lttb_many
 from autoprof.run import outdir
-from autoprof.store import bulk, engine, export, summary
+from autoprof.store import bulk, engine, export, summary, text
 from autoprof.store.queries import find_run
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
@@ -42,6 +44,7 @@ def tiny_chunks(monkeypatch):
     monkeypatch.setattr(results, "CHUNK_BYTES", 1 << 14)
     monkeypatch.setattr(bulk, "WINDOW", 1000)
     monkeypatch.setattr(bulk, "BATCH", 1000)
+    monkeypatch.setattr(text, "PIECE_BYTES", 1 << 12)
 
 
 def uploaded(url: str, out) -> str:
@@ -62,15 +65,20 @@ def test_results_chunks_are_the_file(tmp_path, monkeypatch):
 
 
 def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_path, tiny_chunks):
+    """Exported from the kept text (`store.text`), then from the rows alone: the same bytes."""
     out = make_out(tmp_path / "out", runs=4, repeats=2, intervals=60)
     run_id = uploaded(store_url, out)
     store = engine.open_store(store_url, create=False)
-    with store.read() as conn:
-        pieces = list(export.csv_chunks(conn, run_id))
-        series = conn.execute(text("SELECT count(*) FROM series")).scalar_one()
     rows = len(results.read_csv(out / outdir.RESULTS))
-    assert len(pieces) >= rows // 1000  # streamed: a window (or batch) at a time
-    assert b"".join(pieces) == (out / outdir.RESULTS).read_bytes()
+    for source in ("kept text", "rows"):
+        with store.write() as conn:
+            kept = conn.execute(sql("SELECT count(*) FROM part_text")).scalar_one()
+            assert (kept > 0) == (source == "kept text")
+            pieces = list(export.csv_chunks(conn, run_id))
+            series = conn.execute(sql("SELECT count(*) FROM series")).scalar_one()
+            conn.execute(sql("DELETE FROM part_text"))
+        assert len(pieces) >= rows // 1000  # streamed: a window (or piece) at a time
+        assert b"".join(pieces) == (out / outdir.RESULTS).read_bytes()
     frame = results.read_csv(out / outdir.RESULTS)
     keys = ["EVENT_NAME", "SOCKET", "CORE", "CPU", "NODE", "UNIT", "RUN", "REPEAT", "PMU"]
     keys += ["VALUE_UNIT"]
@@ -78,6 +86,28 @@ def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_pat
     exported = tmp_path / "e.csv"
     assert invoke("runs", "export", run_id, "-o", exported, "--store", store_url).returncode == 0
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        (b",100,ok\n", b",100.0,ok\n"),  # a whole percent written as a float
+        (b",100,ok\n", b",1e2,ok\n"),  # or with an exponent
+        (b"\n", b"\r\n"),  # Windows line ends
+        (b",software,", b',"software",'),  # a quoted field
+        (b",1,1,", b",01,1,"),  # a RUN with a leading zero
+    ],
+)
+def test_a_file_not_in_canonical_form_exports_in_it(store_url, tmp_path, edit):
+    """An edited results.csv keeps no text: its export is the canonical text of its values."""
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20)
+    canonical = (out / outdir.RESULTS).read_bytes()
+    header, body = canonical.split(b"\n", 1)
+    (out / outdir.RESULTS).write_bytes(header + b"\n" + body.replace(*edit))
+    run_id = uploaded(store_url, out)
+    with engine.open_store(store_url, create=False).read() as conn:
+        assert conn.execute(sql("SELECT count(*) FROM part_text")).scalar_one() == 0
+        assert b"".join(export.csv_chunks(conn, run_id)) == canonical
 
 
 def test_split_run_exports_in_run_order_from_small_windows(store_url, tmp_path, tiny_chunks):
@@ -141,7 +171,7 @@ def _summary_rows(store, run_id: str) -> list[tuple]:
     with store.read() as conn:
         run = find_run(conn, run_id)
         return conn.execute(
-            text("SELECT name, version, rows FROM run_summary WHERE run_id = :r ORDER BY name"),
+            sql("SELECT name, version, rows FROM run_summary WHERE run_id = :r ORDER BY name"),
             {"r": run.id},
         ).all()
 
@@ -160,7 +190,7 @@ def test_run_page_reads_a_summary_made_once(served):
     assert {version for _, version, _ in stored} == {summary.VERSION}
     # the summary is what later opens read: the rows themselves are no longer needed
     with store.write() as conn:
-        conn.execute(text("DELETE FROM measurement"))
+        conn.execute(sql("DELETE FROM measurement"))
     assert client.get(f"/api/runs/{run_id}/analysis").json() == first
     series = client.get(f"/api/runs/{run_id}/series", params={"event": "task-clock"})
     assert series.status_code == 200 and len(series.json()["lines"]) == 3 * 2
@@ -173,7 +203,7 @@ def test_an_old_summary_is_rebuilt(served):
     first = client.get(f"/api/runs/{run_id}/analysis").json()
     with store.write() as conn:
         conn.execute(
-            text("UPDATE run_summary SET version = :v, data = '{}'"), {"v": summary.VERSION - 1}
+            sql("UPDATE run_summary SET version = :v, data = '{}'"), {"v": summary.VERSION - 1}
         )
     assert client.get(f"/api/runs/{run_id}/analysis").json() == first
     assert {version for _, version, _ in _summary_rows(store, run_id)} == {summary.VERSION}
@@ -245,25 +275,57 @@ def test_migration_0006_keeps_every_row_in_order(store_url):
     with store.write() as conn:
         command.upgrade(engine.alembic_config(conn), "0005")
         values = "(7, 2, 0, 0.5), (7, 0, 0, 0.25), (3, 0, 1, NULL), (7, 1, 0, 1e-300)"
-        conn.execute(text(f"INSERT INTO measurement (part_id, seq, series, time) VALUES {values}"))
+        conn.execute(sql(f"INSERT INTO measurement (part_id, seq, series, time) VALUES {values}"))
     engine.migrate(store_url)
     with store.read() as conn:
         rows = conn.execute(
-            text("SELECT part_id, seq, series, time FROM measurement ORDER BY part_id, seq")
+            sql("SELECT part_id, seq, series, time FROM measurement ORDER BY part_id, seq")
         ).all()
         assert [tuple(r) for r in rows] == [
             (3, 0, 1, None), (7, 0, 0, 0.25), (7, 1, 0, 1e-300), (7, 2, 0, 0.5)
         ]  # fmt: skip
         if store.dialect == "sqlite":
-            ddl = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'measurement'"))
+            ddl = conn.execute(sql("SELECT sql FROM sqlite_master WHERE name = 'measurement'"))
             assert "WITHOUT ROWID" in ddl.scalar_one()
         else:
             kinds = (
-                conn.execute(
-                    text("SELECT indexdef FROM pg_indexes WHERE tablename = 'measurement'")
-                )
+                conn.execute(sql("SELECT indexdef FROM pg_indexes WHERE tablename = 'measurement'"))
                 .scalars()
                 .all()
             )
             assert len(kinds) == 1 and "brin" in kinds[0]
     store.engine.dispose()
+
+
+def test_an_upload_imports_no_pandas(tmp_path):
+    """pandas costs an upload 0.3-0.7 s to import and serves it nothing (the CLI keeps pyarrow
+    from importing it, `commands.store`); the store is made by the same upload."""
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20)
+    argv = ["autoprof", "upload", str(out), "--store", f"sqlite:///{tmp_path / 'r.db'}"]
+    code = (
+        f"import runpy, sys\nsys.argv = {argv!r}\n"
+        "try:\n    runpy.run_module('autoprof', run_name='__main__')\n"
+        "except SystemExit as end:\n    assert not end.code, end.code\n"
+        "print('pandas imported:', 'pandas' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "stored run" in done.stdout
+    assert done.stdout.strip().endswith("pandas imported: False")
+
+
+def test_missing_cells_round_trip_through_the_rows(store_url, tmp_path):
+    """Rows of every layout (a missing INDEX, TIME, count, percent or STATUS, several at once)
+    come back from the rows, the kept text set aside, as they went in."""
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20)
+    frame = results.read_csv(out / outdir.RESULTS)
+    columns = ["INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING", "STATUS"]
+    for row in range(0, len(frame), 7):  # some rows lose one cell, some several
+        for k, column in enumerate(columns):
+            if (row // 7) & (1 << k):
+                frame.loc[row, column] = pd.NA
+    results.write_csv(frame, out / outdir.RESULTS)
+    run_id = uploaded(store_url, out)
+    with engine.open_store(store_url, create=False).write() as conn:
+        conn.execute(sql("DELETE FROM part_text"))
+        assert b"".join(export.csv_chunks(conn, run_id)) == (out / outdir.RESULTS).read_bytes()

@@ -7,6 +7,7 @@ create a store; the others refuse one that does not exist.
 
 from __future__ import annotations
 
+import importlib.abc
 import json
 import shlex
 import sys
@@ -33,6 +34,7 @@ def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: st
     from autoprof.store import engine
     from autoprof.store import upload as store_upload
 
+    _pyarrow_without_pandas()
     labels = key_values(tags, "--tag")
     store = engine.open_store(store_text)
     failures = 0
@@ -57,6 +59,30 @@ def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: st
         )
     if failures:
         raise AutoprofError(f"{failures} of {len(outs)} upload(s) failed")
+
+
+def _pyarrow_without_pandas() -> None:
+    """Let pyarrow find no pandas for now: its first conversion of a value would import pandas
+    (0.3-0.7 s, a fifth of a million-row upload) to check whether the value is a pandas object,
+    and an upload makes none. pyarrow imports pandas after all where one asks it for a frame.
+    Here, in the command's own single-threaded process, never in a library function: a thread
+    importing pandas meanwhile would fail."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    sys.meta_path.insert(0, _NoPandas())
+    try:
+        pa.array([0])  # pyarrow's one try at importing pandas (until a frame is asked for)
+    finally:
+        del sys.meta_path[0]
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "pandas":
+            raise ImportError("not now")
+        return None
 
 
 @click.group("runs")

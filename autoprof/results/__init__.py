@@ -355,14 +355,11 @@ def arrow_types() -> dict[str, Any]:
     return {name: kinds[dtype] for name, dtype in DTYPES.items()}
 
 
-def read_chunks(
-    path: str | Path, block_size: int | None = None, verbatim: tuple = ()
-) -> Iterator[Any]:
+def read_chunks(path: str | Path, block_size: int | None = None) -> ResultsChunks:
     """The rows of a results file as pyarrow tables of every result column (`arrow_types`; a
     column autoperf's files lack is all null), `block_size` bytes (CHUNK_BYTES) at a time: memory
     stays that of a block, whatever the file's size. The same values as `read_csv` (only an
-    empty field is missing); text columns come dictionary-encoded (a run has few names), and the
-    columns named in `verbatim` as the file's text (for a reader that parses them itself).
+    empty field is missing); text columns come dictionary-encoded (a run has few names).
     Raises ValueError (with the reason) for a file that is not one: a header without
     autoperf's columns at once, a malformed line when its block is read."""
     with open(path, newline="") as file:
@@ -370,36 +367,51 @@ def read_chunks(
     missing = [c for c in AUTOPERF_COLUMNS if c not in header]
     if missing:
         raise ValueError(f"results frame lacks columns: {', '.join(missing)}")
-    return _checked(_blocks(path, block_size or CHUNK_BYTES, verbatim))
+    return ResultsChunks(path, block_size or CHUNK_BYTES)
 
 
-def _checked(blocks: Iterator[Any]) -> Iterator[Any]:
-    import pyarrow as pa
+class ResultsChunks:
+    """A results file's chunks (see `read_chunks`), and, once they are all read, whether every
+    cell is written as `encode` writes its value (`cells_canonical`): then the file is the
+    canonical text of its rows when its lines are too (`canonical_lines`), and a store can keep
+    it as the run's export instead of writing it again from the rows.
 
-    try:
-        yield from blocks
-    except pa.ArrowInvalid as err:
-        raise ValueError(str(err).strip().splitlines()[0]) from None
+    Each chunk is read as text (dictionary-encoded, TIME and SAMPLE_VALUE aside) and its numbers
+    parsed here: a column's distinct texts are parsed and written back once each."""
+
+    def __init__(self, path: str | Path, block_size: int) -> None:
+        self.path, self.block_size = path, block_size
+        self.cells_canonical = True
+
+    def __iter__(self) -> Iterator[Any]:
+        import pyarrow as pa
+
+        try:
+            for table in _text_blocks(self.path, self.block_size):
+                typed, canonical = _typed(table)
+                self.cells_canonical = self.cells_canonical and canonical
+                yield typed
+        except pa.ArrowInvalid as err:
+            raise ValueError(str(err).strip().splitlines()[0]) from None
 
 
-def _blocks(path: str | Path, block_size: int, verbatim: tuple) -> Iterator[Any]:
+_DISTINCT = ("TIME", "SAMPLE_VALUE")
+
+
+def _text_blocks(path: str | Path, block_size: int) -> Iterator[Any]:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    types = arrow_types()
-    for name, kind in types.items():
-        if name in verbatim:
-            types[name] = pa.string()
-        elif kind == pa.string():
-            types[name] = pa.dictionary(pa.int32(), pa.string())
-
+    text = pa.dictionary(pa.int32(), pa.string())
     reader = pcsv.open_csv(
         path,
         # one thread: the caller's work on a chunk overlaps with the next one's reading anyway,
         # and parallel parsing holds several blocks (and their columns) at once
         read_options=pcsv.ReadOptions(block_size=block_size, use_threads=False),
         convert_options=pcsv.ConvertOptions(
-            column_types=types,
+            # counts and times are mostly distinct: plain text; the other columns have few
+            # values, each parsed and checked once
+            column_types={n: pa.string() if n in _DISTINCT else text for n in COLUMNS},
             null_values=[""],
             strings_can_be_null=True,
             include_columns=COLUMNS,
@@ -408,3 +420,68 @@ def _blocks(path: str | Path, block_size: int, verbatim: tuple) -> Iterator[Any]
     )
     for batch in reader:
         yield pa.Table.from_batches([batch])
+
+
+def _typed(table) -> tuple[Any, bool]:
+    """A chunk read as text with its numbers parsed (`arrow_types`), and whether each number's
+    text is the one `encode` writes for it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    types = arrow_types()
+    canonical = True
+    columns = []
+    for name in COLUMNS:
+        column = table.column(name).combine_chunks()
+        if types[name] == pa.string():
+            columns.append(column)
+            continue
+        texts = column.dictionary if pa.types.is_dictionary(column.type) else column
+        values = pc.cast(texts, types[name])
+        canonical = canonical and _written_as(values, texts, name)
+        columns.append(values.take(column.indices) if texts is not column else values)
+    return pa.table(columns, names=COLUMNS), canonical
+
+
+def _written_as(values, texts, name: str) -> bool:
+    """Whether `texts` are the canonical text of `values` (a missing value: no text)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if DTYPES[name] != "float64":
+        written = pc.cast(values, pa.string())
+        return (
+            pc.all(pc.equal(pc.fill_null(written, ""), pc.fill_null(texts, ""))).as_py()
+            is not False
+        )
+    # first pyarrow's own text of each number, one pass, which is the canonical one where
+    # `_float_text` vectorizes it (whole counts, fractions between 1e-4 and 1e9; TIME's whole
+    # numbers end in ".0", and -0 is 0); then `_float_text` for the numbers left
+    numbers = values.to_numpy(zero_copy_only=False)
+    size = np.abs(numbers)
+    easy = ((size >= 1e-4) & (size < 1e9)) | ((numbers == 0) & ~np.signbit(numbers))
+    if name not in WHOLE_AS_INT:
+        easy &= numbers != np.floor(numbers)
+    same = pc.fill_null(pc.equal(pc.cast(values, pa.string()), texts), False)
+    left = ~(easy & same.to_numpy(zero_copy_only=False))
+    if not left.any():
+        return True
+    written = _float_text(numbers[left], name in WHOLE_AS_INT)
+    rest = texts.filter(pa.array(left))
+    return pc.all(pc.equal(pc.fill_null(written, ""), pc.fill_null(rest, ""))).as_py() is not False
+
+
+def canonical_lines(path: str | Path, rows: int) -> bool:
+    """Whether a results file whose `rows` cells are canonical (`ResultsChunks`) is, byte for
+    byte, HEADER and then `encode`'s lines of them: one line per row, each ended by a newline,
+    no quoted field, no carriage return."""
+    with open(path, "rb") as file:
+        if file.readline() != HEADER:
+            return False
+        lines, last = 0, b"\n"
+        while block := file.read(CHUNK_BYTES):
+            if b'"' in block or b"\r" in block:
+                return False
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines == rows and last == b"\n"

@@ -3,22 +3,22 @@ memory, whatever its size.
 
 In: chunks of a results file (`autoprof.results.read_chunks`, pyarrow tables) become a part's
 series (`SeriesNumbers`, numbered in the order they first appear) and its narrow measurement
-rows, sent with PostgreSQL's ``COPY measurement FROM STDIN`` (CSV text that pyarrow writes, a
-few chunks made ahead in a thread while one is sent) or SQLite prepared inserts (``executemany``),
-inside the upload's one transaction.
+rows, sent with PostgreSQL's ``COPY measurement FROM STDIN (FORMAT BINARY)`` (tuples built by
+numpy, a few chunks made ahead in a thread while one is sent) or SQLite prepared inserts of
+SQLITE_ROWS_PER_INSERT rows each (``executemany``), inside the upload's one transaction.
 
 Out: a part's rows in their order (`seq`) as pyarrow tables, read through ADBC (`read_rows`):
 Arrow record batches straight from the database, never a Python object per row (PostgreSQL's
 ADBC driver reads with ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)``). On PostgreSQL a window
 of `seq` at a time, found by the BRIN index on (part_id, seq) and put in order here; on SQLite
-the table's own (part_id, seq) order. Values are exact both ways: pyarrow writes floats in
-shortest round-trip form, and reads come back in binary.
+the table's own (part_id, seq) order. Values are exact both ways: numbers cross in binary (or
+as sqlite3's doubles), never as text.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
+import itertools
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pcsv
 from sqlalchemy import Connection
 
 from autoprof import results
@@ -42,6 +41,7 @@ MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
 READ_COLUMNS = ["series", *SAMPLE_COLUMNS]
 WINDOW = 1 << 18  # rows per read on PostgreSQL, put in order here (about 15 MB of Arrow)
 BATCH = 1 << 16  # rows per batch on SQLite (its driver's default, 1024, costs per batch)
+SQLITE_ROWS_PER_INSERT = 256  # rows per INSERT statement: a third of the CPU of one per row
 SQLITE_CACHE_KIB = 32 << 10  # 32 MiB of page cache for a load: 20% faster than the default 2
 _WORK_MEM = "256MB"  # several parts' rows are sorted by the server
 
@@ -107,13 +107,10 @@ def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
 
 
 def _no_nan(column: pa.Array) -> pa.Array:
-    """NaN (a float, or a number's text) as a missing value (NULL), as results files mean it."""
-    if pa.types.is_floating(column.type):
-        nan = pc.is_nan(column)
-    elif pa.types.is_string(column.type):
-        nan = pc.match_substring_regex(column, "^[+-]?nan$", ignore_case=True)
-    else:
+    """A float NaN as a missing value (NULL), as results files mean it."""
+    if not pa.types.is_floating(column.type):
         return column
+    nan = pc.is_nan(column)
     if pc.any(nan).as_py():
         return pc.if_else(nan, pa.scalar(None, column.type), column)
     return column
@@ -132,16 +129,6 @@ def measurement_rows(part_id: int, first: int, series: np.ndarray, table: pa.Tab
     return pa.table(columns)
 
 
-# PostgreSQL parses these columns' text itself, as the results file has it: the client parses
-# and prints no number (its floats print in shortest round-trip form, Python's own)
-VERBATIM = ("INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING")
-
-
-def verbatim(dialect: str) -> tuple[str, ...]:
-    """The results columns `write_measurements` takes as text (`results.read_chunks`)."""
-    return VERBATIM if dialect == "postgresql" else ()
-
-
 def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
     """Insert `chunks` (MEASUREMENT columns) through the driver's bulk path, in the
     connection's transaction."""
@@ -150,27 +137,80 @@ def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
     names = ", ".join(MEASUREMENT)
     if conn.dialect.name == "postgresql":
         with driver.cursor() as cursor:
-            statement = f"COPY measurement ({names}) FROM STDIN (FORMAT CSV)"
+            statement = f"COPY measurement ({names}) FROM STDIN (FORMAT BINARY)"
             with cursor.copy(statement) as copy:
-                # chunks are read and turned into CSV a few ahead, in a thread, while this
-                # one sends: the two overlap, and memory holds a few chunks, never a queue
-                # that grows when the server is the slower side
-                for text in prefetched(_csv_texts(chunks), ahead=4):
-                    copy.write(text)
+                copy.write(COPY_SIGNATURE)
+                # chunks are read and encoded a few ahead, in a thread, while this one is
+                # sent: the two overlap, and memory holds a few chunks, never a queue that
+                # grows when the server is the slower side
+                for data in prefetched(map(binary_rows, chunks), ahead=4):
+                    copy.write(data)
+                copy.write(COPY_TRAILER)
         return
     # pages written again and again (the b-tree's right edge) stay in memory, not in the WAL
     driver.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-    marks = ", ".join("?" * len(MEASUREMENT))
-    insert = f"INSERT INTO measurement ({names}) VALUES ({marks})"
+    row = f"({', '.join('?' * len(MEASUREMENT))})"
+    insert = f"INSERT INTO measurement ({names}) VALUES "
+    wide = insert + ", ".join([row] * SQLITE_ROWS_PER_INSERT)
+    width = len(MEASUREMENT)
     for chunk in chunks:
-        driver.executemany(insert, _python_rows(chunk))
+        values = _python_values(chunk)
+        whole = chunk.num_rows // SQLITE_ROWS_PER_INSERT * SQLITE_ROWS_PER_INSERT
+        shared = itertools.islice(values, whole * width)  # zip takes from one iterator
+        driver.executemany(wide, zip(*[shared] * (width * SQLITE_ROWS_PER_INSERT), strict=True))
+        rest = iter(values[whole * width :])
+        driver.executemany(insert + row, zip(*[rest] * width, strict=True))
 
 
-def _csv_texts(chunks: Iterable[pa.Table]) -> Iterator[bytes]:
-    for chunk in chunks:
-        text = io.BytesIO()
-        pcsv.write_csv(chunk, text, pcsv.WriteOptions(include_header=False))
-        yield text.getvalue()
+# PostgreSQL's binary COPY: a signature, flags and header extension (both 0), tuples, a trailer
+COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\0" + bytes(8)
+COPY_TRAILER = b"\xff\xff"
+# the binary form of MEASUREMENT's columns but the last (STATUS, UTF-8 text): numpy's
+# big-endian types
+_NUMBERS = [">i4", ">i4", ">i4", ">i8", ">f8", ">f8", ">f8"]
+
+
+def binary_rows(chunk: pa.Table) -> bytes:
+    """The rows of `chunk` (MEASUREMENT columns) in PostgreSQL's binary COPY form: per row a
+    field count, then per field its length (-1: NULL) and its bytes, big-endian. Rows of one
+    layout (which fields are NULL, which STATUS text) are one numpy array of a packed record
+    type, filled a field at a time: no Python per row, and the server parses no text. They go
+    out layout by layout: the table has no order, `seq` is each row's place."""
+    *numbers, status = (chunk.column(name).combine_chunks() for name in MEASUREMENT)
+    if not pa.types.is_dictionary(status.type):
+        status = pc.dictionary_encode(status)
+    texts: list[bytes | None] = [t.encode() for t in status.dictionary.to_pylist()] + [None]
+    # a row's layout: its STATUS text (the last: none), then a bit per number that is NULL
+    layout = pc.fill_null(status.indices, len(texts) - 1).to_numpy().astype(np.int64)
+    for column in numbers:
+        layout = layout * 2 + _nulls(column)
+    values = [pc.fill_null(c, 0).to_numpy(zero_copy_only=False).astype(kind)
+              for c, kind in zip(numbers, _NUMBERS, strict=True)]  # fmt: skip
+    found = []
+    for key in np.unique(layout):
+        rows = np.flatnonzero(layout == key)
+        text = texts[key >> len(numbers)]
+        present = [not (key >> (len(numbers) - 1 - i)) & 1 for i in range(len(numbers))]
+        fields = [("count", ">i2")]
+        for i, kind in enumerate(_NUMBERS):
+            fields += [(f"n{i}", ">i4")] + ([(f"v{i}", kind)] if present[i] else [])
+        fields += [("n_text", ">i4")] + ([("text", f"S{len(text)}")] if text else [])
+        record = np.empty(len(rows), fields)
+        record["count"] = len(MEASUREMENT)
+        for i, kind in enumerate(_NUMBERS):
+            record[f"n{i}"] = np.dtype(kind).itemsize if present[i] else -1
+            if present[i]:
+                record[f"v{i}"] = values[i][rows]
+        record["n_text"] = -1 if text is None else len(text)
+        if text:
+            record["text"] = text
+        found.append(record.tobytes())
+    return b"".join(found)
+
+
+def _nulls(column: pa.Array) -> np.ndarray | int:
+    """1 where `column` is NULL (0 for a column without)."""
+    return column.is_null().to_numpy(zero_copy_only=False) if column.null_count else 0
 
 
 def index_new_rows(conn: Connection) -> None:
@@ -180,11 +220,11 @@ def index_new_rows(conn: Connection) -> None:
         conn.exec_driver_sql(f"SELECT brin_summarize_new_values('{MEASUREMENT_INDEX}')")
 
 
-def _python_rows(chunk: pa.Table) -> Iterator[tuple]:
-    """The rows of `chunk` as tuples for sqlite3: numbers through numpy (fast), None for a
-    missing value (a float NaN binds as NULL too)."""
-    columns: list[Any] = []
-    for name in MEASUREMENT:
+def _python_values(chunk: pa.Table) -> list[Any]:
+    """The values of `chunk`, row after row, for sqlite3: numbers through numpy (fast), None for
+    a missing value (a float NaN binds as NULL too)."""
+    flat: list[Any] = [None] * (chunk.num_rows * len(MEASUREMENT))
+    for i, name in enumerate(MEASUREMENT):
         column = chunk.column(name).combine_chunks()
         if pa.types.is_string(column.type) or pa.types.is_dictionary(column.type):
             encoded = (
@@ -192,16 +232,16 @@ def _python_rows(chunk: pa.Table) -> Iterator[tuple]:
             )
             texts = np.asarray([*encoded.dictionary.to_pylist(), None], dtype=object)
             codes = pc.fill_null(encoded.indices, len(texts) - 1).to_numpy()
-            columns.append(texts[codes].tolist())
+            values = texts[codes].tolist()
         elif pa.types.is_floating(column.type):
-            columns.append(column.to_numpy(zero_copy_only=False).tolist())
+            values = column.to_numpy(zero_copy_only=False).tolist()
         else:
             values = pc.fill_null(column, 0).to_numpy().tolist()
             if column.null_count:
-                for i in np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False)):
-                    values[i] = None
-            columns.append(values)
-    return zip(*columns, strict=True)
+                for at in np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False)):
+                    values[at] = None
+        flat[i :: len(MEASUREMENT)] = values
+    return flat
 
 
 _READ_TYPES = {

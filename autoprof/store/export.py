@@ -1,8 +1,10 @@
-"""A stored run back as the results.csv `aggregate` wrote, byte for byte, streamed: the rows come
-from the database a window at a time (`bulk.read_rows`), each window is joined to the run's
-series (few: held as pyarrow dictionaries, so each event name or CPU is formatted once) and
-written by `results.encode`. Memory stays that of a window, whatever the run's size, and the
-first bytes leave before the last rows are read.
+"""A stored run back as the results.csv `aggregate` wrote, byte for byte, streamed. A one-part
+run whose uploaded text was canonical sends that text, kept compressed in the store
+(`store.text`). Otherwise the rows come from the database a window at a time
+(`bulk.read_rows`), each window is joined to the run's series (few: held as pyarrow
+dictionaries, so each event name or CPU is formatted once) and written by `results.encode`.
+Memory stays that of a window, whatever the run's size, and the first bytes leave before the
+last rows are read.
 
 One part: its rows in their original order. Several parts: stably sorted by (RUN, REPEAT),
 which is the order a single-machine `aggregate` writes runs in.
@@ -10,16 +12,17 @@ which is the order a single-machine `aggregate` writes runs in.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Row, select
 
 from autoprof import results
 from autoprof.errors import AutoprofError
-from autoprof.store import bulk
+from autoprof.store import bulk, text
 from autoprof.store.models import RUN_COMPLETE, SERIES_COLUMNS, RunPart, Series
 from autoprof.store.queries import find_run
 from autoprof.util import spreadsheet
@@ -38,6 +41,15 @@ def chunks(
     """The run's rows as pyarrow tables of the result columns, in results.csv's order (the run
     is looked up, and an incomplete one refused unless `partial`, before the first chunk).
     `excel_safe` quotes text cells a spreadsheet would run (`autoprof.util.spreadsheet`)."""
+    parts = _parts(conn, ident, partial)
+    series, read = _series(conn, [p.id for p in parts], [p.rows for p in parts])
+    if excel_safe:
+        series = {name: _safe(values) for name, values in series.items()}
+    return _joined(conn, series, read, excel_safe)
+
+
+def _parts(conn: Connection, ident: str, partial: bool) -> Sequence[Row[int, int]]:
+    """The run's parts (id, rows) in order; an incomplete run refused unless `partial`."""
     run = find_run(conn, ident)
     parts = conn.execute(
         select(RunPart.id, RunPart.rows).where(RunPart.run_id == run.id).order_by(RunPart.part)
@@ -47,10 +59,7 @@ def chunks(
             f"run {run.uuid} is incomplete ({len(parts)} of {run.parts_expected} parts stored); "
             "use --partial to export the parts present"
         )
-    series, read = _series(conn, [p.id for p in parts], [p.rows for p in parts])
-    if excel_safe:
-        series = {name: _safe(values) for name, values in series.items()}
-    return _joined(conn, series, read, excel_safe)
+    return parts
 
 
 def _joined(
@@ -117,8 +126,12 @@ def _safe(values: Any) -> Any:
 def csv_chunks(
     conn: Connection, ident: str, *, partial: bool = False, excel_safe: bool = False
 ) -> Iterator[bytes]:
-    """results.csv's bytes, header first, a window of rows at a time (see `chunks`: the run is
-    looked up and checked before this returns)."""
+    """results.csv's bytes, header first, a few MB at a time (the run is looked up and checked
+    before this returns): a one-part run's kept text (`store.text`) when it has one, else
+    written from its rows (`chunks`)."""
+    parts = _parts(conn, ident, partial)
+    if len(parts) == 1 and not excel_safe and (count := text.pieces(conn, parts[0].id)):
+        return itertools.chain([results.HEADER], text.lines(conn, parts[0].id, count))
     return _encoded(chunks(conn, ident, partial=partial, excel_safe=excel_safe))
 
 

@@ -12,16 +12,18 @@ from pathlib import Path
 from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
-from autoprof.flame import kept
-from autoprof.flame.capture import RECORD_INFO
-from autoprof.functions.recording import read_table
 from autoprof.functions.table import Cell, Row, Table, assemble
-from autoprof.perf.record import PERF_DATA
 from autoprof.store.models import FunctionRow, RunPart
 
 
 def recordings(out: Path) -> list[Path]:
     """The `record` folders and kept trace flame graphs directly inside a profile folder."""
+    # here, not above: what reads recordings imports perf's and the catalog's modules, which
+    # every store command would pay for
+    from autoprof.flame import kept
+    from autoprof.flame.capture import RECORD_INFO
+    from autoprof.perf.record import PERF_DATA
+
     return sorted(
         d
         for d in out.iterdir()
@@ -31,6 +33,8 @@ def recordings(out: Path) -> list[Path]:
 
 def load_functions(out: Path) -> dict[str, Table]:
     """Recording name -> its per-function table (by symbol). Needs perf (`perf script`)."""
+    from autoprof.functions.recording import read_table
+
     tables = {}
     for folder in recordings(out):
         try:

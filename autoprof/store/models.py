@@ -27,6 +27,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -219,6 +220,23 @@ class RunSummary(Base):
     version: Mapped[int]
     rows: Mapped[int] = mapped_column(BigInteger)  # Run.rows when it was made
     data: Mapped[str]  # JSON
+
+
+class PartText(Base):
+    """A part's results.csv lines, kept as uploaded when they are the canonical text of its
+    rows (`results.ResultsChunks`): a zstd-compressed piece of a few MiB per row, in order
+    (`autoprof.store.text`). `runs export` and the web download of a one-part run send these
+    pieces decompressed instead of writing the rows again. A part without them (text that was
+    not canonical, or stored before migration 0007) is written from its rows."""
+
+    __tablename__ = "part_text"
+
+    part_id: Mapped[int] = mapped_column(
+        ForeignKey("run_part.id", ondelete="CASCADE"), primary_key=True
+    )
+    piece: Mapped[int] = mapped_column(primary_key=True)  # 0, 1, ... in the file's order
+    size: Mapped[int]  # bytes once decompressed
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class FunctionRow(Base):

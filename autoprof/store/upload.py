@@ -28,13 +28,12 @@ from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from autoprof import results
-from autoprof.benchmark.folder import BENCH_FILE
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.results.sanity_report import Report, not_planned, read_report
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
-from autoprof.store import bulk
+from autoprof.store import bulk, text
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
@@ -105,16 +104,19 @@ def read_profile(out: Path) -> Profile:
         naive_utc(manifest.created)
     except ValueError:
         raise AutoprofError(f"{out}: manifest 'created' is not an ISO 8601 time") from None
+    from autoprof.benchmark.folder import BENCH_FILE  # here: its module imports the catalog
+
     kind = KIND_BENCH if (out / BENCH_FILE).is_file() else KIND_PROFILE
     return Profile(manifest, part, parts, report, records, kind)
 
 
-def results_chunks(out: Path, verbatim: tuple[str, ...] = ()) -> Iterator[Any]:
-    """The chunks of `out`'s results.csv (`results.read_chunks`); its header is checked now, a
+def results_chunks(out: Path) -> tuple[results.ResultsChunks, Iterator[Any]]:
+    """The chunks of `out`'s results.csv (`results.read_chunks`, which says afterwards whether
+    the file is canonical text), checked as they are read; its header is checked now, a
     malformed line when its chunk is read (both: one line)."""
     path = out / outdir.RESULTS
     try:
-        chunks = results.read_chunks(path, verbatim=verbatim)
+        chunks = results.read_chunks(path)
     except ValueError as err:
         raise AutoprofError(f"{path}: not a results file: {err}") from None
 
@@ -128,22 +130,16 @@ def results_chunks(out: Path, verbatim: tuple[str, ...] = ()) -> Iterator[Any]:
         except ValueError as err:
             raise AutoprofError(f"{path}: not a results file: {err}") from None
 
-    return checked()
+    return chunks, checked()
 
 
 def _check_counts(path: Path, chunk: Any, first_line: int) -> None:
     """Refuse a count that is not a finite number (inf, -inf): perf never prints one, and every
-    analysis of it would be meaningless (a missing count is an empty cell). The chunk's
-    SAMPLE_VALUE is a float column, or the file's text where the database parses it."""
-    import pyarrow as pa
+    analysis of it would be meaningless (a missing count is an empty cell)."""
     import pyarrow.compute as pc
 
     column = chunk.column("SAMPLE_VALUE").combine_chunks()
-    if pa.types.is_floating(column.type):
-        infinite = pc.is_inf(column)
-    else:
-        infinite = pc.match_substring_regex(column, r"^\s*[+-]?inf(inity)?\s*$", ignore_case=True)
-    row = pc.index(pc.fill_null(infinite, False), True).as_py()
+    row = pc.index(pc.fill_null(pc.is_inf(column), False), True).as_py()
     if row >= 0:
         value = float(column[row].as_py())
         raise AutoprofError(
@@ -293,12 +289,12 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
     with store.read() as conn:
         if _stored_part(conn, uuid, part):
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
-    chunks = results_chunks(out, bulk.verbatim(store.dialect))
+    reading, chunks = results_chunks(out)
     functions = load_functions(out)
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()
     started, ended = _span(profile.records)
-    with store.write() as conn:
+    with store.write() as conn, text.Compressed(out / outdir.RESULTS) as compressed:
         run = _claim_run(conn, profile)
         if _stored_part(conn, uuid, part):  # another uploader got here first
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
@@ -320,6 +316,8 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
         loaded = load_part(conn, part_id, chunks)
         _check_planned(out, profile, loaded.events)  # raised: the transaction stores nothing
         rows = loaded.rows
+        if reading.cells_canonical and results.canonical_lines(out / outdir.RESULTS, rows):
+            compressed.keep(conn, part_id)
         conn.execute(update(RunPart).where(RunPart.id == part_id).values(rows=rows))
         insert_functions(conn, part_id, functions)
         if tags:
