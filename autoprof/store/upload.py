@@ -50,6 +50,7 @@ from autoprof.store.models import (
     machine_fingerprint,
 )
 from autoprof.util.clock import naive_now, naive_utc
+from autoprof.util.prefetch import prefetched
 
 
 @dataclass
@@ -199,7 +200,9 @@ def load_part(conn: Connection, part_id: int, chunks: Iterable[Any]) -> Loaded:
 
     def measurements() -> Iterator[Any]:
         nonlocal rows
-        for chunk in chunks:
+        # chunks are read and parsed in a thread of their own, ahead of the one that numbers
+        # and encodes them for the driver: two steps of about a core each, overlapped
+        for chunk in prefetched(iter(chunks), ahead=2):
             yield bulk.measurement_rows(part_id, rows, numbers.number(chunk), chunk)
             rows += chunk.num_rows
 
