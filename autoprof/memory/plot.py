@@ -1,13 +1,11 @@
 """memory.png / memory.svg: heap over time stacked by the top allocation sites, and the peak
 snapshot's allocation tree as a table beneath (what massif-visualizer shows, in one picture),
-behind the one renderer contract (`autoprof.util.renderer`)."""
+as bytes that the one writer (`autoprof.util.renderer.write`) puts in files."""
 
 from __future__ import annotations
 
 import io
 from typing import TYPE_CHECKING, Any
-
-from autoprof.util.renderer import Renderer
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -28,23 +26,11 @@ def _indent(row: dict) -> str:
     return "  " * row["depth"] + _short(row["location"])
 
 
-class PlotRenderer(Renderer[MemoryProfile]):
-    """The picture as a PNG file's bytes (`extension` ".svg": an SVG file's)."""
-
-    extensions = (".png", ".svg")
-
-    def __init__(self, extension: str = ".png") -> None:
-        self.extension = extension
-
-    def render(self, profile: MemoryProfile) -> bytes:
-        [(_, data)] = plot_files(profile, (self.extension,))
-        return data
-
-
 def plot_files(
-    profile: MemoryProfile, extensions: tuple[str, ...] = PlotRenderer.extensions
+    profile: MemoryProfile, extensions: tuple[str, ...] = (".png", ".svg")
 ) -> list[tuple[str, bytes]]:
-    """(memory.EXT, its bytes) for each of `extensions`, the picture drawn once."""
+    """(memory.EXT, its bytes) for each of `extensions`, the picture drawn once: what
+    `util.renderer.write` puts in the profile's folder."""
     import matplotlib.pyplot as plt
 
     fig = _figure(profile)
