@@ -108,6 +108,7 @@ def test_a_file_not_in_canonical_form_exports_in_it(store_url, tmp_path, edit):
     with engine.open_store(store_url, create=False).read() as conn:
         assert conn.execute(sql("SELECT count(*) FROM part_text")).scalar_one() == 0
         assert b"".join(export.csv_chunks(conn, run_id)) == canonical
+        assert export.csv_length(conn, run_id) is None  # written from rows: known once written
 
 
 def test_split_run_exports_in_run_order_from_small_windows(store_url, tmp_path, tiny_chunks):
@@ -128,6 +129,8 @@ def test_split_run_exports_in_run_order_from_small_windows(store_url, tmp_path, 
         invoke("runs", "export", profile_id, "-o", exported, "--store", store_url).returncode == 0
     )
     assert exported.read_bytes() == (tmp_path / "want.csv").read_bytes()
+    with engine.open_store(store_url, create=False).read() as conn:
+        assert export.csv_length(conn, profile_id) is None  # several parts: written from rows
 
 
 @pytest.fixture
@@ -147,6 +150,8 @@ def test_download_streams_from_the_store_then_from_the_kept_file(served):
         pieces = list(answer.iter_raw())
     assert len(pieces) > 1
     assert b"".join(pieces) == (out / outdir.RESULTS).read_bytes()
+    # streamed from the kept text, whose length is known before it is read: no chunked encoding
+    assert answer.headers["content-length"] == str((out / outdir.RESULTS).stat().st_size)
     kept = list((data_dir / "exports").glob("*.csv"))
     assert [p.name for p in kept] == [f"{run_id}-{len(results.read_csv(out / 'results.csv'))}.csv"]
     again = client.get(f"/runs/{run_id}/results.csv")

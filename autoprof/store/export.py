@@ -135,6 +135,15 @@ def csv_chunks(
     return _encoded(chunks(conn, ident, partial=partial, excel_safe=excel_safe))
 
 
+def csv_length(conn: Connection, ident: str, *, partial: bool = False) -> int | None:
+    """results.csv's length in bytes where `csv_chunks` sends a kept text (known before any of
+    it is read: the web download's Content-Length); None where it is written from rows."""
+    parts = _parts(conn, ident, partial)
+    if len(parts) == 1 and (kept := text.size(conn, parts[0].id)):
+        return len(results.HEADER) + kept
+    return None
+
+
 def _encoded(tables: Iterator[pa.Table]) -> Iterator[bytes]:
     yield results.HEADER
     for table in tables:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, func, insert, select
 
 from autoprof.store.models import PartText
 from autoprof.util.prefetch import prefetched
@@ -86,6 +86,12 @@ def pieces(conn: Connection, part_id: int) -> int:
         .limit(1)
     )
     return 0 if found is None else found + 1
+
+
+def size(conn: Connection, part_id: int) -> int:
+    """The bytes of `part_id`'s kept text once decompressed (0: none kept)."""
+    total = conn.scalar(select(func.sum(PartText.size)).where(PartText.part_id == part_id))
+    return int(total or 0)
 
 
 def lines(conn: Connection, part_id: int, count: int) -> Iterator[bytes]:

@@ -147,6 +147,7 @@ def _results_download(state: State, uuid: str, rows: int, kind: str) -> Response
     store = state.settings.store
     if kind == "results.parquet":
         name, media_type = f"{uuid}.parquet", "application/octet-stream"
+        headers = {"Content-Disposition": f'attachment; filename="{name}"'}
         body = _from_store(store, uuid, _parquet_chunks)
     else:
         name, media_type = f"{uuid}.csv", "text/csv"
@@ -157,12 +158,12 @@ def _results_download(state: State, uuid: str, rows: int, kind: str) -> Response
             response = FileResponse(kept, media_type=media_type, headers=headers)
             response.chunk_size = KEPT_CHUNK_BYTES
             return response
+        with store.read() as conn:  # a kept text's length is known: no chunked encoding
+            length = export.csv_length(conn, uuid, partial=True)
+        if length is not None:
+            headers["Content-Length"] = str(length)
         body = _kept(kept, _from_store(store, uuid, export.csv_chunks))
-    return StreamingResponse(
-        body,
-        media_type=media_type,
-        headers={"Content-Disposition": f'attachment; filename="{name}"'},
-    )
+    return StreamingResponse(body, media_type=media_type, headers=headers)
 
 
 def _kept(path: Path, chunks: Iterator[bytes]) -> Iterator[bytes]:
