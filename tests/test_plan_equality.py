@@ -123,13 +123,14 @@ def test_schedule_prints_the_plan_profile_runs(model, option, cli_run, tmp_path)
 def test_schedule_and_profile_refuse_alike(cli_run):
     """What planning refuses, both refuse in the same line (status 2): an event of a
     system-wide-only PMU in a command's profile, events and metrics together, --user with
-    metrics, an anchor that needs a counter, a value out of its range."""
+    metrics, an anchor that needs a counter, a value out of its range, a CPU list that is none."""
     refused = [
         ["--cpu", "SKX", "-e", "UNC_M_CAS_COUNT.RD"],
         ["--cpu", "zen4", "-e", "ex_ret_instr", "--metrics", "all"],
         ["--cpu", "zen4", "--user", "--metrics", "all"],
         ["--cpu", "SKX", "-e", "INST_RETIRED.ANY", "--anchor", "INST_RETIRED.ANY"],
         ["--cpu", "neoverse-n1", "--reserve", "9"],
+        ["--cpu", "SKX", "-e", "INST_RETIRED.ANY", "--cpu-list", "3-1"],
     ]
     for args in refused:
         planned, run = _both(cli_run, args)

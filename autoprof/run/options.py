@@ -185,10 +185,19 @@ class ProfileOptions(Declared):
 
     def problem(self) -> str | None:
         """What is wrong with these options, in one line (None when nothing is): a value of the
-        wrong type or out of its range, or a part that is not one of the parts."""
+        wrong type or out of its range, a part that is not one of the parts, or a --cpu-list
+        that is not one (whether its CPUs exist is the machine's to say, when it runs)."""
         found = super().problem()
         if found is None and not self.part <= self.parts:
             found = f"part {self.part} of {self.parts} is not a valid part"
+        if found is None and self.cpu_list is not None:
+            from autoprof.catalog.machine import cpu_list  # its one parser; only when given
+            from autoprof.errors import AutoprofError
+
+            try:
+                cpu_list(self.cpu_list)
+            except AutoprofError as err:
+                found = f"--cpu-list: {err}"
         return found
 
     def to_json(self) -> dict[str, Any]:
