@@ -25,8 +25,6 @@ from autoprof.run.outdir import Manifest
 from autoprof.util.clock import now_iso
 from autoprof.util.status import RowStatus
 
-BENCH_FILE = "bench.json"
-
 
 def command_words(result: BenchResult) -> list[str]:
     """All commands as one argv, `--` between them (as given to `autoprof bench`)."""
@@ -74,7 +72,7 @@ def write(out: Path, result: BenchResult, facts: MachineFacts, document: dict) -
         plan={},
         options=ProfileOptions(interval_ms=None),
     )
-    (out / BENCH_FILE).write_text(json.dumps(document, indent=1) + "\n")
+    (out / outdir.BENCH).write_text(json.dumps(document, indent=1) + "\n")
     results.write_csv(frame(result), out / outdir.RESULTS)
     outdir.write_manifest(out, manifest)
     return manifest

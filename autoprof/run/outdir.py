@@ -48,6 +48,7 @@ STDOUT = "stdout.txt"
 STDERR = "stderr.txt"
 RESULTS = "results.csv"
 REPORT = "report.json"
+BENCH = "bench.json"  # a benchmark's document (`autoprof bench -o`): the folder is no profile
 
 
 @dataclass

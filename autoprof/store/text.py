@@ -24,6 +24,7 @@ from autoprof.store.models import PartText
 from autoprof.util.prefetch import prefetched
 
 PIECE_BYTES = 4 << 20
+_COLUMNS = ("part_id", "piece", "size", "data")
 CODEC = "zstd"
 LEVEL = 1
 
@@ -54,11 +55,22 @@ class Compressed:
         """Store the pieces as `part_id`'s text."""
         pieces = self._pieces.result()
         self._file.seek(0)
-        for piece, (size, length) in enumerate(pieces):
-            data = self._file.read(length)
-            conn.execute(
-                insert(PartText).values(part_id=part_id, piece=piece, size=size, data=data)
-            )
+        rows = (
+            (part_id, piece, size, self._file.read(length))
+            for piece, (size, length) in enumerate(pieces)
+        )
+        if conn.dialect.name != "postgresql":
+            for row in rows:  # one at a time: memory holds a piece
+                conn.execute(insert(PartText).values(dict(zip(_COLUMNS, row, strict=True))))
+            return
+        driver = conn.connection.driver_connection
+        assert driver is not None  # an open connection has its driver's
+        with driver.cursor() as cursor:  # bytea in binary: as a parameter it goes out as hex
+            columns = ", ".join(_COLUMNS)
+            with cursor.copy(f"COPY part_text ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int4", "int4", "int4", "bytea"])
+                for row in rows:
+                    copy.write_row(row)
 
     def __enter__(self) -> Compressed:
         return self

@@ -105,9 +105,7 @@ def read_profile(out: Path) -> Profile:
         naive_utc(manifest.created)
     except ValueError:
         raise AutoprofError(f"{out}: manifest 'created' is not an ISO 8601 time") from None
-    from autoprof.benchmark.folder import BENCH_FILE  # here: its module imports the catalog
-
-    kind = KIND_BENCH if (out / BENCH_FILE).is_file() else KIND_PROFILE
+    kind = KIND_BENCH if (out / outdir.BENCH).is_file() else KIND_PROFILE
     return Profile(manifest, part, parts, report, records, kind)
 
 
