@@ -22,6 +22,7 @@ from autoprof.catalog import host
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import (
     PERF_DATA,
+    RECORD_INFO,
     RecordOptions,
     perf_error_line,
     record_argv,
@@ -32,7 +33,6 @@ from autoprof.run import preflight
 from autoprof.util.records import file_format, known_fields, write_json
 from autoprof.util.status import RunStatus
 
-RECORD_INFO = "record.json"
 STDERR = "stderr.txt"
 
 

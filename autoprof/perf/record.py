@@ -22,6 +22,7 @@ from autoprof.perf.command import perf_path
 from autoprof.perf.process import Interrupted, Stopper, stop_group, workload_env
 
 PERF_DATA = "perf.data"  # the samples file of a record folder (perf's own default name)
+RECORD_INFO = "record.json"  # beside it: what was recorded, how (`flame.capture.RecordInfo`)
 PERF_DATA_MAGIC = (b"PERFILE2", b"PERFFILE")  # the first 8 bytes of a perf.data
 CALL_GRAPHS = ("fp", "dwarf", "lbr")
 # `perf script` fields: perf's default layout plus the pid (for --pid), so the output stays what

@@ -21,8 +21,7 @@ def recordings(out: Path) -> list[Path]:
     # here, not above: what reads recordings imports perf's and the catalog's modules, which
     # every store command would pay for
     from autoprof.flame import kept
-    from autoprof.flame.capture import RECORD_INFO
-    from autoprof.perf.record import PERF_DATA
+    from autoprof.perf.record import PERF_DATA, RECORD_INFO
 
     return sorted(
         d
@@ -33,10 +32,13 @@ def recordings(out: Path) -> list[Path]:
 
 def load_functions(out: Path) -> dict[str, Table]:
     """Recording name -> its per-function table (by symbol). Needs perf (`perf script`)."""
-    from autoprof.functions.recording import read_table
+    folders = recordings(out)
+    if not folders:
+        return {}
+    from autoprof.functions.recording import read_table  # here: it imports perf's and the catalog's
 
     tables = {}
-    for folder in recordings(out):
+    for folder in folders:
         try:
             tables[folder.name], _ = read_table(folder)
         except AutoprofError as err:
