@@ -4,14 +4,17 @@ counter) and plans as short as NON-INTEL.md section 5's lower bounds."""
 
 from __future__ import annotations
 
+import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from autoprof.catalog import amd, arm, embedded, host, machine, update, vendor
+from autoprof.catalog import amd, arm, embedded, host, machine, update, vendor, yaml
 from autoprof.catalog.model import ReadOptions
 from autoprof.errors import AutoprofError
+from autoprof.run import preflight
 from autoprof.schedule import rules, schedule
 from autoprof.schedule.bounds import pmu_bound
 from autoprof.schedule.plan import Placement, Run, run_problems
@@ -42,6 +45,7 @@ ARM_BOUNDS = {
     "t410": (464, 78, None),  # no cycle counter there: the watchdog takes a generic one
 }
 EVERYTHING = ReadOptions(deprecated=True)
+SOFTWARE = len(yaml.load_builtin("software").events)  # task-clock, page-faults, ...
 
 
 @pytest.mark.parametrize("model", sorted(AMD_BOUNDS))
@@ -202,17 +206,82 @@ def test_counters_replace_the_table_and_an_unknown_pmu_is_an_error():
 def test_the_cli_plans_a_named_model_and_refuses_an_unknown_one(cli_run):
     run = cli_run("schedule", "--cpu", "amdzen5", "--deprecated", "-a")  # uncore too
     assert run.returncode == 0, run.stderr
-    assert "602 events in 63 runs (lower bound 63, optimal)" in run.stdout
+    # the model's events and the kernel's software events, which every machine has
+    assert f"{602 + SOFTWARE} events in 63 runs (lower bound 63, optimal)" in run.stdout
     run = cli_run("schedule", "--cpu", "amdzen5", "--deprecated")  # a command's profile
-    assert "368 events in 63 runs (lower bound 63, optimal); 234 excluded" in run.stdout
+    assert f"{368 + SOFTWARE} events in 63 runs (lower bound 63, optimal); 234 excl" in run.stdout
     run = cli_run("schedule", "--cpu", "neoverse-n1", "--counters", "armv8_pmuv3_0=4")
-    assert "109 events in 27 runs (lower bound 27, optimal)" in run.stdout
+    assert f"{109 + SOFTWARE} events in 27 runs (lower bound 27, optimal)" in run.stdout
     given = cli_run("schedule", "--events-dir", ARM_DIR, "--cpu", "0x00000000410fd0c0")
-    assert "109 events in 18 runs" in given.stdout  # an explicit folder says its vendor
+    assert f"{109 + SOFTWARE} events in 18 runs" in given.stdout  # the folder says its vendor
     unknown = cli_run("schedule", "--cpu", "zen9")
     assert unknown.returncode != 0
     [line] = unknown.stderr.strip().splitlines()
     assert line.startswith("autoprof: error: unknown --cpu 'zen9'") and "zen5" in line
+
+
+def test_reserve_on_arm_takes_the_cycle_counter_then_generic_ones(cli_run):
+    """The watchdog's cycles event holds an Arm core's cycle counter, then generic counters, one
+    of which stays autoprof's: a 6-counter core with its cycle counter spares 6, the t410 (no
+    cycle counter) 5; the core PMU is found by its kernel name, whatever it is."""
+    n1_bound_with_watchdog = ARM_BOUNDS["neoverse-n1"][2]
+    one = cli_run("schedule", "--json", "--cpu", "neoverse-n1", "--reserve", "1")
+    assert one.returncode == 0, one.stderr
+    plan = json.loads(one.stdout)
+    assert len(plan["runs"]) == plan["lower_bound"] == n1_bound_with_watchdog
+    counters = {e["counter"] for run in plan["runs"] for e in run["events"]}
+    assert "fixed0" not in counters and "gp5" in counters  # the cycle counter is the watchdog's
+    assert cli_run("schedule", "--cpu", "neoverse-n1", "--reserve", "6").returncode == 0
+    over = cli_run("schedule", "--cpu", "neoverse-n1", "--reserve", "7")
+    assert (over.returncode, over.stderr) == (
+        2,
+        "autoprof: error: --reserve 7: the armv8_pmuv3_0 PMU has 6 generic counters and a "
+        "cycle counter, at most 6 can be reserved\n",
+    )
+    assert cli_run("schedule", "--cpu", "t410", "--reserve", "5").returncode == 0
+    over = cli_run("schedule", "--cpu", "t410", "--reserve", "6")
+    assert over.stderr == (
+        "autoprof: error: --reserve 6: the armv8_pmuv3_0 PMU has 6 generic counters, at most 5 "
+        "can be reserved\n"
+    )
+    for core in ("armv8_pmuv3", "armv8_cortex_a76"):  # a device tree's names (this machine's)
+        options = ReadOptions(core_pmu=core, reserve=1)
+        preflight.check_reserve(arm.load(ARM_DIR, "cortex-a76", options), 1)
+        with pytest.raises(AutoprofError, match=f"the {core} PMU has 6 generic counters and a"):
+            preflight.check_reserve(arm.load(ARM_DIR, "cortex-a76", replace(options, reserve=7)), 7)
+
+
+def test_a_reserve_that_leaves_amds_pair_events_no_pair_is_one_line(cli_run):
+    """AMD's pair events need an even/odd counter pair the watchdog's counters do not break:
+    with 3 of 6 counters reserved none is left, which a plan of them says in one line; a plan
+    without them may reserve 5."""
+    refused = cli_run("schedule", "--cpu", "zen4", "--reserve", "3")
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "autoprof: error: 3 reserved counters leave the cpu PMU no even/odd counter pair for "
+        "fp_ret_sse_avx_ops.add_sub_flops (a pair event): reserve at most 2, or leave its pair "
+        "events out\n"
+    )
+    assert cli_run("schedule", "--cpu", "zen4", "--reserve", "2").returncode == 0
+    singles = cli_run("schedule", "--cpu", "zen4", "--reserve", "5", "-e", "ex_ret_instr")
+    assert singles.returncode == 0, singles.stderr
+
+
+def test_a_plan_for_another_cpu_has_the_kernels_software_events(cli_run):
+    """Every Linux kernel counts task-clock, page-faults, ...: a --cpu plan names them (-e) and
+    anchors every run on one, as a plan for this machine does."""
+    for model in ("SKX", "zen4", "neoverse-n1"):
+        run = cli_run("schedule", "--json", "--cpu", model, "-e", "task-clock", "--anchor",
+                      "page-faults")  # fmt: skip
+        assert run.returncode == 0, (model, run.stderr)
+        [only] = json.loads(run.stdout)["runs"]
+        assert only["perf_events"] == ["task-clock", "page-faults"]
+        every = cli_run("schedule", "--json", "--cpu", model, "--anchor", "task-clock")
+        assert every.returncode == 0, (model, every.stderr)
+        events = [e for run in json.loads(every.stdout)["runs"] for e in run["events"]]
+        software = {e["name"] for e in events if e["pmu"] == "software"}
+        assert software == {e.name for e in yaml.load_builtin("software").events}
+        assert all(e["counter"] is None for e in events if e["pmu"] == "software")
 
 
 def test_every_arm_model_folder_and_core_name_is_a_cpu_name(cli_run):

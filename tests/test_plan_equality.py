@@ -12,8 +12,8 @@ import pytest
 from autoprof.testing.cli import CliResult
 
 # per model: two of its core events, one of a system-wide-only PMU, a --counters value that
-# changes its plan (None: Intel's data lists each event's counters) and a --reserve (None:
-# preflight.check_reserve knows x86's core PMUs only and refuses it for Arm's)
+# changes its plan (None: Intel's data lists each event's counters) and a --reserve (Arm's
+# takes the cycle counter)
 MODELS = {
     "SKX": ("INST_RETIRED.ANY", "BR_MISP_RETIRED.ALL_BRANCHES", "UNC_M_CAS_COUNT.RD", None, "1"),
     "zen4": (
@@ -23,7 +23,7 @@ MODELS = {
         "cpu=4",
         "1",
     ),
-    "neoverse-n1": ("INST_RETIRED", "BR_MIS_PRED_RETIRED", None, "armv8_pmuv3_0=3", None),
+    "neoverse-n1": ("INST_RETIRED", "BR_MIS_PRED_RETIRED", None, "armv8_pmuv3_0=3", "1"),
 }
 
 # the options that change a plan, each with what it needs (EVENT, WIDE_EVENT, COUNTERS, FILE,

@@ -19,6 +19,7 @@ when planning for another machine. HiSilicon uncore PMUs count system-wide only.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -157,8 +158,8 @@ def load(events_dir: str | Path, cpu: str, options: ReadOptions | None = None) -
     builder.system_wide = set(UNCORE_COUNTERS)
     standard = standard_events(events_dir)
     # The watchdog's cycles event (--reserve) holds the cycle counter first, then generic ones.
-    cycles_fixed = model not in NO_CYCLE_COUNTER and not options.reserve
-    reserve = max(options.reserve - 1, 0) if model not in NO_CYCLE_COUNTER else options.reserve
+    cycle_held = int(bool(options.reserve) and model not in NO_CYCLE_COUNTER)
+    cycles_fixed = model not in NO_CYCLE_COUNTER and not cycle_held
     for path, entries in pmuevents.json_files(events_dir / model):
         for entry in entries:
             raw = resolve(entry, standard)
@@ -177,4 +178,7 @@ def load(events_dir: str | Path, cpu: str, options: ReadOptions | None = None) -
             if pmu != core_pmu:
                 builder.system_wide.add(pmu)
             builder.add(raw, pmu, path, counters=frozenset(range(builder.count(pmu))))
-    return builder.catalog(midr, {core_pmu}, f"perf pmu-events {events_dir}/{model}", reserve)
+    source = f"perf pmu-events {events_dir}/{model}"
+    catalog = builder.catalog(midr, {core_pmu}, source, options.reserve - cycle_held)
+    catalog.pmus[core_pmu] = replace(catalog.pmus[core_pmu], reserved_fixed=cycle_held)
+    return catalog

@@ -201,11 +201,14 @@ def host_catalog(
     with_tracepoints: bool = False,
 ) -> Catalog:
     """Every event of a machine: the vendor catalog for its CPU (Intel, AMD or Arm64 data, as
-    its CPU id says, or the layout of an explicit directory), plus, for this very machine,
-    perf's software events, msr/* and (opt-in) tracepoints. A CPU of this machine that no data
-    knows leaves a `note` (software events only); an unknown `cpu` asked for is an error.
+    its CPU id says, or the layout of an explicit directory) and the kernel's software events,
+    plus, for this very machine, msr/*, breakpoints and (opt-in) tracepoints. A CPU of this
+    machine that no data knows leaves a `note` (software events only); an unknown `cpu` asked
+    for is an error.
 
-    With `cpu` naming another machine, only the vendor catalog applies.
+    With `cpu` naming another machine, the vendor catalog and the software events apply: every
+    Linux kernel counts those (so ``--anchor task-clock`` plans there); what else it offers is
+    that machine's sysfs and tracefs.
     """
     here = machine.cpu_id()
     target = cpu or here
@@ -231,11 +234,12 @@ def host_catalog(
             if cpu:  # the user asked for this CPU: say it is unknown
                 raise
             catalog.note = f"{err}: software events only"
+    software = yaml.load_builtin("software", target)
     if target != here and cpu:
-        return catalog
+        return catalog.merge(software)
     catalog = without_absent_pmus(catalog, SYSFS_PMUS)
     catalog = formats.without_misfits(catalog, SYSFS_PMUS)
-    catalog = catalog.merge(yaml.load_builtin("software", target))
+    catalog = catalog.merge(software)
     catalog = catalog.merge(_msr_catalog())
     if with_tracepoints:
         catalog = catalog.merge(_tracepoint_catalog())

@@ -89,7 +89,9 @@ class Pmu:
 
     `generic`: programmable counters available to autoprof (after `reserved`); `reserved`:
     counters taken by someone else in every run (the NMI watchdog) from the `generic +
-    reserved` the hardware has; `slots`: an unconstrained PMU has none (None).
+    reserved` the hardware has; `reserved_fixed`: fixed counters taken so, not in `fixed` (Arm's
+    cycle counter, which the watchdog's cycles event holds before any generic one); `slots`:
+    an unconstrained PMU has none (None).
     `system_wide`: the kernel refuses task-bound events on it (Intel's uncore, AMD's
     L3/DF/UMC, Arm's uncore: no task context, ``task_ctx_nr = perf_invalid_context``, and
     ``event->cpu < 0`` is -EINVAL, e.g. uncore_snb.c:1038 and :928 of torvalds/linux at
@@ -103,6 +105,7 @@ class Pmu:
     unconstrained: bool = False
     description: str = ""
     system_wide: bool = False
+    reserved_fixed: int = 0
 
     @property
     def counters(self) -> int:

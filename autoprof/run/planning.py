@@ -73,7 +73,7 @@ def machine_catalog(request: Request) -> Catalog:
         probe=request.probe,
         **selection.to_json(),
     )
-    preflight.check_reserve(catalog.pmus.values(), selection.reserve)
+    preflight.check_reserve(catalog, selection.reserve)
     return catalog
 
 

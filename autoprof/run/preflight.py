@@ -20,12 +20,11 @@ quietly counts user space only (`task-clock:u`) and refuses `-a`.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoprof.catalog import machine
-from autoprof.catalog.model import Pmu
+from autoprof.catalog import machine, perfnames
+from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 
 FATAL = "fatal"
@@ -191,18 +190,23 @@ def fail_on_fatal(findings: list[Finding]) -> None:
             raise AutoprofError(f"{finding.message}{fix}")
 
 
-def check_reserve(pmus: Iterable[Pmu], reserve: int) -> None:
-    """Refuse a `--reserve` a core PMU cannot honour: it keeps one generic counter for autoprof,
-    so a 4-counter PMU reserves at most 3 (the catalog would otherwise reserve 3 silently); a
+def check_reserve(catalog: Catalog, reserve: int) -> None:
+    """Refuse a `--reserve` a core PMU cannot honour as its catalog took it: the watchdog holds
+    generic counters (x86), or the cycle counter first and then generic ones (Arm), and one
+    generic counter stays autoprof's, so a 4-counter x86 PMU reserves at most 3 and a 6-counter
+    Arm PMU with its cycle counter 6 (the catalog would otherwise reserve fewer silently); a
     machine without a core PMU (a VM without a virtual PMU) has no counter to reserve."""
-    core = [p for p in pmus if p.name == "cpu" or p.name.startswith("cpu_")]
-    if reserve and not core:
+    if not reserve:
+        return
+    core = [catalog.pmus[name] for name in perfnames.core_pmus(catalog)]
+    if not core:
         raise AutoprofError(
             f"--reserve {reserve}: this machine has no core PMU, so no generic counters to reserve"
         )
     for pmu in core:
-        if pmu.reserved < reserve:
+        if pmu.reserved + pmu.reserved_fixed < reserve:
+            cycle = " and a cycle counter" if pmu.reserved_fixed else ""
             raise AutoprofError(
-                f"--reserve {reserve}: the {pmu.name} PMU has {pmu.counters} generic counters, "
-                f"at most {pmu.counters - 1} can be reserved"
+                f"--reserve {reserve}: the {pmu.name} PMU has {pmu.counters} generic "
+                f"counters{cycle}, at most {pmu.counters - 1 + pmu.reserved_fixed} can be reserved"
             )

@@ -116,6 +116,13 @@ def _pack_pairs(pmu: Pmu, events: list[Event], runs: int) -> list[tuple[Event, i
     gives the runs, as for singles."""
     if any(e.registers for e in events):
         raise AssertionError(f"{pmu.name}: pair events with shared registers are not modelled")
+    if not rules.pair_counters(pmu):  # the user's --reserve, not the packer's fault
+        pair = next(e for e in events if e.pair)
+        raise AutoprofError(
+            f"{pmu.reserved} reserved counters leave the {pmu.name} PMU no even/odd counter "
+            f"pair for {pair.name} (a pair event): reserve at most {pmu.counters // 2 - 1}, "
+            "or leave its pair events out"
+        )
     usable = list(range(pmu.counters - pmu.reserved))
     load: dict[int, int] = defaultdict(int)
     placed: list[tuple[Event, int]] = []
