@@ -373,7 +373,7 @@ def read_chunks(path: str | Path, block_size: int | None = None) -> ResultsChunk
 class ResultsChunks:
     """A results file's chunks (see `read_chunks`), and, once they are all read, whether every
     cell is written as `encode` writes its value (`cells_canonical`): then the file is the
-    canonical text of its rows when its lines are too (`canonical_lines`), and a store can keep
+    canonical text of its rows when its lines are too (`CanonicalLines`), and a store can keep
     it as the run's export instead of writing it again from the rows.
 
     Each chunk is read as text (dictionary-encoded, TIME and SAMPLE_VALUE aside) and its numbers
@@ -471,17 +471,23 @@ def _written_as(values, texts, name: str) -> bool:
     return pc.all(pc.equal(pc.fill_null(written, ""), pc.fill_null(rest, ""))).as_py() is not False
 
 
-def canonical_lines(path: str | Path, rows: int) -> bool:
-    """Whether a results file whose `rows` cells are canonical (`ResultsChunks`) is, byte for
-    byte, HEADER and then `encode`'s lines of them: one line per row, each ended by a newline,
-    no quoted field, no carriage return."""
-    with open(path, "rb") as file:
-        if file.readline() != HEADER:
-            return False
-        lines, last = 0, b"\n"
-        while block := file.read(CHUNK_BYTES):
-            if b'"' in block or b"\r" in block:
-                return False
-            lines += block.count(b"\n")
-            last = block[-1:]
-    return lines == rows and last == b"\n"
+class CanonicalLines:
+    """Whether a results file is, byte for byte, HEADER and then `encode`'s lines of rows whose
+    cells are canonical (`ResultsChunks`): one line per row, each ended by a newline, no quoted
+    field, no carriage return. Fed its header line, then its blocks as whatever reads the file
+    anyway reads them (the store's compressor): the check costs no pass of its own."""
+
+    def __init__(self, header: bytes) -> None:
+        self.plain = header == HEADER
+        self.lines = 0
+        self.last = b"\n"
+
+    def feed(self, block: bytes) -> None:
+        if b'"' in block or b"\r" in block:
+            self.plain = False
+        self.lines += block.count(b"\n")
+        self.last = block[-1:]
+
+    def hold(self, rows: int) -> bool:
+        """Whether the lines fed are `rows` such lines."""
+        return self.plain and self.lines == rows and self.last == b"\n"

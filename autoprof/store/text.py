@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 from sqlalchemy import Connection, func, insert, select
 
+from autoprof import results
 from autoprof.store.models import PartText
 from autoprof.util.prefetch import prefetched
 
@@ -33,7 +34,8 @@ class Compressed:
     """The lines of a results file (its header aside), compressed in a thread while the upload
     loads its rows, each piece spooled to a temporary file as it is made (memory holds one
     piece); `keep` stores them once the rows proved the text canonical. Use as a context
-    manager: leaving stops the thread at its next piece and drops the file."""
+    manager: leaving stops the thread at its next piece and drops the file. The thread also
+    checks the lines (`results.CanonicalLines`) as it reads them: no second pass."""
 
     def __init__(self, path: Path) -> None:
         self._file = tempfile.TemporaryFile()  # noqa: SIM115  # closed by __exit__
@@ -41,19 +43,28 @@ class Compressed:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._pieces = self._pool.submit(self._spool, path)
 
-    def _spool(self, path: Path) -> list[tuple[int, int]]:
-        """(size, compressed size) of each piece written."""
+    def _spool(self, path: Path) -> tuple[list[tuple[int, int]], results.CanonicalLines]:
+        """(size, compressed size) of each piece written, and the lines' check."""
+        codec = pa.Codec(CODEC, compression_level=LEVEL)
         pieces = []
-        for size, data in _compressed(path):
-            if self._stop.is_set():
-                break
-            self._file.write(data)
-            pieces.append((size, len(data)))
-        return pieces
+        with open(path, "rb") as file:
+            lines = results.CanonicalLines(file.readline())
+            while (block := file.read(PIECE_BYTES)) and not self._stop.is_set():
+                lines.feed(block)
+                data = codec.compress(block, asbytes=True)
+                self._file.write(data)
+                pieces.append((len(block), len(data)))
+        return pieces, lines
+
+    def canonical(self, rows: int) -> bool:
+        """Whether the file's lines are the canonical text of its `rows` rows, given that each
+        cell is (`results.ResultsChunks.cells_canonical`)."""
+        _, lines = self._pieces.result()
+        return lines.hold(rows)
 
     def keep(self, conn: Connection, part_id: int) -> None:
         """Store the pieces as `part_id`'s text."""
-        pieces = self._pieces.result()
+        pieces, _ = self._pieces.result()
         self._file.seek(0)
         rows = (
             (part_id, piece, size, self._file.read(length))
@@ -79,14 +90,6 @@ class Compressed:
         self._stop.set()
         self._pool.shutdown(wait=True)
         self._file.close()
-
-
-def _compressed(path: Path) -> Iterator[tuple[int, bytes]]:
-    codec = pa.Codec(CODEC, compression_level=LEVEL)
-    with open(path, "rb") as file:
-        file.readline()
-        while block := file.read(PIECE_BYTES):
-            yield len(block), codec.compress(block, asbytes=True)
 
 
 def pieces(conn: Connection, part_id: int) -> int:

@@ -317,7 +317,7 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
         loaded = load_part(conn, part_id, chunks)
         _check_planned(out, profile, loaded.events)  # raised: the transaction stores nothing
         rows = loaded.rows
-        if reading.cells_canonical and results.canonical_lines(out / outdir.RESULTS, rows):
+        if reading.cells_canonical and compressed.canonical(rows):
             compressed.keep(conn, part_id)
         conn.execute(update(RunPart).where(RunPart.id == part_id).values(rows=rows))
         insert_functions(conn, part_id, functions)
