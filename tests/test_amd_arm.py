@@ -251,6 +251,33 @@ def test_reserve_on_arm_takes_the_cycle_counter_then_generic_ones(cli_run):
             preflight.check_reserve(arm.load(ARM_DIR, "cortex-a76", replace(options, reserve=7)), 7)
 
 
+def test_the_reserved_cycle_counter_is_in_the_facts_and_the_schedule_table(cli_run):
+    """A profile's machine facts record what the watchdog holds, the cycle counter included,
+    and `autoprof schedule` says it beside the counters, as it says x86's reserved ones."""
+    core = "armv8_pmuv3_0"
+    for reserve, counters in [
+        (0, {"generic": 6, "fixed": 1, "reserved": 0, "reserved_fixed": 0}),
+        (1, {"generic": 6, "fixed": 0, "reserved": 0, "reserved_fixed": 1}),
+        (2, {"generic": 6, "fixed": 0, "reserved": 1, "reserved_fixed": 1}),
+    ]:
+        catalog = arm.load(ARM_DIR, "neoverse-n1", ReadOptions(reserve=reserve))
+        assert machine.read_facts(catalog).counters[core] == counters
+
+    def counters_shown(pmu: str, *args: str) -> str:
+        shown = cli_run("schedule", *args)
+        assert shown.returncode == 0, shown.stderr
+        row = next(line for line in shown.stdout.splitlines() if line.startswith(f"│ {pmu} "))
+        return row.split("│")[3].strip()
+
+    n1 = ["--cpu", "neoverse-n1", "--reserve"]
+    assert counters_shown(core, *n1, "0") == "6+1f"
+    assert counters_shown(core, *n1, "1") == "6+0f (1f reserved)"
+    assert counters_shown(core, *n1, "2") == "5+0f (1+1f reserved)"
+    t410 = ["--cpu", "t410", "--reserve", "1"]  # no cycle counter: a generic one is held
+    assert counters_shown(core, *t410) == "5+0f (1 reserved)"
+    assert counters_shown("cpu", "--cpu", "SKX", "--reserve", "1") == "3+3f (1 reserved)"
+
+
 def test_a_reserve_that_leaves_amds_pair_events_no_pair_is_one_line(cli_run):
     """AMD's pair events need an even/odd counter pair the watchdog's counters do not break:
     with 3 of 6 counters reserved none is left, which a plan of them says in one line; a plan

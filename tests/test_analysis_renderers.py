@@ -143,3 +143,42 @@ def test_the_csv_renderer_gives_the_main_table_the_writer_puts_on_stdout(linear,
     assert write(renderers.renderer(renderers.RENDERERS[".csv"]).render(result), "-") is None
     table = pd.read_csv(io.StringIO(capsys.readouterr().out), index_col="event")
     assert sorted(table.index) == ["a", "b", "c", "noise"] and (table["samples"] == 40).all()
+
+
+@pytest.mark.parametrize(
+    ("args", "notes"),
+    [
+        (["stats"], "sanity lists from the STATUS column"),
+        (["correlation"], "4 events over 40 intervals"),
+        (["event-detail", "-e", "a"], "plotted a"),
+        (["compare", "RESULTS"], "warning: no manifest.json"),
+    ],
+)
+def test_dash_puts_the_main_table_or_the_tables_on_stdout_and_no_figure(
+    tmp_path, linear, args, notes
+):
+    """`-o -` is standard output, as for `runs export`: the main table as CSV (what `-o
+    table.csv` writes), `-o -.txt` the tables as text (what `-o tables.txt` writes); the notes go
+    to standard error, nothing is written anywhere, and a figure is refused in one line."""
+    name, *rest = [str(linear) if a == "RESULTS" else a for a in args]
+
+    def analyze(out: str):
+        return invoke("analyze", name, str(linear), *rest, "-o", out, cwd=tmp_path)
+
+    for dash, file in [("-", "main.csv"), ("-.csv", "main.csv"), ("-.txt", "tables.txt")]:
+        piped = analyze(dash)
+        assert piped.returncode == 0, piped.stderr
+        assert analyze(str(tmp_path / file)).returncode == 0
+        assert piped.stdout == (tmp_path / file).read_text()
+        assert notes in piped.stderr and notes not in piped.stdout
+    table = pd.read_csv(io.StringIO(analyze("-").stdout))
+    assert len(table) > 1 and "a" in set(table.iloc[:, 0])  # the events' table, a's row in it
+    for figure in ("-.png", "-.svg"):
+        refused = analyze(figure)
+        assert (refused.returncode, refused.stdout) == (2, "")
+        assert refused.stderr.splitlines() == [
+            f"autoprof: error: {figure}: a figure is not written to standard output (-o - writes "
+            "the main table as CSV, -o -.txt the tables as text; a figure needs a file, e.g. -o "
+            "figure.png)"
+        ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["main.csv", "tables.txt"]

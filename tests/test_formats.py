@@ -20,6 +20,7 @@ from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.results import sanity_report
 from autoprof.run import journal, outdir
 from autoprof.testing.cli import invoke
+from autoprof.util.records import read_json, write_json
 from autoprof.util.status import RunStatus
 
 DATA = Path(__file__).parent / "data" / "profile-ed64973"
@@ -172,3 +173,21 @@ def test_newer_journal_line_is_refused(old):
         f"{old / outdir.JOURNAL}: written by a newer autoprof (format 999, this one reads up "
         "to 1); upgrade autoprof"
     )
+
+
+def test_a_record_is_written_whole_or_not_at_all(tmp_path):
+    """The one atomic JSON writer (records, the catalog cache, the counters probe): a write that
+    fails leaves the old file as it was and no temp file; the umask decides the default mode."""
+    path = tmp_path / "record.json"
+    write_json(path, {"format": 1, "runs": [1, 2]})
+    assert read_json(path) == {"format": 1, "runs": [1, 2]}
+    assert path.read_text().endswith("\n")
+    with pytest.raises(TypeError):
+        write_json(path, {"format": 1, "runs": object()})  # not JSON: nothing written
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(OSError):
+        write_json(tmp_path / "folder", [1])  # the rename fails: its temp file goes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "record.json"]
+    assert read_json(path) == {"format": 1, "runs": [1, 2]}
+    write_json(path, [1, {"a": 2}], compact=True)
+    assert path.read_text() == '[1,{"a":2}]'

@@ -106,6 +106,12 @@ def test_analyze_metrics_on_autoperf_results(intel_dir, samples_dir, tmp_path):
     sample = results.read_csv(samples_dir / "autoperf-results.csv")
     assert computed["VALUE"].iloc[0] == pytest.approx(sample["TIME"].max())
     assert table["MISSING"].dropna().str.contains("not in the results").all()
+    piped = invoke(
+        "analyze", "metrics", str(samples_dir / "autoperf-results.csv"), "--cpu", "SKX",
+        "--events-dir", str(intel_dir), "-o", "-", cwd=tmp_path,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == (tmp_path / "metrics.csv").read_text()  # -o -: the table, alone
 
 
 def test_analyze_metrics_errors_are_one_line(tmp_path):

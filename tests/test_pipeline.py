@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from rq.group import Group
 from starlette.testclient import TestClient
@@ -157,7 +157,7 @@ def _first_seen(out: Path, stop: threading.Event, seen: dict) -> None:
 
 def _read_stream(base: str, job_id: str, ready: dict, on_page: list, ended: list) -> None:
     """The page's live stream: each point with the time it arrived, then the `end` event."""
-    with httpx.stream("GET", f"{base}/api/jobs/{job_id}/stream", timeout=120) as stream:
+    with httpx2.stream("GET", f"{base}/api/jobs/{job_id}/stream", timeout=120) as stream:
         kind = None
         for line in stream.iter_lines():
             ready.setdefault("page", time.monotonic())
@@ -194,7 +194,7 @@ def test_a_queue_jobs_intervals_reach_the_page_and_jobs_watch_within_a_second(re
         busy = "end=$(($(date +%s) + 3)); while [ $(date +%s) -lt $end ]; do :; done"
         form = {"tool": "stat", "command": f"sh -c '{busy}'",
                 "events": ["task-clock"], "interval_ms": 100}  # fmt: skip
-        answer = httpx.post(f"{base}/api/jobs", json=form, headers={TOKEN_HEADER: TOKEN})
+        answer = httpx2.post(f"{base}/api/jobs", json=form, headers={TOKEN_HEADER: TOKEN})
         assert answer.status_code == 202, answer.text
         job_id = answer.json()["id"]
         ready: dict[str, float] = {}
@@ -257,9 +257,9 @@ def _wait_http(base: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            httpx.get(f"{base}/api/jobs", timeout=1)
+            httpx2.get(f"{base}/api/jobs", timeout=1)
             return
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             time.sleep(0.1)
     raise AssertionError("serve did not start")
 

@@ -92,6 +92,21 @@ def test_a_counters_file_others_may_write_is_not_believed(tmp_path):
     assert probe.remembered("armv8_pmuv3", path) is None
 
 
+def test_the_answer_reads_back_whatever_the_umask(tmp_path):
+    """A umask that lets the group write (0o002, usual where each user has their own group)
+    still writes a file `remembered` believes: never writable by others."""
+    path = tmp_path / probe.FILE
+    found = probe.probe("perf", "armv8_pmuv3", 6, kernel_with(6))
+    old = os.umask(0o002)
+    try:
+        probe.remember(found, path)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert probe.remembered("armv8_pmuv3", path) == found
+    assert [p.name for p in tmp_path.iterdir()] == [probe.FILE]  # no temp file left
+
+
 def test_the_file_is_found_from_the_password_database_not_the_environment(monkeypatch):
     monkeypatch.setenv("HOME", "/nonexistent-home")
     monkeypatch.setenv("XDG_CACHE_HOME", "/nonexistent-cache")

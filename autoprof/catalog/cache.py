@@ -30,6 +30,7 @@ from autoprof import __version__
 from autoprof.catalog import amd, arm, intel, vendor
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.util import xdg
+from autoprof.util.records import write_json
 
 _SOURCES = Path(__file__).parent
 _FORMAT = 2  # bump when the entry's layout changes (2: JSON, was a pickle)
@@ -147,13 +148,11 @@ def _read(path: Path) -> Catalog | None:
 def _store(path: Path, catalog: Catalog) -> None:
     """Write the entry atomically, keeping the newest KEEP entries; a cache that cannot be
     written is no error."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(to_json(catalog), separators=(",", ":")))
-        tmp.replace(path)
+        write_json(path, to_json(catalog), compact=True)
         entries = sorted(path.parent.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime_ns)
         for old in [*entries[:-KEEP], *path.parent.glob("*.pickle")]:  # pickles: format 1
             old.unlink(missing_ok=True)
     except OSError:
-        tmp.unlink(missing_ok=True)
+        pass

@@ -21,7 +21,10 @@ class MachineFacts:
     smt: bool
     nmi_watchdog: bool
     perf_event_paranoid: int | None
-    # per catalog PMU: {"generic": n, "fixed": m}; what the schedule assumed
+    # per catalog PMU: {"generic": n, "fixed": m, "reserved": r, "reserved_fixed": f}; what the
+    # schedule assumed: n generic counters (r of them held by others, the NMI watchdog), m fixed
+    # ones free and f more held (Arm's cycle counter, the watchdog's first); "reserved" is in
+    # manifests since --reserve, "reserved_fixed" since Arm's --reserve
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
     # one entry per online CPU, from sysfs at profile time (as autoperf records lscpu):
     # {"cpu": 5, "socket": 0, "core": 3, "node": 0}; "core" is the kernel's core_id (perf's

@@ -235,7 +235,12 @@ def read_facts(catalog: Catalog | None = None) -> MachineFacts:
     counters = {}
     if catalog is not None:
         counters = {
-            p.name: {"generic": p.counters, "fixed": p.fixed, "reserved": p.reserved}
+            p.name: {
+                "generic": p.counters,
+                "fixed": p.fixed,
+                "reserved": p.reserved,
+                "reserved_fixed": p.reserved_fixed,
+            }
             for p in catalog.pmus.values()
             if not p.unconstrained
         }

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autoprof.util.clock import now_iso
+from autoprof.util.records import write_json
 
 MAX_COUNTERS = 64
 FILE = "counters.json"
@@ -173,13 +174,11 @@ def remember(found: Probed, path: Path | None = None) -> None:
     entries = _entries(path)
     entries[machine_key(found.pmu, found.event)] = asdict(found)
     entries = dict(list(entries.items())[-KEEP:])
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(entries, indent=1))
-        tmp.replace(path)
+        write_json(path, entries, mode=0o644)  # never writable by others: `_entries` reads it
     except OSError:
-        tmp.unlink(missing_ok=True)
+        pass
 
 
 def _entries(path: Path) -> dict:

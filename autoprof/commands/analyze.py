@@ -33,7 +33,8 @@ def _results_argument(name: str):
 
 
 def _out(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
-    """An unknown extension is refused before the analysis runs."""
+    """An output no renderer can write (an unknown extension, a figure to standard output) is
+    refused before the analysis runs."""
     from autoprof.analysis import renderers
 
     return renderers.check(value)
@@ -48,7 +49,8 @@ def _out_option(function):
         callback=_out,
         help="A folder for every output [default: analysis/ beside the (first) results file], "
         "or one file whose extension picks the format: .png or .svg (the figure), .csv (the "
-        "main table), .txt (the terminal's tables).",
+        "main table), .txt (the terminal's tables); - the main table as CSV on standard "
+        "output, -.txt the tables.",
     )(function)
 
 
@@ -58,13 +60,16 @@ def _top_option(default: int, text: str):
     )
 
 
-def _show(result: Result, out: Path | None, results: Path) -> None:
-    """Hand `result` to the renderers (by `out`'s extension), then tell its notes."""
+def _show(result: Result, out: Path | None, folder: Path) -> None:
+    """Hand `result` to the renderers (by `out`'s extension; no `out`: into `folder`), then
+    tell its notes and the files written: on standard error when standard output carries the
+    result (`-o -`)."""
     from autoprof.analysis import renderers
 
-    written = renderers.render(result, out, results.parent / "analysis", console(highlight=False))
+    written = renderers.render(result, out, folder, console(highlight=False))
+    piped = renderers.stdout_format(out) is not None
     for line in result.notes():
-        click.echo(line)
+        click.echo(line, err=piped)
     for path in written:
         click.echo(f"wrote {path}")
 
@@ -125,7 +130,7 @@ def correlation(results, out, method, anchor, top, events, repeat, min_overlap) 
     manifest = data.read_manifest_beside(results)
     attached = manifest is not None and bool(manifest.attach)
     found = correlation_.analyse(frame, method, anchor, events, top, repeat, min_overlap, attached)
-    _show(found, out, results)
+    _show(found, out, results.parent / "analysis")
 
 
 @analyze.command("event-detail")
@@ -152,7 +157,8 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
     from autoprof.analysis import event_detail as event_detail_
 
     frame = data.load(results, [*data.SERIES_COLUMNS, "VALUE_UNIT"])
-    _show(event_detail_.analyse(frame, list(names), events, rate, shared, log), out, results)
+    found = event_detail_.analyse(frame, list(names), events, rate, shared, log)
+    _show(found, out, results.parent / "analysis")
 
 
 @analyze.command("stats")
@@ -167,7 +173,8 @@ def stats(results, out, k) -> None:
     from autoprof.analysis import stats as stats_
 
     frame = data.load(results)
-    _show(stats_.analyse(frame, data.read_report_beside(results), str(results), k), out, results)
+    found = stats_.analyse(frame, data.read_report_beside(results), str(results), k)
+    _show(found, out, results.parent / "analysis")
 
 
 @analyze.command("compare")
@@ -199,7 +206,8 @@ def compare(a, b, out, test, alpha, k) -> None:
     frame_a, frame_b = data.load(a, data.SERIES_COLUMNS), data.load(b, data.SERIES_COLUMNS)
     for warning in compare_.check_same_cpu(a, b):
         click.echo(f"warning: {warning}", err=True)
-    _show(compare_.analyse(frame_a, frame_b, test, alpha, k, (str(a), str(b))), out, a)
+    found = compare_.analyse(frame_a, frame_b, test, alpha, k, (str(a), str(b)))
+    _show(found, out, a.parent / "analysis")
 
 
 def autoperf_args(argv: list[str]) -> list[str]:
@@ -224,13 +232,6 @@ def autoperf_args(argv: list[str]) -> list[str]:
     return out
 
 
-def _checked_out(ctx: click.Context, param: click.Parameter, out: Path | None) -> Path | None:
-    """An output extension no renderer knows is refused before the metrics are computed."""
-    from autoprof.analysis import renderers
-
-    return renderers.check(out)
-
-
 @click.command("metrics")
 @click.argument("results", type=click.Path(path_type=Path))
 @metric_catalog_options
@@ -238,9 +239,10 @@ def _checked_out(ctx: click.Context, param: click.Parameter, out: Path | None) -
     "-o",
     "--out",
     type=click.Path(path_type=Path),
-    callback=_checked_out,
+    callback=_out,
     help="Output folder [default: analysis/ beside the results], or one file: .csv (the "
-    "metrics.csv table), .txt (the terminal's lines).",
+    "metrics.csv table), .txt (the terminal's lines); - the table as CSV on standard output, "
+    "-.txt the lines.",
 )
 @click.option(
     "--metrics",
@@ -273,7 +275,7 @@ def analyze_metrics(
     Topdown levels)."""
     from dataclasses import asdict
 
-    from autoprof.analysis import data, renderers
+    from autoprof.analysis import data
     from autoprof.analysis import metrics as analysis
     from autoprof.catalog import host
     from autoprof.metrics import catalog, constants
@@ -292,12 +294,7 @@ def analyze_metrics(
     retire = catalog.retire_latencies(directory, found.cpu) if directory else {}
     values = analysis.compute(data.load(path), chosen, known, retire)
     shown = analysis.Metrics(values, found.title, show_all, found.refines, tree_only, sources)
-    folder = path.parent / "analysis"
-    written = renderers.render(shown, out, folder, console(highlight=False))
-    for line in shown.notes():
-        click.echo(line)
-    for written_path in written:
-        click.echo(f"wrote {written_path}")
+    _show(shown, out, path.parent / "analysis")
 
 
 analyze.add_command(analyze_metrics)

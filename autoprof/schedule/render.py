@@ -12,7 +12,7 @@ from autoprof.util.renderer import RichRenderer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from autoprof.catalog.model import Catalog, Event
+    from autoprof.catalog.model import Catalog, Event, Pmu
     from autoprof.schedule.plan import Plan
 
 
@@ -61,18 +61,10 @@ class ScheduleRenderer(RichRenderer[Scheduled]):
                 )
                 if v
             )
-            counters = (
-                "-"
-                if pmu.unconstrained
-                else (
-                    f"{pmu.generic}+{pmu.fixed}f"
-                    + (f" ({pmu.reserved} reserved)" if pmu.reserved else "")
-                )
-            )
             table.add_row(
                 name,
                 str(len(evs)),
-                counters,
+                "-" if pmu.unconstrained else counters_cell(pmu),
                 str(bound.runs),
                 why or "unconstrained",
                 f"{min(load[name])}-{max(load[name])}",
@@ -97,3 +89,18 @@ class ScheduleRenderer(RichRenderer[Scheduled]):
 
 def _events(count: int) -> str:
     return f"{count} event" + ("s" if count != 1 else "")
+
+
+def counters_cell(pmu: Pmu) -> str:
+    """`G+Ff` free for autoprof, then what others hold in every run in the same notation: `(1
+    reserved)` a generic counter (x86's watchdog), `(1f reserved)` a fixed one (Arm's cycle
+    counter, which the watchdog takes first), `(1+1f reserved)` both."""
+    held = "+".join(
+        part
+        for part, n in (
+            (str(pmu.reserved), pmu.reserved),
+            (f"{pmu.reserved_fixed}f", pmu.reserved_fixed),
+        )
+        if n
+    )
+    return f"{pmu.generic}+{pmu.fixed}f" + (f" ({held} reserved)" if held else "")

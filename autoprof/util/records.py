@@ -7,6 +7,8 @@ and keys a version does not know are ignored.
 from __future__ import annotations
 
 import json
+import os
+import threading
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -23,11 +25,24 @@ def loads(text: str | bytes) -> Any:
         raise ValueError("JSON nested too deeply to read") from None
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename): an interrupted write leaves no half file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
+def write_json(path: Path, data: Any, *, compact: bool = False, mode: int = 0o666) -> None:
+    """Write JSON atomically: into a temp file of this process and thread beside `path`, then
+    renamed over it, so an interrupted write leaves no half file and writers racing on one path
+    each leave a whole one. `mode` is the file's permissions before the umask (0o644: never
+    writable by others, whatever the umask); `compact` leaves out white space (a large cache
+    entry). Errors are raised, the temp file removed."""
+    text = json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2) + "\n"
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.unlink(missing_ok=True)  # a crashed writer's: the new file must get `mode`
+        with open(
+            os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "w", encoding="utf-8"
+        ) as f:
+            f.write(text)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_json(path: Path) -> Any:
