@@ -14,6 +14,7 @@ import stat
 import tarfile
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
@@ -168,13 +169,23 @@ def _results_download(state: State, uuid: str, rows: int, kind: str) -> Response
 
 def _kept(path: Path, chunks: Iterator[bytes]) -> Iterator[bytes]:
     """`chunks`, written to `path` too once all of them went out (a download cut short keeps
-    nothing); then the oldest kept files go until EXPORT_CACHE_BYTES are left."""
+    nothing); then the oldest kept files go until EXPORT_CACHE_BYTES are left. Each chunk is
+    written in a thread while it is sent (one write in flight): the copy to disk does not
+    hold up the download."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".partial", delete=False) as file:
+    with (
+        tempfile.NamedTemporaryFile(dir=path.parent, suffix=".partial", delete=False) as file,
+        ThreadPoolExecutor(max_workers=1) as writer,
+    ):
+        written: Future | None = None
         try:
             for chunk in chunks:
-                file.write(chunk)
+                if written is not None:
+                    written.result()
+                written = writer.submit(file.write, chunk)
                 yield chunk
+            if written is not None:
+                written.result()
         except BaseException:  # the reader went away, or the store failed: nothing kept
             Path(file.name).unlink(missing_ok=True)
             raise
