@@ -18,7 +18,6 @@ import json
 import math
 import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,18 +114,13 @@ def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
             pass_.add(table)
     intervals, facts, names = pass_.result()
     del pass_  # its cells, copied into `intervals`: the server's memory peaks below
-    # the analysis in a thread while the timelines are cut here: both are mostly numpy and
-    # pandas, which let go of the GIL, so the two share the cores (the first open waits on both)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        analysis = pool.submit(lambda: json.dumps(_analysis(intervals, facts), default=str))
-        events = _timeline_lines(intervals, names, lines.units)
-        # an event no interval counted (not supported, not counted) has an empty timeline
-        shown = {event for event, _, _ in events}
-        events += [(event, unit, []) for event, unit in lines.units.items() if event not in shown]
-        items = {ANALYSIS: ""}  # first, as before
-        for event, timeline in timelines(events, CHART_POINTS).items():
-            items[TIMELINE + event] = json.dumps(timeline)
-        items[ANALYSIS] = analysis.result()
+    items = {ANALYSIS: json.dumps(_analysis(intervals, facts), default=str)}
+    events = _timeline_lines(intervals, names, lines.units)
+    # an event no interval counted (not supported, not counted) has an empty timeline
+    shown = {event for event, _, _ in events}
+    events += [(event, unit, []) for event, unit in lines.units.items() if event not in shown]
+    for event, timeline in timelines(events, CHART_POINTS).items():
+        items[TIMELINE + event] = json.dumps(timeline)
     return items
 
 
