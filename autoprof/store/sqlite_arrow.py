@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
         statement.set_options(**{"adbc.sqlite.query.batch_rows": batch_rows})
         statement.set_sql_query(query)
         handle, _ = statement.execute_query()
-        reader = pa.RecordBatchReader._import_from_c(handle.address)
+        reader = pa.RecordBatchReader.from_stream(handle)  # the Arrow C stream interface
         with pa.ipc.new_stream(sys.stdout.buffer, reader.schema) as stream:
             for batch in reader:
                 stream.write_batch(batch)
