@@ -8,12 +8,15 @@ few thousand rows cross many chunk and window boundaries.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from sqlalchemy import text as sql
 from starlette.testclient import TestClient
@@ -317,6 +320,25 @@ def test_an_upload_imports_no_pandas(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "stored run" in done.stdout
     assert done.stdout.strip().endswith("pandas imported: False")
+
+
+def test_the_sqlite_reader_imports_no_pandas(tmp_path):
+    """The child process that reads a SQLite store (`sqlite_arrow`) starts on every read: pandas,
+    which ADBC's DB-API module imports, cost it half a second of a run page's first open."""
+    path = tmp_path / "r.db"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE t (x INTEGER, y REAL)")
+        conn.executemany("INSERT INTO t VALUES (?, ?)", [(2, None), (1, 0.5)])
+        conn.commit()
+    code = (
+        "import sys\nfrom autoprof.store import sqlite_arrow\n"
+        f"sqlite_arrow.main([{str(path)!r}, '1', 'SELECT x, y FROM t ORDER BY x'])\n"
+        "print('pandas imported:', 'pandas' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode().strip() == "pandas imported: False"
+    assert pa.ipc.open_stream(done.stdout).read_all().to_pydict() == {"x": [1, 2], "y": [0.5, None]}
 
 
 def test_missing_cells_round_trip_through_the_rows(store_url, tmp_path):

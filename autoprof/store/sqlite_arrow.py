@@ -17,14 +17,22 @@ from urllib.parse import quote
 
 
 def main(argv: list[str]) -> int:
-    import adbc_driver_sqlite.dbapi as adbc_sqlite
+    # ADBC's low-level API: its DB-API module imports pyarrow.dataset and with it pandas, half
+    # a second of this process's life (a run page's first open waits on it)
+    import adbc_driver_manager
+    import adbc_driver_sqlite
     import pyarrow as pa
 
     path, batch_rows, query = argv
-    with adbc_sqlite.connect(f"file:{quote(path)}?mode=ro") as conn, conn.cursor() as cursor:
-        cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": batch_rows})
-        cursor.execute(query)
-        reader = cursor.fetch_record_batch()
+    with (
+        adbc_driver_sqlite.connect(f"file:{quote(path)}?mode=ro") as database,
+        adbc_driver_manager.AdbcConnection(database) as conn,
+        adbc_driver_manager.AdbcStatement(conn) as statement,
+    ):
+        statement.set_options(**{"adbc.sqlite.query.batch_rows": batch_rows})
+        statement.set_sql_query(query)
+        handle, _ = statement.execute_query()
+        reader = pa.RecordBatchReader.from_stream(handle)  # the Arrow C stream interface
         with pa.ipc.new_stream(sys.stdout.buffer, reader.schema) as stream:
             for batch in reader:
                 stream.write_batch(batch)
