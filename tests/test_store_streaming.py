@@ -91,6 +91,25 @@ def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_pat
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 
+def test_a_part_read_in_any_order_is_its_rows_by_seq(store_url, tmp_path, tiny_chunks):
+    """`bulk.read_part` (the run summary's read): every row once, each with its place, only the
+    columns asked for; put in seq order, the rows `read_rows` reads in order."""
+    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=40, cpus=2)
+    run_id = uploaded(store_url, out)
+    columns = ["INDEX", "SAMPLE_VALUE", "PERCENT_RUNNING"]
+    with engine.open_store(store_url, create=False).read() as conn:
+        run = find_run(conn, run_id)
+        part = bulk.Part(conn.execute(sql("SELECT id FROM run_part")).scalar_one(), run.rows)
+        tables = list(bulk.read_part(conn, part, columns))
+        ordered = pa.concat_tables(bulk.read_rows(conn, [part]))
+    found = pa.concat_tables(tables)
+    assert found.column_names == ["series", *columns, "seq"]
+    seq = found.column("seq").to_numpy()
+    assert sorted(seq) == list(range(run.rows))
+    by_seq = found.take(pa.array(np.argsort(seq))).drop_columns(["seq"])
+    assert by_seq.equals(ordered.select(["series", *columns]))
+
+
 @pytest.mark.parametrize(
     "edit",
     [

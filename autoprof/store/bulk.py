@@ -249,6 +249,7 @@ _READ_TYPES = {
     **{name: results.arrow_types()[name] for name in SAMPLE_COLUMNS},
 }
 _NULLABLE = list(SAMPLE_COLUMNS.values())
+_RESULTS_NAME = {column: name for name, column in SAMPLE_COLUMNS.items()}
 
 
 @dataclass(frozen=True)
@@ -278,6 +279,22 @@ def read_rows(conn: Connection, parts: list[Part]) -> Iterator[pa.Table]:
             yield table
     if found != expected:
         raise AutoprofError(f"the run changed while it was read ({found} of {expected} rows)")
+
+
+def read_part(conn: Connection, part: Part, columns: list[str]) -> Iterator[pa.Table]:
+    """The rows of one part in no particular order, each with its `seq`: `series` and the
+    sample `columns` named (results names), no other. For what sums rows up and needs no order
+    (a run's summary): one query, where `read_rows` reads a window at a time and puts each in
+    order. Raises AutoprofError when the part's rows change while they are read."""
+    wanted = [SAMPLE_COLUMNS[name] for name in columns]
+    series, where = f"m.series + {int(part.offset)}", f"m.part_id = {int(part.id)}"
+    found = 0
+    with _reader(conn) as reader:
+        for table in reader.query(series, "measurement m", where, seq=True, columns=wanted):
+            found += table.num_rows
+            yield table
+    if found != part.rows:
+        raise AutoprofError(f"the run changed while it was read ({found} of {part.rows} rows)")
 
 
 class _Reader:
@@ -312,19 +329,27 @@ class _Reader:
             ordered = np.argsort(table.column("seq").to_numpy(), kind="stable")
             yield table.drop_columns(["seq"]).take(pa.array(ordered))
 
-    def query(self, series: str, source: str, where: str, seq: bool = False) -> Iterator[pa.Table]:
+    def query(
+        self,
+        series: str,
+        source: str,
+        where: str,
+        seq: bool = False,
+        columns: list[str] = _NULLABLE,
+    ) -> Iterator[pa.Table]:
+        """Tables of `series` and the sample `columns` (measurement's names), then `seq`."""
         if self.postgresql:
-            columns = [f"{series} AS series", *(f"m.{c}" for c in _NULLABLE)]
+            selected = [f"{series} AS series", *(f"m.{c}" for c in columns)]
         else:  # the driver types a column by its first values: never let one start NULL
-            columns = [f"{series} AS series"]
-            columns += [f"coalesce(m.{c}, {_ZERO[c]})" for c in _NULLABLE]
-            columns.append(" | ".join(f"((m.{c} IS NULL) << {i})" for i, c in enumerate(_NULLABLE)))
+            selected = [f"{series} AS series"]
+            selected += [f"coalesce(m.{c}, {_ZERO[c]})" for c in columns]
+            selected.append(" | ".join(f"((m.{c} IS NULL) << {i})" for i, c in enumerate(columns)))
         if seq:
-            columns.append("m.seq")
-        query = f"SELECT {', '.join(columns)} FROM {source} WHERE {where}"
+            selected.append("m.seq")
+        query = f"SELECT {', '.join(selected)} FROM {source} WHERE {where}"
         batches = self._postgresql(query) if self.postgresql else _sqlite(self.path, query)
         for batch in batches:
-            yield self._typed(batch, seq)
+            yield self._typed(batch, seq, columns)
 
     def _postgresql(self, query: str) -> Iterator[pa.RecordBatch]:
         cursor = self.adbc.cursor()
@@ -334,17 +359,17 @@ class _Reader:
         finally:
             cursor.close()
 
-    def _typed(self, batch: pa.RecordBatch, seq: bool) -> pa.Table:
+    def _typed(self, batch: pa.RecordBatch, seq: bool, columns: list[str]) -> pa.Table:
         arrays = list(batch.columns)
         if not self.postgresql:
-            nulls = arrays.pop(len(READ_COLUMNS)).to_numpy()
-            for i in range(len(_NULLABLE)):
+            nulls = arrays.pop(1 + len(columns)).to_numpy()
+            for i in range(len(columns)):
                 missing = (nulls >> i) & 1 == 1
                 if missing.any():
                     arrays[i + 1] = pc.if_else(
                         missing, pa.scalar(None, arrays[i + 1].type), arrays[i + 1]
                     )
-        names = READ_COLUMNS + (["seq"] if seq else [])
+        names = ["series", *(_RESULTS_NAME[c] for c in columns)] + (["seq"] if seq else [])
         typed = [
             a.cast(_READ_TYPES[n]) if n in _READ_TYPES else a
             for a, n in zip(arrays, names, strict=False)

@@ -41,6 +41,7 @@ TIMELINE = "timeline:"  # + the event's name
 CHART_POINTS = 1000  # a chart is about this many pixels wide: more points show nothing more
 HISTOGRAM_BINS = 30
 HEATMAP_EVENTS = 60  # the most variable events when a run has more
+_SAMPLES = ["INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING"]  # what a pass reads of a row
 _building: dict[int, threading.Lock] = {}  # run id -> held while its summary is built
 _guard = threading.Lock()
 
@@ -109,9 +110,12 @@ def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
     offsets = np.cumsum([0, *(lines.per_part[p.id] for p in parts)])[:-1]
     read = [bulk.Part(p.id, p.rows, int(o)) for p, o in zip(parts, offsets, strict=True) if p.rows]
     pass_ = _Pass(lines)
-    if read:
-        for table in prefetched(bulk.read_rows(conn, read), ahead=1):
-            pass_.add(table)
+    if len(read) == 1:  # rows in any order, each saying its place (seq): no window sorted
+        tables = bulk.read_part(conn, read[0], _SAMPLES)
+    else:  # several parts: their rows' places are in the order `read_rows` merges them
+        tables = bulk.read_rows(conn, read) if read else iter(())
+    for table in prefetched(tables, ahead=1):
+        pass_.add(table)
     intervals, facts, names = pass_.result()
     del pass_  # its cells, copied into `intervals`: the server's memory peaks below
     items = {ANALYSIS: json.dumps(_analysis(intervals, facts), default=str)}
@@ -201,11 +205,15 @@ class _Pass:
         self.seen = 0
 
     def add(self, table) -> None:
+        """Count a table of rows: in the run's order, or each with its place (`seq`)."""
         series = table.column("series").to_numpy()
         index = table.column("INDEX").to_numpy(zero_copy_only=False).astype(np.float64)
         line = self.lines.line_of[series]
         keep = (line >= 0) & ~np.isnan(index)
-        position = np.flatnonzero(keep) + self.seen
+        if "seq" in table.column_names:
+            position = table.column("seq").to_numpy().astype(np.int64)[keep]
+        else:
+            position = np.flatnonzero(keep) + self.seen
         self.seen += len(series)
         if not keep.all():
             line, index = line[keep], index[keep]
