@@ -267,13 +267,14 @@ def web_rows(store: Store, out: Path, run_id: str, rows: int, repeat: int, label
             process.terminate()
             process.wait()
     med = statistics.median
-    first, later = downloads["first"], downloads["later"]
+    first_downloads, later_downloads = downloads["first"], downloads["later"]
     found = [
-        Row(f"{label} download first byte (s)", max(d[0] for d in first), None, FIRST_BYTE_S),
-        Row(f"{label} first downloads / http.server (s)", med(d[1] for d in first),
-            med(d[2] for d in first), DOWNLOAD_RATIO),
-        Row(f"{label} later downloads / http.server (s)", med(d[1] for d in later),
-            med(d[2] for d in later), DOWNLOAD_RATIO),
+        Row(f"{label} download first byte (s)", max(d[0] for d in first_downloads), None,
+            FIRST_BYTE_S),
+        Row(f"{label} first downloads / http.server (s)", med(d[1] for d in first_downloads),
+            med(d[2] for d in first_downloads), DOWNLOAD_RATIO),
+        Row(f"{label} later downloads / http.server (s)", med(d[1] for d in later_downloads),
+            med(d[2] for d in later_downloads), DOWNLOAD_RATIO),
     ]  # fmt: skip
     target_first, target_later = (FIRST_OPEN_S, LATER_OPEN_S) if rows <= PAGE_ROWS else (1e9, 1e9)
     found += [
