@@ -29,7 +29,7 @@ from autoprof.store import bulk, engine, export, summary, text
 from autoprof.store.queries import find_run
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
-from autoprof.web import views
+from autoprof.web import files, views
 from autoprof.web.app import create_app
 from autoprof.web.state import Settings
 
@@ -201,6 +201,29 @@ def _summary_rows(store, run_id: str) -> list[tuple]:
             sql("SELECT name, version, rows FROM run_summary WHERE run_id = :r ORDER BY name"),
             {"r": run.id},
         ).all()
+
+
+def test_a_download_cut_short_or_failing_keeps_nothing(tmp_path):
+    """The kept copy is written in a thread while chunks go out: whole when every chunk went
+    out, nothing (no file, no .partial) when the reader left or the store failed midway."""
+    pieces = [bytes([65 + k]) * 100_000 for k in range(5)]
+    path = tmp_path / "exports" / "run-5.csv"
+    assert b"".join(files._kept(path, iter(pieces))) == b"".join(pieces)
+    assert path.read_bytes() == b"".join(pieces)
+    path.unlink()
+
+    left = files._kept(path, iter(pieces))
+    next(left), next(left)
+    left.close()  # the reader went away
+    assert list(path.parent.iterdir()) == []
+
+    def failing():
+        yield pieces[0]
+        raise OSError("the store went away")
+
+    with pytest.raises(OSError, match="store went away"):
+        list(files._kept(path, failing()))
+    assert list(path.parent.iterdir()) == []
 
 
 def test_run_page_reads_a_summary_made_once(served):
