@@ -13,11 +13,14 @@ import json
 import sqlite3
 import subprocess
 import sys
+import uuid
 
 import numpy as np
 import pandas as pd
+import psycopg
 import pyarrow as pa
 import pytest
+from psycopg import sql as sql_id
 from sqlalchemy import text as sql
 from starlette.testclient import TestClient
 
@@ -32,6 +35,7 @@ from autoprof.testing.synthetic_out import make_out
 from autoprof.web import files, views
 from autoprof.web.app import create_app
 from autoprof.web.state import Settings
+from tests.conftest import SECRET
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -108,6 +112,60 @@ def test_a_part_read_in_any_order_is_its_rows_by_seq(store_url, tmp_path, tiny_c
     assert sorted(seq) == list(range(run.rows))
     by_seq = found.take(pa.array(np.argsort(seq))).drop_columns(["seq"])
     assert by_seq.equals(ordered.select(["series", *columns]))
+
+
+def test_a_windowed_read_summarizes_the_ranges_an_upload_added(pg_url, tmp_path, tiny_chunks):
+    """An upload leaves the BRIN index's new page ranges unsummarized (VACUUM, or the first read
+    by windows, does it: a range left so would be read by every window); reading a part by
+    windows summarizes them first, and keeps them summarized after its transaction."""
+    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=400, cpus=2)
+    run_id = uploaded(pg_url, out)
+    store = engine.open_store(pg_url, create=False)
+    summarize = sql(f"SELECT brin_summarize_new_values('{bulk.MEASUREMENT_INDEX}')")
+    with store.engine.connect() as conn:
+        assert conn.execute(summarize).scalar_one() > 0  # the upload left some
+        conn.rollback()  # ... and summarizing them outlives a transaction rolled back
+        assert conn.execute(summarize).scalar_one() == 0
+    uploaded(pg_url, make_out(tmp_path / "more", runs=3, repeats=2, intervals=400, cpus=2, seed=3))
+    with store.read() as conn:
+        run = find_run(conn, run_id)
+        part = bulk.Part(
+            conn.execute(sql(f"SELECT id FROM run_part WHERE run_id = {run.id}")).scalar_one(),
+            run.rows,
+        )
+        assert sum(t.num_rows for t in bulk.read_rows(conn, [part])) == run.rows > bulk.WINDOW
+    with store.read() as conn:
+        assert conn.execute(summarize).scalar_one() == 0
+    store.engine.dispose()
+
+
+def test_a_reader_that_may_not_summarize_reads_by_windows_all_the_same(
+    pg_url, tmp_path, tiny_chunks
+):
+    """Only the index's owner may summarize it: a read-only role reads the unsummarized ranges
+    instead of failing (and leaves them for the owner)."""
+    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=400, cpus=2)
+    run_id = uploaded(pg_url, out)
+    role = f"autoprof_reader_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url.replace(SECRET, ""), autocommit=True) as admin:
+        admin.execute(sql_id.SQL("CREATE ROLE {} LOGIN").format(sql_id.Identifier(role)))
+        admin.execute(sql_id.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(
+            sql_id.Identifier(role)))  # fmt: skip
+    try:
+        reader = engine.open_store(pg_url.replace("postgres:", f"{role}:", 1), create=False)
+        with reader.read() as conn:
+            run = find_run(conn, run_id)
+            part = bulk.Part(conn.execute(sql("SELECT id FROM run_part")).scalar_one(), run.rows)
+            tables = list(bulk.read_rows(conn, [part]))
+        assert sum(t.num_rows for t in tables) == run.rows > bulk.WINDOW
+        reader.engine.dispose()
+        summarize = f"SELECT brin_summarize_new_values('{bulk.MEASUREMENT_INDEX}')"
+        with psycopg.connect(pg_url.replace(SECRET, "")) as owner:
+            assert owner.execute(summarize).fetchone()[0] > 0  # left for the owner
+    finally:
+        with psycopg.connect(pg_url.replace(SECRET, ""), autocommit=True) as admin:
+            admin.execute(sql_id.SQL("DROP OWNED BY {}").format(sql_id.Identifier(role)))
+            admin.execute(sql_id.SQL("DROP ROLE {}").format(sql_id.Identifier(role)))
 
 
 @pytest.mark.parametrize(

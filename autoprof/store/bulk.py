@@ -213,13 +213,6 @@ def _nulls(column: pa.Array) -> np.ndarray | int:
     return column.is_null().to_numpy(zero_copy_only=False) if column.null_count else 0
 
 
-def index_new_rows(conn: Connection) -> None:
-    """PostgreSQL: summarize the page ranges the load added in the BRIN index (the rows of the
-    open transaction included), so that the first export reads only its own pages."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql(f"SELECT brin_summarize_new_values('{MEASUREMENT_INDEX}')")
-
-
 def _python_values(chunk: pa.Table) -> list[Any]:
     """The values of `chunk`, row after row, for sqlite3: numbers through numpy (fast), None for
     a missing value (a float NaN binds as NULL too)."""
@@ -322,7 +315,13 @@ class _Reader:
             yield from self.query(series, "measurement m", f"{where} ORDER BY m.seq")
             return
         # a window of seq at a time, found by the BRIN index, put in order here: no sort in
-        # the server, and memory bounded by the window
+        # the server, and memory bounded by the window. A page range the index has not
+        # summarized yet is read by every window: the ranges uploads added since are
+        # summarized first (an upload leaves them to the first such read, or to VACUUM, which
+        # summarizes them too: 0.13 s of a 1 M-row upload's 2 s, and most runs are read from
+        # their kept text)
+        if part.rows > WINDOW:
+            self._summarize_new_ranges()
         for start in range(0, part.rows, WINDOW):
             window = f"{where} AND m.seq >= {start} AND m.seq < {start + WINDOW}"
             table = pa.concat_tables(self.query(series, "measurement m", window, seq=True))
@@ -351,6 +350,16 @@ class _Reader:
         for batch in batches:
             yield self._typed(batch, seq, columns)
 
+    def _summarize_new_ranges(self) -> None:
+        """Only the index's owner may, and never on a standby: a reader that cannot (a read-only
+        role, a replica) reads the ranges left unsummarized instead of failing."""
+        cursor = self.adbc.cursor()
+        try:
+            cursor.execute(_SUMMARIZE)
+            cursor.fetchall()
+        finally:
+            cursor.close()
+
     def _postgresql(self, query: str) -> Iterator[pa.RecordBatch]:
         cursor = self.adbc.cursor()
         try:
@@ -378,6 +387,11 @@ class _Reader:
 
 
 _ZERO = {c: ("''" if c == "status" else "0") for c in _NULLABLE}
+_SUMMARIZE = (
+    "SELECT brin_summarize_new_values(c.oid) FROM pg_class c "
+    f"WHERE c.oid = '{MEASUREMENT_INDEX}'::regclass AND NOT pg_is_in_recovery() "
+    "AND pg_has_role(c.relowner, 'USAGE')"
+)
 
 
 @contextlib.contextmanager

@@ -207,7 +207,6 @@ def load_part(conn: Connection, part_id: int, chunks: Iterable[Any]) -> Loaded:
     bulk.write_measurements(conn, measurements())
     if numbers.numbers:
         conn.execute(insert(Series), numbers.rows(part_id))
-    bulk.index_new_rows(conn)
     names = dict.fromkeys(key[0] for key in numbers.numbers if key[0] is not None)
     return Loaded(rows, list(names))
 
