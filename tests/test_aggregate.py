@@ -3,6 +3,7 @@ breakpoint counts (compiled here), plus the failures a profile can leave behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -214,8 +215,11 @@ def test_cli_writes_results_and_report(profile, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "sanity report" in proc.stdout
     written = results.read_csv(target)
-    assert len(written) == json.loads((profile / outdir.REPORT).read_text())["rows"]
+    report = json.loads((profile / outdir.REPORT).read_text())
+    assert len(written) == report["rows"]
     assert written["STATUS"].isin(list(RowStatus)).all()
+    # the digest of the very bytes written: what tells an upload they need no check
+    assert report["results_sha256"] == hashlib.sha256(target.read_bytes()).hexdigest()
 
 
 def test_cli_refuses_a_folder_that_is_not_a_profile(tmp_path, cli_run):

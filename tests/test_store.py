@@ -252,6 +252,17 @@ def test_bad_input_is_one_clear_line(sqlite_url, tmp_path):
     (out / outdir.RESULTS).write_text("EVENT_NAME,INDEX\ntask-clock,zero\n")
     garbled = invoke("upload", out, "--store", sqlite_url)
     assert garbled.returncode == 2 and "not a results file" in garbled.output
+    # a count that is no number, in a file whose report still vouches for it by its digest
+    # (its counts are read as numbers at once): the same one line
+    typo = make_out(tmp_path / "typo")
+    lines = (typo / outdir.RESULTS).read_bytes().split(b"\n")
+    cells = lines[1].split(b",")
+    cells[results.COLUMNS.index("SAMPLE_VALUE")] = b"lots"
+    lines[1] = b",".join(cells)
+    (typo / outdir.RESULTS).write_bytes(b"\n".join(lines))
+    bad_count = invoke("upload", typo, "--store", sqlite_url)
+    assert bad_count.returncode == 2 and "not a results file" in bad_count.output
+    assert len(bad_count.output.strip().splitlines()) == 1, bad_count.output
     manifest = read_json(out / outdir.MANIFEST)
     write_json(out / outdir.MANIFEST, manifest | {"created": "last tuesday"})
     bad_time = invoke("upload", out, "--store", sqlite_url)
@@ -445,22 +456,26 @@ def _pg_copying(url: str):
 
 
 def _sqlite_inserting(url: str):
-    """True while the upload's write transaction is open (another connection cannot take the
-    write lock) after it has spilled a megabyte of pages into the WAL file (the schema alone
-    writes far less; a committed WAL file keeps its size, so its size alone says nothing)."""
+    """True while the upload's measurement transaction is open: another connection cannot take
+    the write lock, the machine's row (committed in a short transaction of its own before) is
+    there, and the run's row (written inside) is not yet. The rows themselves stay in the
+    upload's page cache until its commit, so the WAL file's size says nothing: it grows at the
+    commit, and again at the checkpoint when the upload closes the store (the write lock held
+    then too, the run already committed)."""
     path = url.removeprefix("sqlite:///")
-    wal = Path(path + "-wal")
 
     def inserting() -> bool:
-        if not (wal.exists() and wal.stat().st_size > 2**20):
-            return False
         probe = sqlite3.connect(path, timeout=0, isolation_level=None)
         try:
-            probe.execute("BEGIN IMMEDIATE")
-            probe.execute("ROLLBACK")
-            return False
-        except sqlite3.OperationalError:  # database is locked: the upload's transaction
-            return True
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.execute("ROLLBACK")
+                return False
+            except sqlite3.OperationalError:  # database is locked: a transaction of the upload
+                pass
+            machines = probe.execute("SELECT count(*) FROM machine").fetchone()[0]
+            runs = probe.execute("SELECT count(*) FROM run").fetchone()[0]
+            return machines > 0 and runs == 0
         finally:
             probe.close()
 

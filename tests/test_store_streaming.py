@@ -168,6 +168,28 @@ def test_a_reader_that_may_not_summarize_reads_by_windows_all_the_same(
             admin.execute(sql_id.SQL("DROP ROLE {}").format(sql_id.Identifier(role)))
 
 
+def _forget_digest(out) -> None:
+    """`out`'s report as one made before `aggregate` recorded its file's digest (or by a tool
+    that does not): an upload then checks every cell."""
+    report = json.loads((out / outdir.REPORT).read_text())
+    del report["results_sha256"]
+    (out / outdir.REPORT).write_text(json.dumps(report))
+
+
+@pytest.mark.parametrize("digest", ["recorded", "none"])
+def test_a_canonical_file_is_kept_with_or_without_its_digest(store_url, tmp_path, digest):
+    """`aggregate`'s file is kept as the run's text whether its digest vouches for its cells or
+    each cell is checked (and read as text to be)."""
+    out = make_out(tmp_path / "out", runs=2, repeats=2, intervals=30)
+    if digest == "none":
+        _forget_digest(out)
+    run_id = uploaded(store_url, out)
+    with engine.open_store(store_url, create=False).read() as conn:
+        assert conn.execute(sql("SELECT count(*) FROM part_text")).scalar_one() > 0
+        assert b"".join(export.csv_chunks(conn, run_id)) == (out / outdir.RESULTS).read_bytes()
+
+
+@pytest.mark.parametrize("digest", ["recorded", "none"])
 @pytest.mark.parametrize(
     "edit",
     [
@@ -176,14 +198,29 @@ def test_a_reader_that_may_not_summarize_reads_by_windows_all_the_same(
         (b"\n", b"\r\n"),  # Windows line ends
         (b",software,", b',"software",'),  # a quoted field
         (b",1,1,", b",01,1,"),  # a RUN with a leading zero
+        ("TIME", "{}0"),  # the first row's TIME with a trailing zero
+        ("SAMPLE_VALUE", "0{}"),  # its count with a leading zero
     ],
 )
-def test_a_file_not_in_canonical_form_exports_in_it(store_url, tmp_path, edit):
-    """An edited results.csv keeps no text: its export is the canonical text of its values."""
+def test_a_file_not_in_canonical_form_exports_in_it(store_url, tmp_path, edit, digest):
+    """An edited results.csv keeps no text: its export is the canonical text of its values. With
+    the digest `aggregate` recorded, the file no longer has it; without one, its cells are
+    checked."""
     out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20)
+    if digest == "none":
+        _forget_digest(out)
     canonical = (out / outdir.RESULTS).read_bytes()
     header, body = canonical.split(b"\n", 1)
-    (out / outdir.RESULTS).write_bytes(header + b"\n" + body.replace(*edit))
+    if isinstance(edit[0], bytes):
+        edited = body.replace(*edit)
+    else:  # one cell of the first row, its value the same
+        first, rest = body.split(b"\n", 1)
+        cells = first.decode().split(",")
+        at = results.COLUMNS.index(edit[0])
+        cells[at] = edit[1].format(cells[at])
+        edited = ",".join(cells).encode() + b"\n" + rest
+    assert edited != body
+    (out / outdir.RESULTS).write_bytes(header + b"\n" + edited)
     run_id = uploaded(store_url, out)
     with engine.open_store(store_url, create=False).read() as conn:
         assert conn.execute(sql("SELECT count(*) FROM part_text")).scalar_one() == 0

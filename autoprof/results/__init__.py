@@ -24,6 +24,7 @@ Columns:
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import math
 from collections.abc import Iterator
@@ -258,7 +259,11 @@ def encode(table) -> bytes:
 class ResultsWriter:
     """The one canonical text form of results (the bytes `runs export` must reproduce), written
     chunk by chunk (`encode`): `aggregate` streams a profile run by run instead of holding it
-    whole. `target` is a path, a binary file or a text file (standard output)."""
+    whole. `target` is a path, a binary file or a text file (standard output).
+
+    `sha256` is the digest of the bytes written: recorded in the report (`results_sha256`), it
+    tells an upload that finds the same bytes that every cell is canonical, with no cell read
+    as text to check it."""
 
     def __init__(self, target: str | Path | IO[str] | IO[bytes]) -> None:
         self._own = isinstance(target, (str, Path))
@@ -266,9 +271,15 @@ class ResultsWriter:
             open(target, "wb") if isinstance(target, (str, Path)) else target  # noqa: SIM115
         )
         self._text = isinstance(self._file, io.TextIOBase)
+        self._digest = hashlib.sha256()
         self._put(HEADER)
 
+    @property
+    def sha256(self) -> str:
+        return self._digest.hexdigest()
+
     def _put(self, data: bytes) -> None:
+        self._digest.update(data)
         self._file.write(data.decode() if self._text else data)
 
     def write(self, table) -> None:
@@ -308,14 +319,16 @@ def _quoted_csv(table) -> bytes:
     return out.to_csv(index=False, header=False, lineterminator="\n").encode()
 
 
-def write_csv(frame: pd.DataFrame, path: str | Path | IO[str]) -> None:
-    """Write a results frame in the canonical text form (see `ResultsWriter`)."""
+def write_csv(frame: pd.DataFrame, path: str | Path | IO[str]) -> str:
+    """Write a results frame in the canonical text form (see `ResultsWriter`); returns the
+    sha256 of the bytes written."""
     import pyarrow as pa
 
     table = pa.Table.from_pandas(normalize(frame), preserve_index=False)
     with ResultsWriter(path) as writer:
         for start in range(0, table.num_rows, _SLICE):  # a text chunk stays under 2 GiB
             writer.write(table.slice(start, _SLICE))
+    return writer.sha256
 
 
 def read_csv(
@@ -355,11 +368,16 @@ def arrow_types() -> dict[str, Any]:
     return {name: kinds[dtype] for name, dtype in DTYPES.items()}
 
 
-def read_chunks(path: str | Path, block_size: int | None = None) -> ResultsChunks:
+def read_chunks(
+    path: str | Path, block_size: int | None = None, check_cells: bool = True
+) -> ResultsChunks:
     """The rows of a results file as pyarrow tables of every result column (`arrow_types`; a
     column autoperf's files lack is all null), `block_size` bytes (CHUNK_BYTES) at a time: memory
     stays that of a block, whatever the file's size. The same values as `read_csv` (only an
     empty field is missing); text columns come dictionary-encoded (a run has few names).
+    `check_cells`: say afterwards whether every cell is canonical (`ResultsChunks`); without
+    it, counts and times are read as numbers at once, twice as fast, and nothing is said (the
+    caller knows by other means: the digest `ResultsWriter` recorded).
     Raises ValueError (with the reason) for a file that is not one: a header without
     autoperf's columns at once, a malformed line when its block is read."""
     with open(path, newline="") as file:
@@ -367,29 +385,31 @@ def read_chunks(path: str | Path, block_size: int | None = None) -> ResultsChunk
     missing = [c for c in AUTOPERF_COLUMNS if c not in header]
     if missing:
         raise ValueError(f"results frame lacks columns: {', '.join(missing)}")
-    return ResultsChunks(path, block_size or CHUNK_BYTES)
+    return ResultsChunks(path, block_size or CHUNK_BYTES, check_cells)
 
 
 class ResultsChunks:
     """A results file's chunks (see `read_chunks`), and, once they are all read, whether every
-    cell is written as `encode` writes its value (`cells_canonical`): then the file is the
-    canonical text of its rows when its lines are too (`CanonicalLines`), and a store can keep
-    it as the run's export instead of writing it again from the rows.
+    cell is written as `encode` writes its value (`cells_canonical`; None when not checked):
+    then the file is the canonical text of its rows when its lines are too (`CanonicalLines`),
+    and a store can keep it as the run's export instead of writing it again from the rows.
 
-    Each chunk is read as text (dictionary-encoded, TIME and SAMPLE_VALUE aside) and its numbers
-    parsed here: a column's distinct texts are parsed and written back once each."""
+    Checked, each chunk is read as text (dictionary-encoded, TIME and SAMPLE_VALUE aside) and
+    its numbers parsed here: a column's distinct texts are parsed and written back once each."""
 
-    def __init__(self, path: str | Path, block_size: int) -> None:
+    def __init__(self, path: str | Path, block_size: int, check_cells: bool = True) -> None:
         self.path, self.block_size = path, block_size
-        self.cells_canonical = True
+        self.cells_canonical: bool | None = True if check_cells else None
 
     def __iter__(self) -> Iterator[Any]:
         import pyarrow as pa
 
+        check = self.cells_canonical is not None
         try:
-            for table in _text_blocks(self.path, self.block_size):
-                typed, canonical = _typed(table)
-                self.cells_canonical = self.cells_canonical and canonical
+            for table in _text_blocks(self.path, self.block_size, numbers=not check):
+                typed, canonical = _typed(table, check)
+                if check:
+                    self.cells_canonical = self.cells_canonical and canonical
                 yield typed
         except pa.ArrowInvalid as err:
             raise ValueError(str(err).strip().splitlines()[0]) from None
@@ -398,11 +418,14 @@ class ResultsChunks:
 _DISTINCT = ("TIME", "SAMPLE_VALUE")
 
 
-def _text_blocks(path: str | Path, block_size: int) -> Iterator[Any]:
+def _text_blocks(path: str | Path, block_size: int, numbers: bool = False) -> Iterator[Any]:
+    """Blocks of the file, every column as text, TIME and SAMPLE_VALUE as numbers if
+    `numbers` (their texts, made only to be checked, are most of the reading's work)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
     text = pa.dictionary(pa.int32(), pa.string())
+    distinct = pa.float64() if numbers else pa.string()
     reader = pcsv.open_csv(
         path,
         # one thread: the caller's work on a chunk overlaps with the next one's reading anyway,
@@ -411,7 +434,7 @@ def _text_blocks(path: str | Path, block_size: int) -> Iterator[Any]:
         convert_options=pcsv.ConvertOptions(
             # counts and times are mostly distinct: plain text; the other columns have few
             # values, each parsed and checked once
-            column_types={n: pa.string() if n in _DISTINCT else text for n in COLUMNS},
+            column_types={n: distinct if n in _DISTINCT else text for n in COLUMNS},
             null_values=[""],
             strings_can_be_null=True,
             include_columns=COLUMNS,
@@ -422,9 +445,9 @@ def _text_blocks(path: str | Path, block_size: int) -> Iterator[Any]:
         yield pa.Table.from_batches([batch])
 
 
-def _typed(table) -> tuple[Any, bool]:
+def _typed(table, check: bool = True) -> tuple[Any, bool]:
     """A chunk read as text with its numbers parsed (`arrow_types`), and whether each number's
-    text is the one `encode` writes for it."""
+    text is the one `encode` writes for it (when `check`; else True)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -433,12 +456,12 @@ def _typed(table) -> tuple[Any, bool]:
     columns = []
     for name in COLUMNS:
         column = table.column(name).combine_chunks()
-        if types[name] == pa.string():
+        if types[name] == pa.string() or column.type == types[name]:  # text, or read typed
             columns.append(column)
             continue
         texts = column.dictionary if pa.types.is_dictionary(column.type) else column
         values = pc.cast(texts, types[name])
-        canonical = canonical and _written_as(values, texts, name)
+        canonical = canonical and (not check or _written_as(values, texts, name))
         columns.append(values.take(column.indices) if texts is not column else values)
     return pa.table(columns, names=COLUMNS), canonical
 

@@ -86,6 +86,7 @@ def aggregate_to(
         with results.ResultsWriter(partial) as writer:
             aggregation = _aggregate(out, writer.write, results_name or str(path), exact_only)
         os.replace(partial, path)
+        aggregation.report.results_sha256 = writer.sha256
     except OSError as err:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
@@ -102,7 +103,7 @@ def aggregate_to(
 def write(out: Path, aggregation: Aggregation, path: Path | None = None) -> Path:
     """Write results.csv (canonical writer) and report.json; return the results path."""
     path = Path(path) if path else Path(out) / outdir.RESULTS
-    results.write_csv(aggregation.frame, path)
+    aggregation.report.results_sha256 = results.write_csv(aggregation.frame, path)
     write_report(Path(out) / outdir.REPORT, aggregation.report)
     return path
 

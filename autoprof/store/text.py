@@ -11,6 +11,7 @@ one at a time: memory holds a few pieces whatever the run's size.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -43,28 +44,33 @@ class Compressed:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._pieces = self._pool.submit(self._spool, path)
 
-    def _spool(self, path: Path) -> tuple[list[tuple[int, int]], results.CanonicalLines]:
-        """(size, compressed size) of each piece written, and the lines' check."""
+    def _spool(self, path: Path) -> tuple[list[tuple[int, int]], results.CanonicalLines, str]:
+        """(size, compressed size) of each piece written, the lines' check, and the file's
+        sha256."""
         codec = pa.Codec(CODEC, compression_level=LEVEL)
         pieces = []
         with open(path, "rb") as file:
-            lines = results.CanonicalLines(file.readline())
+            header = file.readline()
+            lines, digest = results.CanonicalLines(header), hashlib.sha256(header)
             while (block := file.read(PIECE_BYTES)) and not self._stop.is_set():
                 lines.feed(block)
+                digest.update(block)  # lets go of the GIL, as compressing does
                 data = codec.compress(block, asbytes=True)
                 self._file.write(data)
                 pieces.append((len(block), len(data)))
-        return pieces, lines
+        return pieces, lines, digest.hexdigest()
 
-    def canonical(self, rows: int) -> bool:
-        """Whether the file's lines are the canonical text of its `rows` rows, given that each
-        cell is (`results.ResultsChunks.cells_canonical`)."""
-        _, lines = self._pieces.result()
-        return lines.hold(rows)
+    def canonical(self, rows: int, cells: bool | None, written: str) -> bool:
+        """Whether the file's lines are the canonical text of its `rows` rows: lines as
+        `results.CanonicalLines` has them, and cells as `results.ResultsChunks.cells_canonical`
+        found them, or, where it did not check them (None), the very bytes whose sha256
+        `written` the writer recorded."""
+        _, lines, digest = self._pieces.result()
+        return lines.hold(rows) and (cells if cells is not None else digest == written)
 
     def keep(self, conn: Connection, part_id: int) -> None:
         """Store the pieces as `part_id`'s text."""
-        pieces, _ = self._pieces.result()
+        pieces, _, _ = self._pieces.result()
         self._file.seek(0)
         rows = (
             (part_id, piece, size, self._file.read(length))

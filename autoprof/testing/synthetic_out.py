@@ -191,7 +191,7 @@ def make_out(
                 ),
             )
     frame = frame_for(my_runs, repeats, intervals, cpus, seed)
-    results.write_csv(frame, root / outdir.RESULTS)
+    digest = results.write_csv(frame, root / outdir.RESULTS)
     write_json(
         root / outdir.REPORT,
         {
@@ -199,6 +199,7 @@ def make_out(
             "profile_id": profile_id,
             "results": outdir.RESULTS,
             "rows": len(frame),
+            "results_sha256": digest,  # as `aggregate` records it
             "events_measured": len(EVENTS),
             "runs": {
                 "expected": len(my_runs) * repeats,
