@@ -60,10 +60,12 @@ def uploaded(url: str, out) -> str:
     return outdir.read_manifest(out).id
 
 
-def test_results_chunks_are_the_file(tmp_path, monkeypatch):
+@pytest.mark.parametrize("check_cells", [True, False])
+def test_results_chunks_are_the_file(tmp_path, monkeypatch, check_cells):
+    """Read as text and checked, or as numbers at once: the file's values either way."""
     out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=40)
     monkeypatch.setattr(results, "CHUNK_BYTES", 1 << 12)
-    chunks = list(results.read_chunks(out / outdir.RESULTS))
+    chunks = list(results.read_chunks(out / outdir.RESULTS, check_cells=check_cells))
     assert len(chunks) > 10
     import pyarrow as pa
 

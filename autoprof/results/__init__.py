@@ -419,22 +419,25 @@ _DISTINCT = ("TIME", "SAMPLE_VALUE")
 
 
 def _text_blocks(path: str | Path, block_size: int, numbers: bool = False) -> Iterator[Any]:
-    """Blocks of the file, every column as text, TIME and SAMPLE_VALUE as numbers if
-    `numbers` (their texts, made only to be checked, are most of the reading's work)."""
+    """Blocks of the file, every column as text; or, with `numbers`, the numbers read as
+    numbers at once (their texts, made only to be checked, are most of the reading's work)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
     text = pa.dictionary(pa.int32(), pa.string())
-    distinct = pa.float64() if numbers else pa.string()
+    if numbers:
+        types = {n: text if t == pa.string() else t for n, t in arrow_types().items()}
+    else:
+        # counts and times are mostly distinct: plain text; the other columns have few
+        # values, each parsed and checked once
+        types = {n: pa.string() if n in _DISTINCT else text for n in COLUMNS}
     reader = pcsv.open_csv(
         path,
         # one thread: the caller's work on a chunk overlaps with the next one's reading anyway,
         # and parallel parsing holds several blocks (and their columns) at once
         read_options=pcsv.ReadOptions(block_size=block_size, use_threads=False),
         convert_options=pcsv.ConvertOptions(
-            # counts and times are mostly distinct: plain text; the other columns have few
-            # values, each parsed and checked once
-            column_types={n: distinct if n in _DISTINCT else text for n in COLUMNS},
+            column_types=types,
             null_values=[""],
             strings_can_be_null=True,
             include_columns=COLUMNS,
