@@ -376,7 +376,7 @@ def read_chunks(
     stays that of a block, whatever the file's size. The same values as `read_csv` (only an
     empty field is missing); text columns come dictionary-encoded (a run has few names).
     `check_cells`: say afterwards whether every cell is canonical (`ResultsChunks`); without
-    it, counts and times are read as numbers at once, twice as fast, and nothing is said (the
+    it, every number is read as a number at once, twice as fast, and nothing is said (the
     caller knows by other means: the digest `ResultsWriter` recorded).
     Raises ValueError (with the reason) for a file that is not one: a header without
     autoperf's columns at once, a malformed line when its block is read."""
