@@ -67,21 +67,30 @@ def test_sysfs_alias_is_read_from_the_pmu_folder(tmp_path, intel_dir):
     assert power.pmus["power"].unconstrained
 
 
+PERF_NAMES = [("cycles", 0x3C), ("instructions", 0xC0), ("r01c2", 0xC2)]
+PERF_NAMES += [("cpu/event=0x3c,umask=0x0/", 0x3C)]  # (as typed, its event code)
+
+
 def test_generic_events_plan_on_this_machine():
-    """This VM has no cpu PMU in sysfs and no perfmon data for its CPU: perf's names still
-    plan, on the core PMU's assumed generic counters, beside software events."""
-    proc = invoke(
-        "schedule",
-        "--json",
-        *("-e", "cycles", "-e", "instructions", "-e", "r01c2"),
-        *("-e", "cpu/event=0x3c,umask=0x0/", "-e", "task-clock"),
-    )
+    """perf's names plan on this machine beside software events, in one run: each as the
+    catalog event of the same encoding where this machine's perfmon data has one (on an Intel
+    VM `cycles` is CPU_CLK_UNHALTED.THREAD, given to perf by its encoding and name), else
+    given to perf as typed, on the core PMU's assumed generic counters (an AMD VM without
+    perfmon data for its CPU)."""
+    typed = [a for spec, _ in PERF_NAMES for a in ("-e", spec)]
+    proc = invoke("schedule", "--json", *typed, "-e", "task-clock")
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     events = [e for run in plan["runs"] for e in run["events"]]
     specs = {e["name"]: e["spec"] for e in events}
-    assert specs["cycles"] == "cycles" and specs["r01c2"] == "r01c2"
-    assert specs["cpu/event=0x3c,umask=0x0/"] == "cpu/event=0x3c,umask=0x0/"
+    for spec, code in PERF_NAMES:
+        [alone] = json.loads(invoke("schedule", "--json", "-e", spec).stdout)["runs"][0]["events"]
+        assert specs[alone["name"]] == alone["spec"]  # the same event beside the others
+        if alone["name"] == spec:
+            assert alone["spec"] == spec
+        else:  # the catalog's event of that code, named for perf to print
+            assert f"event={code:#x}" in alone["spec"] and "name=" in alone["spec"], alone
+    assert specs["task-clock"] == "task-clock"
     assert len(plan["runs"]) == plan["lower_bound"] == 1
     assert plan["runs"][0]["perf_events"] == [e["spec"] for e in plan["runs"][0]["events"]]
 

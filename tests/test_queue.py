@@ -309,7 +309,7 @@ def test_killed_worker_fails_its_job_and_stores_nothing(writes, redis_url, pg_ur
     killed_at = time.monotonic()
 
     done = wait_jobs(conn, [survivor])  # the other worker keeps going
-    assert done[survivor].status == "finished" and done[survivor].host == d
+    assert done[survivor].status == "finished" and done[survivor].host == d, done[survivor]
     failed = wait_jobs(conn, [doomed], timeout=30)[doomed]
     assert failed.status == "failed" and "AbandonedJobError" in failed.error
     print(f"abandoned job failed {time.monotonic() - killed_at:.1f} s after the kill")
