@@ -295,7 +295,7 @@ def test_killed_worker_fails_its_job_and_stores_nothing(writes, redis_url, pg_ur
     tag = uuid.uuid4().hex[:6]
     c, d = f"c-{tag}", f"d-{tag}"
     allow = f"{writes} [0-9]+"
-    wc, _ = (workers(redis_url, pg_url, name, allow) for name in (c, d))
+    wc, wd = (workers(redis_url, pg_url, name, allow) for name in (c, d))
     wait_ready(conn, [c, d])
     [doomed] = submit(redis_url, "--host", c, *watch(writes), "--", writes, "2000")
     [survivor] = submit(redis_url, "--host", d, *watch(writes), "--", writes, "2000")
@@ -309,12 +309,13 @@ def test_killed_worker_fails_its_job_and_stores_nothing(writes, redis_url, pg_ur
     killed_at = time.monotonic()
 
     done = wait_jobs(conn, [survivor])  # the other worker keeps going
-    assert done[survivor].status == "finished" and done[survivor].host == d, done[survivor]
+    survived = done[survivor]
+    assert survived.status == "finished" and survived.host == d, (survived, wd.log.read_text())
     failed = wait_jobs(conn, [doomed], timeout=30)[doomed]
     assert failed.status == "failed" and "AbandonedJobError" in failed.error
     print(f"abandoned job failed {time.monotonic() - killed_at:.1f} s after the kill")
     listing = invoke("runs", "list", "--store", pg_url).output
-    assert done[survivor].result.run_id in listing
+    assert survived.result.run_id in listing
     assert failed.profile_id not in listing  # no partial run
 
 
