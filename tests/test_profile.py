@@ -58,7 +58,9 @@ def check_exact(out: Path, binary: Path, n: int, repeat: int = 1) -> None:
 @pytest.mark.slow
 def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
     out = tmp_path / "out"
-    proc = process("profile", *watch_args(writes), "-o", str(out), "--", str(writes), "3000")
+    # --retries: a VM now and then leaves a debug register armed (a SIGTRAP perf did not claim)
+    argv = ["profile", *watch_args(writes), "--retries", "2", "-o", str(out)]
+    proc = process(*argv, "--", str(writes), "3000")
     assert proc.returncode == 0, proc.stderr
     manifest = outdir.read_manifest(out)
     assert len(manifest.plan["runs"]) == 3 == manifest.plan["lower_bound"]

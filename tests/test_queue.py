@@ -189,7 +189,12 @@ def submit(redis_text: str, *args) -> list[str]:
 
 
 def watch(binary: Path) -> list[str]:
-    return [arg for a in slot_addresses(binary) for arg in ("-e", f"mem:{a}:w")]
+    """The example's watchpoints, each run retried should it fail: a VM now and then leaves a
+    debug register armed, and the workload dies of a SIGTRAP perf did not claim."""
+    return [arg for a in slot_addresses(binary) for arg in ("-e", f"mem:{a}:w")] + [
+        "--retries",
+        "2",
+    ]
 
 
 def export(store: str, run_id: str, path: Path) -> pd.DataFrame:
