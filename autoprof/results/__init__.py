@@ -407,9 +407,11 @@ class ResultsChunks:
         check = self.cells_canonical is not None
         try:
             for table in _text_blocks(self.path, self.block_size, numbers=not check):
-                typed, canonical = _typed(table, check)
-                if check:
-                    self.cells_canonical = self.cells_canonical and canonical
+                if not check:  # read typed already
+                    yield table
+                    continue
+                typed, canonical = _typed(table)
+                self.cells_canonical = self.cells_canonical and canonical
                 yield typed
         except pa.ArrowInvalid as err:
             raise ValueError(str(err).strip().splitlines()[0]) from None
@@ -448,9 +450,9 @@ def _text_blocks(path: str | Path, block_size: int, numbers: bool = False) -> It
         yield pa.Table.from_batches([batch])
 
 
-def _typed(table, check: bool = True) -> tuple[Any, bool]:
+def _typed(table) -> tuple[Any, bool]:
     """A chunk read as text with its numbers parsed (`arrow_types`), and whether each number's
-    text is the one `encode` writes for it (when `check`; else True)."""
+    text is the one `encode` writes for it."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -459,12 +461,12 @@ def _typed(table, check: bool = True) -> tuple[Any, bool]:
     columns = []
     for name in COLUMNS:
         column = table.column(name).combine_chunks()
-        if types[name] == pa.string() or column.type == types[name]:  # text, or read typed
+        if types[name] == pa.string():
             columns.append(column)
             continue
         texts = column.dictionary if pa.types.is_dictionary(column.type) else column
         values = pc.cast(texts, types[name])
-        canonical = canonical and (not check or _written_as(values, texts, name))
+        canonical = canonical and _written_as(values, texts, name)
         columns.append(values.take(column.indices) if texts is not column else values)
     return pa.table(columns, names=COLUMNS), canonical
 
