@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import shutil
 import subprocess
 import time
@@ -169,6 +170,60 @@ def test_failing_command_is_one_line(tmp_path):
     killed = process("bench", "-n", "2", "--warmup", "0", "--", "sh", "-c", "kill -SEGV $$")
     assert killed.returncode == 2 and "Traceback" not in killed.stderr
     assert killed.stderr.strip().endswith("sh -c 'kill -SEGV $$' was killed by SIGSEGV")
+
+
+def test_a_run_perf_did_not_wait_for_is_lost_not_read():
+    """Real perf 6.1 output of a workload that ended before perf waited for it (perf exited 0
+    for `sh -c 'exit 3'`): no rusage at all, 4 microseconds of wall time. Read as figures, it
+    would pass for a successful 4-microsecond run."""
+    lost = (Path(__file__).parent / "data" / "perf61" / "lost_wait.csv").read_bytes()
+    with pytest.raises(measure.LostWorkload):
+        measure.read_counts(lost, [])
+    # one rusage time alone at 0 is a short process's (all its time went to the other mode)
+    one = lost.replace(b"<not counted>,ns,user_time,0,", b"867000,ns,user_time,867000,")
+    values, _ = measure.read_counts(one, [])
+    assert values["user_s"] == 0.000867 and values["sys_s"] == 0.0
+
+
+def _perf_delayed(tmp_path: Path, times: int) -> dict[str, str]:
+    """An environment whose `perf` is the real one, with `-D 100` added to its first `times`
+    `perf stat` runs: perf then sleeps before it waits for the workload, which has long ended
+    (the race of the test above, made certain)."""
+    real = shutil.which("perf")
+    assert real is not None
+    bin_dir, count = tmp_path / "bin", tmp_path / "delayed"
+    bin_dir.mkdir(parents=True)
+    count.write_text("")
+    wrapper = bin_dir / "perf"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = stat ] && [ $(wc -c < {count}) -lt {times} ]; then\n'
+        f'  printf x >> {count}; shift; exec {real} stat -D 100 "$@"\n'
+        "fi\n"
+        f'exec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+@pytest.mark.needs_perf
+def test_a_run_perf_lost_runs_again_and_is_counted(tmp_path):
+    out = tmp_path / "bench.json"
+    bench = ("bench", "-n", "2", "--warmup", "0", "--no-startup-correction")
+    env = _perf_delayed(tmp_path, times=1)
+    proc = process(*bench, "--export-json", out, "--", "sh", "-c", "exit 0", env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["lost_runs"] == 1 and len(data["commands"][0]["repetitions"]) == 2
+    assert all(r["user_s"] + r["sys_s"] > 0 for r in data["commands"][0]["repetitions"])
+    assert "perf lost 1 run(s)" in proc.stderr
+    # the run perf lost had exited 3 and perf said 0: the run again says 3
+    failing = process(*bench, "--", "sh", "-c", "exit 3", env=_perf_delayed(tmp_path / "2", 1))
+    assert failing.returncode == 2 and "exited with status 3" in failing.stderr, failing.stderr
+    always = process(*bench, "--", "sh", "-c", "exit 3", env=_perf_delayed(tmp_path / "3", 99))
+    assert always.returncode == 2 and "Traceback" not in always.stderr
+    last = always.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"autoprof: error: perf lost sh -c 'exit 3' {measure.LOST_TRIES} times")
 
 
 @pytest.mark.needs_perf

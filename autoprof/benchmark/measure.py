@@ -9,10 +9,11 @@ workload preempts it on a busy machine) `duration_time` misses that moment: on t
 reads ~51 ms. It is perf's figure, kept as perf gives it; benchmark on a quiet machine.
 
 perf 6.1 prints a tool event whose value is 0 as `<not counted>` with a run time of 0 (perf
-sets a tool event's run time to its value): a rusage time below the kernel's accounting
-granularity, read as 0 s here. Every other event
-that was not counted, not supported or counted only part of the time (multiplexed) stops the
-benchmark with perf's words: a bench never reports such a number.
+sets a tool event's run time to its value): read as 0 s here, as one of the two rusage times
+can be (the kernel splits a process's run time between user and system mode by the ticks that
+met each, so a short process's time may all go to one). Every other event that was not
+counted, not supported or counted only part of the time (multiplexed) stops the benchmark with
+perf's words: a bench never reports such a number.
 
 Wall time also holds the start of a process (exec, dynamic loading: about a millisecond), the
 same for every command, which pulls ratios towards 1 (`sleep 0.1` / `sleep 0.05` reads 1.98).
@@ -20,6 +21,14 @@ As hyperfine subtracts its shell's start-up, `bench` measures an empty program (
 same way and subtracts its median wall time from every wall time (`startup_s` in the results;
 `startup_correction=False` keeps perf's raw figure); a run shorter than that counts as 0 s, and
 `analysis.bench.warnings` says it was too short to measure.
+
+perf 6.1 also loses a workload that ends before perf waits for it: its SIGCHLD handler
+(`skip_signal`) forgets the child's pid, so perf never calls wait4, exits 0 whatever the
+workload's status, and prints a wall time of a few microseconds and no rusage at all (both
+`user_time` and `system_time` `<not counted>`; a process that ran has a non-zero sum of the two).
+On the loaded 2-core VM, pinned to one CPU, `sh -c 'exit 3'` met it twice in 200 runs. Such a
+run's figures and exit status are perf's race, not the workload's: the repetition runs again
+(its `--prepare` too), up to LOST_TRIES times, and `lost_runs` in the results counts them.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ FORMAT = 1  # of the to_json document (bench.json, --export-json)
 TIME_EVENTS = {"duration_time": "wall_s", "user_time": "user_s", "system_time": "sys_s"}
 TIMES = tuple(TIME_EVENTS.values())
 DEFAULT_EVENTS = ["task-clock", "context-switches", "cpu-migrations", "page-faults"]
+LOST_TRIES = 5  # runs of one repetition that perf may lose (see the module docstring)
 
 
 @dataclass
@@ -85,10 +95,15 @@ class BenchResult:
     options: BenchOptions
     commands: list[CommandResult]
     startup_s: float = 0.0  # subtracted from every wall time (see the module docstring)
+    lost_runs: int = 0  # runs perf lost (ended before perf waited) and that ran again
 
     @property
     def metrics(self) -> list[str]:
         return [*TIMES, *(e.name for e in self.events)]
+
+
+class LostWorkload(AutoprofError):
+    """perf did not wait for the workload (see the module docstring): its figures are void."""
 
 
 class BenchInterrupted(Interrupted):
@@ -137,12 +152,16 @@ def _count(row, event: str) -> float:
 
 def read_counts(output: bytes, events: list[Event]) -> tuple[dict[str, float], dict[str, str]]:
     """(metric -> value, metric -> unit) from one `perf stat -x,` total-mode output: the three
-    times in seconds, the events under their catalog names in perf's units."""
+    times in seconds, the events under their catalog names in perf's units. LostWorkload when
+    perf printed no rusage at all (it never waited for the workload: see the module docstring)."""
     import pandas as pd
 
     from autoprof.perf import stat_csv
 
     frame = stat_csv.parse(output, ",", interval=False).frame
+    rusage = frame[frame["EVENT"].isin(["user_time", "system_time"])]
+    if len(rusage) == 2 and (rusage["STATE"] == CountState.NOT_COUNTED).all():
+        raise LostWorkload("perf did not wait for the workload: no rusage, no exit status")
     wanted = {t: t for t in TIME_EVENTS}  # perf's printed name -> metric
     for e in events:  # a catalog event prints as its name= label, not as its spec
         wanted |= dict.fromkeys(perf_labels.printed_forms(e.pmu, e.label, e.spec), e.name)
@@ -215,6 +234,25 @@ def run_once(
     return read_counts(output.read_bytes(), events)
 
 
+def _repetition(
+    command: list[str], events: list[Event], output: Path, options: BenchOptions, perf: str
+) -> tuple[dict[str, float], dict[str, str], int]:
+    """One repetition (after its `--prepare`), run again while perf loses it: its values,
+    units and the number of runs lost."""
+    for lost in range(LOST_TRIES):
+        if options.prepare:
+            _prepare(options.prepare)
+        try:
+            return (*run_once(command, events, output, options.timeout, perf), lost)
+        except LostWorkload:
+            continue
+    raise AutoprofError(
+        f"perf lost {shlex.join(command)} {LOST_TRIES} times in a row: it ended before perf "
+        "waited for it (perf 6.1's stat then reports no exit status and no rusage); "
+        "benchmark on a less loaded machine"
+    )
+
+
 def bench(
     commands: list[list[str]],
     events: list[Event],
@@ -236,16 +274,16 @@ def bench(
             raise AutoprofError(f"command not found: {command[0]}")
     results = [CommandResult(list(c)) for c in commands]
     units: dict[str, str] = {}
-    startup = 0.0
+    startup, lost_runs = 0.0, 0
     try:
         with tempfile.TemporaryDirectory(prefix="autoprof-bench-") as tmp:
             output = Path(tmp) / "perf.csv"
-            startup = _startup(output, options, perf) if options.startup_correction else 0.0
+            if options.startup_correction:
+                startup, lost_runs = _startup(output, options, perf)
             for i, result in enumerate(results):
                 for rep in range(options.warmup + options.runs):
-                    if options.prepare:
-                        _prepare(options.prepare)
-                    values, units = run_once(result.command, events, output, options.timeout, perf)
+                    values, units, lost = _repetition(result.command, events, output, options, perf)
+                    lost_runs += lost
                     warm = rep < options.warmup
                     if not warm:
                         index = rep - options.warmup + 1
@@ -257,20 +295,22 @@ def bench(
                     if on_run:
                         on_run(i, rep + 1 if warm else rep - options.warmup + 1, warm)
     except Interrupted as stop:
-        partial = BenchResult(events, units, options, results, startup)
+        partial = BenchResult(events, units, options, results, startup, lost_runs)
         raise BenchInterrupted(stop.signum, partial) from None
-    return BenchResult(events, units, options, results, startup)
+    return BenchResult(events, units, options, results, startup, lost_runs)
 
 
-def _startup(output: Path, options: BenchOptions, perf: str) -> float:
+def _startup(output: Path, options: BenchOptions, perf: str) -> tuple[float, int]:
     """Median wall time of an empty program (`true`) under the same perf stat: a process's
-    start and exit, which every command's wall time holds too."""
+    start and exit, which every command's wall time holds too; and the runs perf lost."""
     empty = [shutil.which("true") or "/bin/true"]
-    walls = [
-        run_once(empty, [], output, options.timeout, perf)[0]["wall_s"]
-        for _ in range(options.warmup + options.runs)
+    plain = BenchOptions(timeout=options.timeout)  # no --prepare for `true`
+    runs = [
+        _repetition(empty, [], output, plain, perf) for _ in range(options.warmup + options.runs)
     ]
-    return float(sorted(walls[options.warmup :])[(options.runs - 1) // 2])
+    walls = [values["wall_s"] for values, _, _ in runs]
+    startup = float(sorted(walls[options.warmup :])[(options.runs - 1) // 2])
+    return startup, sum(lost for _, _, lost in runs)
 
 
 CSV_COLUMNS = ["command", "repetition", "metric", "value", "unit"]
@@ -284,6 +324,7 @@ def to_json(result: BenchResult) -> dict:
         "units": result.units,
         "options": asdict(result.options),
         "startup_s": result.startup_s,
+        "lost_runs": result.lost_runs,
         "commands": [
             {"command": c.command, "repetitions": [asdict(r) for r in c.repetitions]}
             for c in result.commands
@@ -306,6 +347,7 @@ def from_json(data: dict, path: object = "bench.json") -> BenchResult:
             for c in data["commands"]
         ],
         data.get("startup_s", 0.0),
+        data.get("lost_runs", 0),
     )
 
 

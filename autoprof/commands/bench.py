@@ -167,6 +167,11 @@ def bench(
             f"wall times exclude a process's start and exit: {result.startup_s * 1000:.2f} ms "
             "(median wall time of `true`; --no-startup-correction keeps it)"
         )
+    if result.lost_runs:
+        console.print(
+            f"perf lost {result.lost_runs} run(s) (the command ended before perf waited for it: "
+            "no exit status, no rusage); each ran again"
+        )
     for warning in stats.warnings(result):
         console.print(f"[yellow]warning:[/] {warning}")
     document = report(result, summaries, ratios)
