@@ -186,9 +186,10 @@ def test_a_run_perf_did_not_wait_for_is_lost_not_read():
 
 
 def _perf_delayed(tmp_path: Path, times: int) -> dict[str, str]:
-    """An environment whose `perf` is the real one, with `-D 100` added to its first `times`
-    `perf stat` runs: perf then sleeps before it waits for the workload, which has long ended
-    (the race of the test above, made certain)."""
+    """An environment whose `perf` is the real one, with `-D 1000` added to its first `times`
+    `perf stat` runs: perf then sleeps a second before it waits for the workload, which has
+    long ended (the race of the test above, made certain: `sh -c 'exit 0'` takes a few ms,
+    some tens on a machine at load 10)."""
     real = shutil.which("perf")
     assert real is not None
     bin_dir, count = tmp_path / "bin", tmp_path / "delayed"
@@ -198,7 +199,7 @@ def _perf_delayed(tmp_path: Path, times: int) -> dict[str, str]:
     wrapper.write_text(
         "#!/bin/sh\n"
         f'if [ "$1" = stat ] && [ $(wc -c < {count}) -lt {times} ]; then\n'
-        f'  printf x >> {count}; shift; exec {real} stat -D 100 "$@"\n'
+        f'  printf x >> {count}; shift; exec {real} stat -D 1000 "$@"\n'
         "fi\n"
         f'exec {real} "$@"\n'
     )
@@ -211,10 +212,13 @@ def test_a_run_perf_lost_runs_again_and_is_counted(tmp_path):
     out = tmp_path / "bench.json"
     bench = ("bench", "-n", "2", "--warmup", "0", "--no-startup-correction")
     env = _perf_delayed(tmp_path, times=1)
-    proc = process(*bench, "--export-json", out, "--", "sh", "-c", "exit 0", env=env)
+    marker = tmp_path / "prepared"
+    prepare = ("--prepare", f"echo x >> {marker}")
+    proc = process(*bench, *prepare, "--export-json", out, "--", "sh", "-c", "exit 0", env=env)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     assert data["lost_runs"] == 1 and len(data["commands"][0]["repetitions"]) == 2
+    assert marker.read_text().count("x") == 3  # the lost repetition's --prepare ran again too
     assert all(r["user_s"] + r["sys_s"] > 0 for r in data["commands"][0]["repetitions"])
     assert "perf lost 1 run(s)" in proc.stderr
     # the run perf lost had exited 3 and perf said 0: the run again says 3
@@ -230,12 +234,15 @@ def test_a_run_perf_lost_runs_again_and_is_counted(tmp_path):
 def test_json_round_trip_and_prepare(tmp_path):
     marker = tmp_path / "prepared"
     events = measure.one_run_events(planning.plan(Request(events=["task-clock"])))
-    result = measure.bench(
-        [["true"]], events, measure.BenchOptions(runs=2, warmup=1, prepare=f"echo x >> {marker}")
+    options = measure.BenchOptions(
+        runs=2, warmup=1, prepare=f"echo x >> {marker}", startup_correction=False
     )
-    assert marker.read_text().count("x") == 3  # before every repetition, warm-up included
+    result = measure.bench([["true"]], events, options)
+    # before every repetition, warm-up included, and before a run of one perf lost
+    assert marker.read_text().count("x") == 3 + result.lost_runs
     again = measure.from_json(json.loads(json.dumps(measure.to_json(result))))
     assert again.commands == result.commands and again.units == result.units
+    assert again.lost_runs == result.lost_runs
     assert [e.spec for e in again.events] == ["task-clock"]
     assert len(measure.rows(result)) == 2 * len(result.metrics)
     later = dict(measure.to_json(result), added_later=1)
