@@ -298,6 +298,48 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
+_ORPHAN = """
+import os, signal, sys, time
+from autoprof.perf.process import die_with_parent
+parent, log = os.getppid(), sys.argv[1]
+signal.signal(signal.SIGTERM, lambda *_: open(log, "a").write("SIGTERM\\n"))
+die_with_parent(parent)
+print("ready", flush=True)
+deadline = time.monotonic() + 30
+while os.getppid() == parent and time.monotonic() < deadline:
+    time.sleep(0.02)
+time.sleep(0.5)  # any later parent-death signal arrives meanwhile
+open(log, "a").write("orphaned\\n" if os.getppid() != parent else "parent never died\\n")
+"""
+
+_PARENT = """
+import subprocess, sys, threading
+def start():  # the child of this thread, which then exits: the kernel's first parent death
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]],
+                             stdout=subprocess.PIPE, text=True)
+    child.stdout.readline()
+thread = threading.Thread(target=start)
+thread.start()
+thread.join()
+"""  # then the process exits: the second
+
+
+def test_a_dying_parent_sends_its_child_one_sigterm(tmp_path):
+    """The kernel sends the parent-death signal each time the child's parent thread exits while
+    the parent has another (a killed worker's threads die one by one): `die_with_parent`
+    passes the first on as one SIGTERM. Here the child's parent thread exits first, then the
+    whole parent: two parent deaths to the kernel, one SIGTERM to the child."""
+    log = tmp_path / "signals"
+    subprocess.run([sys.executable, "-c", _PARENT, _ORPHAN, str(log)], check=True, timeout=60)
+    deadline = time.monotonic() + 60
+    while "orphaned" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline and "never" not in (
+            log.read_text() if log.exists() else ""
+        )
+        time.sleep(0.05)
+    assert log.read_text() == "SIGTERM\norphaned\n"
+
+
 @pytest.mark.slow  # a real worker killed mid-profile
 def test_a_worker_killed_mid_profile_leaves_nothing_running_and_its_job_ends_once(
     redis_url, tmp_path
@@ -336,11 +378,14 @@ def test_a_worker_killed_mid_profile_leaves_nothing_running_and_its_job_ends_onc
             time.sleep(0.05)
         print(f"horse, perf and workload gone {time.monotonic() - killed_at:.2f} s after the kill")
         conn.delete(Group.REDIS_GROUP_CLEANING_KEY)  # set again by the successor's maintenance
+        dead_log = worker.log.read_text(errors="replace")  # the successor's log replaces it
         worker = WorkerProcess(tmp_path, redis_url, store, host, "sh .*")  # its successor
         ended = _wait_status(conn, job.id, TERMINAL, timeout=30)
         print(f"job {ended.status} {time.monotonic() - killed_at:.2f} s after the kill: "
               f"{ended.error}")  # fmt: skip
-        assert ended.status == "failed" and "interrupted by SIGTERM" in ended.error, ended
+        assert ended.status == "failed" and "interrupted by SIGTERM" in ended.error, (
+            f"{ended}\nthe killed worker's log:\n{dead_log[-3000:]}"
+        )
         deadline = time.monotonic() + 60  # its registries cleaned, then its groups': done
         while not conn.exists(Group.REDIS_GROUP_CLEANING_KEY):
             assert time.monotonic() < deadline, "the successor never ran its maintenance"

@@ -32,6 +32,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_S = 0.01
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_DEATH_RELAY = signal.SIGUSR2  # see die_with_parent
 _PR_SET_DUMPABLE = 4
 _COERCED = ("C.UTF-8", "C.utf8", "UTF-8")  # the locales of PEP 538's coercion
 
@@ -234,12 +235,27 @@ def keep_private() -> None:
 
 
 def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
-    """Have the kernel send `signum` to this process when its parent (pid `parent`) dies
-    (prctl PR_SET_PDEATHSIG); sends it at once when the parent is gone already. A process that
-    handles `signum` as `Stopper` does stops its perf group before it exits, so nothing it
-    started outlives a parent killed with SIGKILL."""
+    """Have `signum` sent to this process, once, when its parent (pid `parent`) dies; sent at
+    once when the parent is gone already. A process that handles `signum` as `Stopper` does
+    stops its perf group before it exits, so nothing it started outlives a parent killed with
+    SIGKILL.
+
+    Once: the kernel sends the parent-death signal (prctl PR_SET_PDEATHSIG) each time the
+    thread that is this process's parent exits while another thread of that process lives: the
+    child is handed to the next live thread and signalled again (kernel/exit.c,
+    forget_original_parent, after find_new_reaper's find_alive_thread). A killed worker's four
+    threads sent its horse SIGTERM twice, 36 ms apart; the second came after the horse's
+    Stopper had taken the first and ended, met SIGTERM's default action and killed the horse
+    before it recorded why its job failed. So the kernel sends PARENT_DEATH_RELAY, whose
+    handler sends `signum` the first time and ignores the relay from then on."""
+
+    def relay(relayed: int, frame: object) -> None:
+        signal.signal(relayed, signal.SIG_IGN)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(PARENT_DEATH_RELAY, relay)
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+    if libc.prctl(_PR_SET_PDEATHSIG, int(PARENT_DEATH_RELAY), 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != parent:  # died between fork and prctl: the kernel will not tell us
         os.kill(os.getpid(), signum)
