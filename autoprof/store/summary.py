@@ -33,6 +33,7 @@ from autoprof.store import bulk
 from autoprof.store.engine import Store
 from autoprof.store.models import RunPart, RunSummary, Series
 from autoprof.store.queries import find_run
+from autoprof.util.heap import release_free_memory
 from autoprof.util.prefetch import prefetched
 
 VERSION = 1
@@ -61,6 +62,7 @@ def stored(store: Store, ident: str, name: str) -> str | None:
             found = _read(conn, run, name)
             if found is None:
                 items = build(conn, run)
+                release_free_memory()  # the build's peak, kept by malloc for nothing else
         if found is None:
             with store.write() as conn:
                 _save(conn, run, items)
