@@ -273,6 +273,10 @@ def _flag(cls: type, name: str, default: Any, option: Option) -> Callable:
             show_default=default,
             help=option.help,
         )
+    if kind is tuple:  # repeatable: --region A --region B
+        return click.option(
+            *option.flags, name, multiple=True, metavar=option.metavar, help=option.help
+        )
     extra = [f"default: {default}"] if default is not None else []
     extra += [option.range_text] if option.range_text else []
     number = click.INT if kind is int else click.FLOAT

@@ -43,7 +43,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -156,9 +156,11 @@ class Launch:
         env: Mapping[str, str],
         stdout: IO[bytes] | int | None = None,
         stderr: IO[bytes] | int | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> Launch:
-        """Start `command` held at its exec (a group of its own); raises AutoprofError in one
-        line when it cannot be run (not found, not executable, ptrace refused)."""
+        """Start `command` held at its exec (a group of its own), with `pass_fds` open in it
+        (a region marker channel); raises AutoprofError in one line when it cannot be run (not
+        found, not executable, ptrace refused)."""
         name = command[0]
         path = resolve(name, env)
         call = _ptrace()
@@ -171,6 +173,7 @@ class Launch:
                 stderr=stderr,
                 env=dict(env),
                 process_group=0,
+                pass_fds=pass_fds,
                 preexec_fn=lambda: _trace_me(call),
             )
         except subprocess.SubprocessError:  # the child's PTRACE_TRACEME failed
@@ -230,12 +233,17 @@ class Launch:
             os.close(ack_write)
         return full
 
-    def release(self, deadline: float | None = None) -> bool:
-        """Wait until perf counts (its ack), then let the workload run. False when perf exited
-        first (it could not open its events): the workload is then killed before its first
-        instruction. subprocess.TimeoutExpired when `deadline` (time.monotonic) passes first.
-        Call it from the thread that spawned the workload (its tracer)."""
+    def release(
+        self, deadline: float | None = None, counting: Callable[[], None] | None = None
+    ) -> bool:
+        """Wait until perf counts (its ack), call `counting` (the workload still held: a
+        region relay takes perf's counters then), then let the workload run. False when perf
+        exited first (it could not open its events): the workload is then killed before its
+        first instruction. subprocess.TimeoutExpired when `deadline` (time.monotonic) passes
+        first. Call it from the thread that spawned the workload (its tracer)."""
         if not self.ran and not self.exited() and self._await_ack(deadline):
+            if counting is not None:
+                counting()
             self.ran = _ptrace()(_PTRACE_DETACH, self.pid, None, None) == 0
         if not self.ran:
             self.kill()

@@ -140,6 +140,16 @@ class ProfileOptions(Declared):
         help="Count this software event (task-clock) in every run, so analyses can normalise "
         "events of different runs by it.",
     )
+    regions: tuple[str, ...] = declare(
+        (),
+        measures=True,
+        flags=("--region",),
+        metavar="NAME",
+        spec=True,
+        help="Count every planned event also while the program is inside region NAME (its "
+        "markers: autoprof.h, autoprof.markers); repeatable; `all` for every region it enters. "
+        "All regions come from the same runs as the whole program.",
+    )
     retries: int = declare(
         0,
         flags=("--retries",),
@@ -173,6 +183,10 @@ class ProfileOptions(Declared):
         help="Seconds each group measures the attached target (or the system with -a).",
     )
 
+    def __post_init__(self) -> None:
+        if isinstance(self.regions, list):  # from JSON: a manifest, a job spec
+            object.__setattr__(self, "regions", tuple(self.regions))
+
     @property
     def attached(self) -> bool:
         return self.duration is not None
@@ -190,6 +204,8 @@ class ProfileOptions(Declared):
         found = super().problem()
         if found is None and not self.part <= self.parts:
             found = f"part {self.part} of {self.parts} is not a valid part"
+        if found is None and self.regions:
+            found = _regions_problem(self)
         if found is None and self.cpu_list is not None:
             from autoprof.catalog.machine import cpu_list  # its one parser; only when given
             from autoprof.errors import AutoprofError
@@ -209,8 +225,10 @@ class ProfileOptions(Declared):
             skip |= {"pids", "cgroup", "duration"}
         if not self.user:  # all modes, as every manifest written before --user says
             skip.add("user")
+        if not self.regions:
+            skip.add("regions")
         return {
-            f.name: getattr(self, f.name)
+            f.name: _json(getattr(self, f.name))
             for f, option in option_fields(ProfileOptions)
             if option.recorded and f.name not in skip
         }
@@ -218,7 +236,25 @@ class ProfileOptions(Declared):
     def spec_json(self) -> dict[str, Any]:
         """What a job spec carries (`queue.spec`): the options a submitter may set."""
         fields = option_fields(ProfileOptions)
-        return {f.name: getattr(self, f.name) for f, option in fields if option.spec}
+        return {f.name: _json(getattr(self, f.name)) for f, option in fields if option.spec}
+
+
+def _json(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _regions_problem(options: ProfileOptions) -> str | None:
+    """--region counts the command's own process tree, read from perf's per-task counters."""
+    from autoprof.markers import NAME_MAX
+
+    for name in options.regions:
+        if not name or len(name.encode()) > NAME_MAX or "\0" in name:
+            return f"--region {name!r}: a region's name is 1 to {NAME_MAX} bytes"
+    if options.attached:
+        return "--region counts a command's regions: it cannot attach (-p, --cgroup, --duration)"
+    if options.system_scope:
+        return "--region counts the command's own processes: not with -a or --cpu-list"
+    return None
 
 
 def measuring_fields() -> tuple[str, ...]:

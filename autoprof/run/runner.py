@@ -36,6 +36,7 @@ from autoprof.run import attach, outcome, outdir
 from autoprof.run.journal import Entry, Journal, finished
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import EventRef, RunRecord
+from autoprof.run.regions import Relay
 from autoprof.schedule.plan import perf_event_args  # networkx only when a plan is packed
 from autoprof.util.clock import now_iso
 from autoprof.util.status import RunStatus
@@ -228,13 +229,23 @@ class Runner:
     ) -> tuple[int | None, int | None]:
         """A run of the command (`perf.launch`): (perf's exit code, the workload's end)."""
         launch: Launch | None = None
+        relay = Relay(list(self.options.regions)) if self.options.regions else None
+        env = self.command_env | (relay.env if relay else {})
         timeout = self.options.timeout
         deadline = None if timeout is None else started + timeout
         try:
             # a signal meanwhile is raised when both pids are known (at the section's end,
             # inside this try: the run is then stopped and recorded as interrupted)
             with self.stopper.deferred():
-                launch = Launch.spawn(self.command, env=self.command_env, stdout=out, stderr=err)
+                launch = Launch.spawn(
+                    self.command,
+                    env=env,
+                    stdout=out,
+                    stderr=err,
+                    pass_fds=relay.pass_fds if relay else (),
+                )
+                if relay:
+                    relay.spawned()
                 # recorded at once: a profiler killed now leaves a workload to stop
                 record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
                 outdir.write_run_record(folder, record)
@@ -243,8 +254,12 @@ class Runner:
                 )
                 record.perf_pid = launch.perf_pid
                 outdir.write_run_record(folder, record)
-            if launch.release(deadline):
+            perf_pid = launch.perf_pid
+            counting = (lambda: relay.start(perf_pid)) if relay and perf_pid else None
+            if launch.release(deadline, counting):
                 launch.wait_exit(None if deadline is None else max(deadline - time.monotonic(), 0))
+                if relay:
+                    relay.finish(folder)
             code = launch.finish()
         except subprocess.TimeoutExpired:
             assert launch is not None
@@ -265,6 +280,9 @@ class Runner:
                 with self.stopper.deferred():
                     launch.stop()
             raise
+        finally:
+            if relay:
+                relay.close()
         workload = launch.workload_status if launch.ran else None
         if record.status == RunStatus.TIMEOUT:
             record.workload_exit = workload

@@ -117,10 +117,17 @@ def kind_of(name: str, cls: type) -> tuple[type, bool]:
     """(the field's type, whether it may be None), from its annotation."""
     hint = typing.get_type_hints(cls)[name]
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    return next(a for a in args if a is not types.NoneType), types.NoneType in args
+    kind = next(a for a in args if a is not types.NoneType)
+    return typing.get_origin(kind) or kind, types.NoneType in args  # tuple[str, ...]: tuple
 
 
-_KIND_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+_KIND_NAMES = {
+    bool: "true or false",
+    int: "a whole number",
+    float: "a number",
+    str: "a string",
+    tuple: "a list of strings",
+}
 
 
 def is_json(value: Any, kinds: tuple[type, ...]) -> bool:
@@ -130,6 +137,8 @@ def is_json(value: Any, kinds: tuple[type, ...]) -> bool:
         return bool in kinds
     if float in kinds and isinstance(value, int):
         return True
+    if tuple in kinds:  # a repeatable option (tuple[str, ...]); JSON gives a list
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
     return isinstance(value, kinds)
 
 

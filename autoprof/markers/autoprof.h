@@ -1,0 +1,81 @@
+/* autoprof.h: named regions for `autoprof profile --region NAME` (header only, no library).
+ *
+ *   #include <autoprof.h>            // cc $(autoprof markers --cflags) ...
+ *   autoprof_begin("solve");  ... the code to measure ...  autoprof_end("solve");
+ *
+ * Under autoprof, AUTOPROF_MARKERS names an inherited file descriptor (a Unix SOCK_SEQPACKET
+ * socket). A marker writes one message, "B <tid> <name>" or "E <tid> <name>" (name: 1 to 64
+ * bytes, no NUL), and blocks until autoprof answers one byte: autoprof reads every counter
+ * while the calling thread waits, so what the region counts starts and stops at the call.
+ * One thread of a process at a time passes a marker (a spin lock around the write and the
+ * read). Not under autoprof (the variable absent or not a number), a marker is a load and a
+ * branch: no system call. Names longer than 64 bytes are cut at 64.
+ *
+ * The protocol is documented in autoprof's docs/REFERENCE.md (regions) for other languages.
+ */
+#ifndef AUTOPROF_H
+#define AUTOPROF_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#define AUTOPROF_ENV "AUTOPROF_MARKERS"
+#define AUTOPROF_NAME_MAX 64
+
+/* Shared by every translation unit of a program (weak: one definition survives the link).
+ * fd: -2 not looked up yet, -1 not under autoprof, else the channel. */
+__attribute__((weak)) int autoprof_fd_ = -2;
+__attribute__((weak)) int autoprof_lock_ = 0;
+
+static __attribute__((noinline, cold, unused)) int autoprof_lookup_(void) {
+    const char *text = getenv(AUTOPROF_ENV);
+    int fd = -1;
+    if (text && *text) {
+        char *end;
+        long n = strtol(text, &end, 10);
+        if (*end == '\0' && n >= 0 && n < 1 << 20) fd = (int)n;
+    }
+    __atomic_store_n(&autoprof_fd_, fd, __ATOMIC_RELAXED);
+    return fd;
+}
+
+static __attribute__((noinline, unused)) void autoprof_mark_(int fd, char op, const char *name) {
+    char msg[2 + 12 + AUTOPROF_NAME_MAX];
+    long tid = syscall(SYS_gettid);
+    int n = 0;
+    char digits[12];
+    int d = 0;
+    msg[n++] = op;
+    msg[n++] = ' ';
+    do { digits[d++] = (char)('0' + tid % 10); tid /= 10; } while (tid > 0 && d < 12);
+    while (d > 0) msg[n++] = digits[--d];
+    msg[n++] = ' ';
+    for (int i = 0; name[i] && i < AUTOPROF_NAME_MAX; i++) msg[n++] = name[i];
+    while (__atomic_exchange_n(&autoprof_lock_, 1, __ATOMIC_ACQUIRE)) {
+    }
+    if (write(fd, msg, (size_t)n) == n) {
+        char ack;
+        while (read(fd, &ack, 1) < 0 && errno == EINTR) {
+        }
+    }
+    __atomic_store_n(&autoprof_lock_, 0, __ATOMIC_RELEASE);
+}
+
+/* Enter region `name` (nestable, repeatable; entries accumulate). */
+static inline void autoprof_begin(const char *name) {
+    int fd = __atomic_load_n(&autoprof_fd_, __ATOMIC_RELAXED);
+    if (__builtin_expect(fd == -2, 0)) fd = autoprof_lookup_();
+    if (__builtin_expect(fd >= 0, 0)) autoprof_mark_(fd, 'B', name);
+}
+
+/* Leave region `name`: the innermost region this thread entered. */
+static inline void autoprof_end(const char *name) {
+    int fd = __atomic_load_n(&autoprof_fd_, __ATOMIC_RELAXED);
+    if (__builtin_expect(fd == -2, 0)) fd = autoprof_lookup_();
+    if (__builtin_expect(fd >= 0, 0)) autoprof_mark_(fd, 'E', name);
+}
+
+#endif
