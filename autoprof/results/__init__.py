@@ -19,6 +19,10 @@ Columns:
   PERCENT_RUNNING  percent of the interval the counter was running; < 100 means multiplexed
   STATUS           a `autoprof.util.status.RowStatus`: ``ok``, ``multiplexed``, ``not counted``,
                    ``not supported``
+  REGION           the named region the count is for (`profile --region`); empty for the whole
+                   program. A region's row holds its total over the run (INDEX 0, no TIME)
+
+With `profile --per-thread`, UNIT names the thread a row counts, as perf prints it: ``COMM-TID``.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ AUTOPERF_COLUMNS = [
     "UNIT",
     "SAMPLE_VALUE",
 ]
-EXTRA_COLUMNS = ["RUN", "REPEAT", "PMU", "VALUE_UNIT", "PERCENT_RUNNING", "STATUS"]
+EXTRA_COLUMNS = ["RUN", "REPEAT", "PMU", "VALUE_UNIT", "PERCENT_RUNNING", "STATUS", "REGION"]
 COLUMNS = AUTOPERF_COLUMNS + EXTRA_COLUMNS
 
 # pandas dtypes; nullable integers so that "no CPU" stays empty instead of becoming 0 or 0.0.
@@ -67,6 +71,7 @@ DTYPES: dict[str, str] = {
     "VALUE_UNIT": "string",
     "PERCENT_RUNNING": "float64",
     "STATUS": "string",
+    "REGION": "string",
 }
 
 
@@ -75,6 +80,21 @@ def empty_frame() -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame({name: pd.Series(dtype=DTYPES[name]) for name in COLUMNS})
+
+
+def whole_program(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows that count the whole program (no REGION): what an analysis of a profile
+    reads unless it is asked for regions."""
+    if "REGION" not in frame.columns:
+        return frame
+    return frame[frame["REGION"].isna()]
+
+
+def region_names(frame: pd.DataFrame) -> list[str]:
+    """The regions a results frame holds rows for, in order of appearance."""
+    if "REGION" not in frame.columns:
+        return []
+    return [str(r) for r in frame["REGION"].dropna().unique()]
 
 
 def normalize(frame: pd.DataFrame) -> pd.DataFrame:
@@ -130,7 +150,7 @@ _SEGMENTS = (
     ("EVENT_NAME",),
     ("INDEX", "TIME"),
     ("SOCKET", "CORE", "CPU", "NODE", "UNIT"),
-    ("RUN", "REPEAT", "PMU", "VALUE_UNIT", "PERCENT_RUNNING", "STATUS"),
+    ("RUN", "REPEAT", "PMU", "VALUE_UNIT", "PERCENT_RUNNING", "STATUS", "REGION"),
 )
 
 

@@ -27,7 +27,7 @@ from autoprof import results
 from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.perf import stat_arrow, stat_csv
 from autoprof.perf.unsupported import Unsupported
-from autoprof.results import rows, tally
+from autoprof.results import regions, rows, tally
 from autoprof.results.sanity_report import (
     BrokenFile,
     BrokenRun,
@@ -130,6 +130,8 @@ def _aggregate(
         if planned is not None:
             run, unknown = rows.outside(run, planned)
             state.unknown.update(dict.fromkeys(unknown))
+        if state.regions is not None:
+            regions.add_totals(state.totals, run)
         seen.add(run)
         written = np.isin(run.status, keep)
         seen.rows += int(written.sum())
@@ -142,7 +144,15 @@ def _aggregate(
         record = mapper.record
         if not any((b.run, b.repeat) == (record.run, record.repeat) for b in state.broken):
             emit(mapper.rest())
+            if state.regions is not None:
+                table = state.regions.run(record, state.totals)
+                if table is not None:
+                    seen.rows += table.num_rows
+                    sink(table)
+        state.totals = {}
 
+    if manifest.options.regions:
+        state.regions = regions.Regions(out, manifest.options.regions)
     mapper = None
     for kind, item, problems in prefetched(_pieces(out, state)):
         broken.extend(problems)
@@ -169,6 +179,8 @@ def _aggregate(
         results_name,
     )
     report.unknown_events = list(state.unknown)
+    if state.regions is not None:
+        report.regions, report.region_problems = state.regions.summaries()
     return Aggregation(None, report, lines)
 
 
@@ -181,6 +193,8 @@ class _RunState:
     reasons: dict[tally.Label, str] = field(default_factory=dict)
     modifiers: rows.Modifiers = field(default_factory=dict)
     unknown: dict[str, None] = field(default_factory=dict)  # events not in the plan, in order
+    regions: regions.Regions | None = None  # a profile with --region
+    totals: dict[tally.Label, regions.Total] = field(default_factory=dict)  # the run's, so far
 
 
 _RUN, _CHUNK = "run", "chunk"

@@ -390,5 +390,6 @@ def table(rows: RunRows, keep: np.ndarray):
         "VALUE_UNIT": text(rows.value_units, rows.value_unit),
         "PERCENT_RUNNING": pa.array(rows.percent[keep], pa.float64()),
         "STATUS": text(list(RowStatus), rows.status.astype(np.int64)),
+        "REGION": pa.nulls(int(keep.sum()), pa.string()),
     }
     return pa.table(columns)

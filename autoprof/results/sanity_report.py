@@ -219,6 +219,28 @@ class BrokenFile(_Record):
 
 
 @dataclass
+class RegionSummary(_Record):
+    """A named region over the profile (`profile --region`): its entries summed over the runs
+    that counted it; `never_entered` for a region asked for by name that no run entered (it
+    has no rows: not zeros)."""
+
+    name: str
+    entries: int = 0
+    runs: int = 0
+    never_entered: bool = False
+
+
+@dataclass
+class RegionProblem(_Record):
+    """A run whose markers were unbalanced (its region rows are kept, flagged here), or whose
+    region counts could not be read or matched (it has none)."""
+
+    run: int
+    repeat: int
+    problem: str
+
+
+@dataclass
 class Report(_Record):
     """The sanity report of an aggregation: what was measured and what not to trust."""
 
@@ -237,6 +259,8 @@ class Report(_Record):
     unknown_events: list[str] = field(default_factory=list)
     # metric values computed over the results, when a tool added them: shown by `serve`
     metrics: dict[str, Any] | list[dict[str, Any]] | None = None
+    regions: list[RegionSummary] = field(default_factory=list)
+    region_problems: list[RegionProblem] = field(default_factory=list)
     format: int = FORMAT
 
     @property
@@ -265,6 +289,11 @@ class Report(_Record):
                 flags[f"runs {name}"] = len(items)
         if self.unknown_events:
             flags["unknown events"] = len(self.unknown_events)
+        never = [r for r in self.regions if r.never_entered]
+        if never:
+            flags["regions never entered"] = len(never)
+        if self.region_problems:
+            flags["region problems"] = len(self.region_problems)
         return flags
 
     def to_json(self) -> dict[str, Any]:
@@ -286,6 +315,8 @@ class Report(_Record):
         known["events"] = EventIssues.from_json(known.get("events") or {})
         known["broken_files"] = _list(BrokenFile.from_json, known.get("broken_files"))
         known["unknown_events"] = [str(n) for n in known.get("unknown_events") or []]
+        known["regions"] = _list(RegionSummary.from_json, known.get("regions"))
+        known["region_problems"] = _list(RegionProblem.from_json, known.get("region_problems"))
         known["format"] = FORMAT
         return cls(**known)
 
