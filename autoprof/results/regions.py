@@ -74,7 +74,12 @@ def _value(reading: Reading, end: Reading, total: Total) -> float:
 
 
 def _row(
-    region: str, label: Label, reading: Reading, end: Reading, total: Total, record: outdir.RunRecord
+    region: str,
+    label: Label,
+    reading: Reading,
+    end: Reading,
+    total: Total,
+    record: outdir.RunRecord,
 ) -> dict:
     value = _value(reading, end, total)
     percent = 100.0 if reading.enabled == 0 else 100.0 * reading.running / reading.enabled
@@ -117,17 +122,13 @@ def add_totals(totals: dict[Label, Total], rows: RunRows) -> None:
         return
     counted = np.isin(rows.status, (RowStatus.OK.code, RowStatus.MULTIPLEXED.code))
     refused = rows.status == RowStatus.NOT_SUPPORTED.code
-    sums = np.bincount(
-        rows.label[counted], weights=rows.value[counted], minlength=len(rows.labels)
-    )
+    sums = np.bincount(rows.label[counted], weights=rows.value[counted], minlength=len(rows.labels))
     for code in np.unique(rows.label).tolist():
         label = rows.labels[code]
         first = int(np.flatnonzero(rows.label == code)[0])
         total = totals.setdefault(
             label,
-            Total(
-                0.0, rows.units[rows.unit[first]], rows.value_units[rows.value_unit[first]]
-            ),
+            Total(0.0, rows.units[rows.unit[first]], rows.value_units[rows.value_unit[first]]),
         )
         total.value += float(sums[code])
         if refused[rows.label == code].all():
