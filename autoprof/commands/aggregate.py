@@ -80,6 +80,8 @@ def render(report: Report, out: Any) -> None:
         ("PMUs short of counters", events.too_few_counters),
         ("broken files", report.broken_files),
         ("unknown events", report.unknown_events),
+        ("regions never entered", [r for r in report.regions if r.never_entered]),
+        ("region problems", report.region_problems),
     ):
         style = "green" if not items else ("yellow" if name in WARNINGS else "red")
         summary.add_row(name, f"[{style}]{len(items)}[/{style}]")
@@ -93,6 +95,8 @@ def render(report: Report, out: Any) -> None:
     _detail(out, "not supported", events.not_supported, ["event", "pmu", "reason"])
     _detail(out, "modifiers", events.modifiers, ["event", "printed", "modifier"])
     _detail(out, "broken files", report.broken_files, ["path", "error"])
+    _detail(out, "regions", report.regions, ["name", "entries", "runs", "never_entered"])
+    _detail(out, "region problems", report.region_problems, ["run", "repeat", "problem"])
     for shortfall in events.too_few_counters:
         out.print(f"[red]{shortfall.line()}[/red]", highlight=False)
 

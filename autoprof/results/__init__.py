@@ -98,7 +98,10 @@ def region_names(frame: pd.DataFrame) -> list[str]:
 
 
 def normalize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Return `frame` with exactly the result columns, in order, with the canonical dtypes."""
+    """Return `frame` with exactly the result columns, in order, with the canonical dtypes (a
+    frame without REGION counts the whole program: its REGION is empty)."""
+    if "REGION" not in frame.columns:
+        frame = frame.assign(REGION=None)
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"results frame lacks columns: {', '.join(missing)}")

@@ -100,6 +100,7 @@ class Runner:
         self.command_env = command_env() | dict(env or {})
         self.stopper = Stopper()
         self.journal = Journal(out)
+        self.markers_seen = False  # --region: a marker reached the relay in some run
 
     def run_all(self, todo: Iterable[Task]) -> list[RunRecord]:
         """Run every task not finished yet; stop early on fail_fast, or on Ctrl-C, SIGTERM or
@@ -142,11 +143,23 @@ class Runner:
                 self._journal(parts)
             records += parts
             self.on_event("end", task, parts[-1])
+            self._check_markers(parts)
             if attach.target_gone(parts):
                 break  # nothing left to attach to: the other runs are missing (resume them)
             if self.options.fail_fast and any(p.status == RunStatus.WORKLOAD_FAILED for p in parts):
                 break
         return records
+
+    def _check_markers(self, parts: list[RunRecord]) -> None:
+        """--region with a program that passed no marker in a run that ended well: stop now
+        (the run is kept), not after the whole plan."""
+        if self.options.regions and not self.markers_seen:
+            if all(p.status == RunStatus.OK for p in parts):
+                raise AutoprofError(
+                    f"--region: {self.command[0]} passed no region marker in run "
+                    f"{parts[-1].run} (build it with autoprof.h, or use autoprof.markers, and "
+                    "run it directly, not through a launcher that drops AUTOPROF_MARKERS)"
+                )
 
     def run_task(self, task: Task, attempt: int = 1) -> list[RunRecord]:
         """Run one (run, repeat), splitting off or dropping events perf cannot open. A retry
@@ -259,7 +272,7 @@ class Runner:
             if launch.release(deadline, counting):
                 launch.wait_exit(None if deadline is None else max(deadline - time.monotonic(), 0))
                 if relay:
-                    relay.finish(folder)
+                    self.markers_seen |= relay.finish(folder).markers > 0
             code = launch.finish()
         except subprocess.TimeoutExpired:
             assert launch is not None
