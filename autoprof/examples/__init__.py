@@ -1,7 +1,8 @@
 """The bundled example workloads and how to build them: `writes.c` (`make demo` profiles it,
 and the end-to-end tests use it because hardware breakpoints count its writes exactly),
 `hotspots.c` (three functions of known cost, for record / report / callgraph) and `heap.c`
-(known allocations, for memory) and `calls.c` (a small call tree, for instruction traces)."""
+(known allocations, for memory), `calls.c` (a small call tree, for instruction traces) and
+`regions.c` (writes inside and outside named regions, for `profile --region`)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,21 @@ def expected_writes(n: int, slot0_factor: int = 1) -> list[int]:
 def build_heap(dest_dir: Path) -> Path:
     """heap.c with debug lines, so massif names its allocation sites by file:line."""
     return build_example("heap", dest_dir, ["-O1", "-g"])
+
+
+def build_regions(dest_dir: Path) -> Path:
+    """regions.c against autoprof.h (the markers' folder on the include path), at a fixed
+    address (-no-pie): breakpoints count its slot's writes per region."""
+    import autoprof.markers
+
+    include = Path(autoprof.markers.__file__).resolve().parent
+    return build_example("regions", dest_dir, ["-O1", "-no-pie", f"-I{include}"])
+
+
+def region_slot(binary: Path) -> str:
+    """The address of the slot a built `regions` writes."""
+    out = subprocess.run([str(binary), "--address"], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
 
 
 def build_calls(dest_dir: Path) -> Path:

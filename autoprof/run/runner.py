@@ -153,13 +153,13 @@ class Runner:
     def _check_markers(self, parts: list[RunRecord]) -> None:
         """--region with a program that passed no marker in a run that ended well: stop now
         (the run is kept), not after the whole plan."""
-        if self.options.regions and not self.markers_seen:
-            if all(p.status == RunStatus.OK for p in parts):
-                raise AutoprofError(
-                    f"--region: {self.command[0]} passed no region marker in run "
-                    f"{parts[-1].run} (build it with autoprof.h, or use autoprof.markers, and "
-                    "run it directly, not through a launcher that drops AUTOPROF_MARKERS)"
-                )
+        ended_well = all(p.status == RunStatus.OK for p in parts)
+        if self.options.regions and not self.markers_seen and ended_well:
+            raise AutoprofError(
+                f"--region: {self.command[0]} passed no region marker in run "
+                f"{parts[-1].run} (build it with autoprof.h, or use autoprof.markers, and "
+                "run it directly, not through a launcher that drops AUTOPROF_MARKERS)"
+            )
 
     def run_task(self, task: Task, attempt: int = 1) -> list[RunRecord]:
         """Run one (run, repeat), splitting off or dropping events perf cannot open. A retry
