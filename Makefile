@@ -16,11 +16,12 @@ DEMO_PKGS := linux-perf:perf gcc:cc
 # (memory, the trace flame graph's reference counts), QEMU user mode and a RISC-V cross compiler
 # (instruction traces for `flamegraph --trace`), and for the PMU lane (tests/pmu_lane: an Arm
 # kernel with a real PMU) QEMU's system emulator, mmdebstrap (its root filesystem) and an
-# aarch64 assembler and linker (its loop program).
+# aarch64 assembler, linker and C compiler (its loop program, its region example).
 TEST_PKGS := $(DEMO_PKGS) chromium:chromium graphviz:dot valgrind:valgrind \
              qemu-user:qemu-x86_64 gcc-riscv64-linux-gnu:riscv64-linux-gnu-gcc \
              qemu-system-arm:qemu-system-aarch64 mmdebstrap:mmdebstrap \
-             binutils-aarch64-linux-gnu:aarch64-linux-gnu-as
+             binutils-aarch64-linux-gnu:aarch64-linux-gnu-as \
+             gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc
 APT_LOCK_WAIT ?= 600
 export APT_LOCK_WAIT
 

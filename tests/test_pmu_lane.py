@@ -264,3 +264,54 @@ def test_a_plan_forced_past_the_counters_is_caught(guest, attempt):
     assert short["pmu"] == CORE and short["planned"] == 7 and set(short["events"]) == flagged
     line = "the counter number is wrong for this machine"
     assert line in found["aggregate_cli"]["stdout"], found["aggregate_cli"]
+
+
+REGION_CASES = ((1000, 200, 30, 3), (1000, 400, 60, 3), (2000, 200, 30, 6))  # guest.py's
+
+
+def _region_counts(guest: lane.Boot, case: tuple[int, ...]) -> dict[str, float]:
+    found = check(guest, "regions-" + "-".join(map(str, case)))
+    assert found["profile"]["rc"] == 0, found["profile"]["stderr"]
+    assert "aggregate_error" not in found, found.get("aggregate_error")
+    counts = {}
+    for region, events in found["regions"].items():
+        (total, lowest) = events["INST_RETIRED:u"]
+        assert lowest == 100.0, (region, lowest)  # counted all the time: never multiplexed
+        counts[region] = total
+    return counts
+
+
+def marker_costs(guest: lane.Boot) -> tuple[float, list[float], list[float]]:
+    """(instructions per slot write, region "inner"'s and "hot"'s constant per entry in each
+    case): a region counts TIMES * (its writes * per-write + a constant), the constant being
+    the markers' own cost (hot's holds inner's two markers whole)."""
+    counts = [_region_counts(guest, case) for case in REGION_CASES]
+    (o1, h1, i1, t1), (o2, h2, i2, t2) = REGION_CASES[:2]
+    assert (o1, t1) == (o2, t2)
+    per_write = (counts[1][""] - counts[0][""]) / ((h2 + i2 - h1 - i1) * t1)
+    inner = [
+        c["inner"] / t - per_write * i for c, (_, _, i, t) in zip(counts, REGION_CASES, strict=True)
+    ]
+    hot = [
+        c["hot"] / t - per_write * (h + i)
+        for c, (_, h, i, t) in zip(counts, REGION_CASES, strict=True)
+    ]
+    return per_write, inner, hot
+
+
+def test_regions_whole_program_counts_are_bare_perfs(guest):
+    for case in REGION_CASES:
+        name = "regions-" + "-".join(map(str, case))
+        bare = bare_counts(guest, f"bare-{name}", "r08:u")
+        assert len(set(bare)) == 1, bare
+        assert _region_counts(guest, case)[""] == bare[0], case
+
+
+def test_region_counts_are_the_loops_plus_a_constant_marker_cost_under_200(guest):
+    per_write, inner, hot = marker_costs(guest)
+    assert per_write == int(per_write) and per_write > 0, per_write
+    assert len(set(inner)) == 1 and len(set(hot)) == 1, (inner, hot)  # the same in every case
+    assert 0 < inner[0] < 200, inner  # the markers' own cost per entry (docs/REFERENCE.md)
+    print(
+        f"per write {per_write:.0f}; marker cost per entry: inner {inner[0]:.0f}, hot {hot[0]:.0f}"
+    )

@@ -20,6 +20,9 @@ from pathlib import Path
 
 MARK = "@@AUTOPROF-LANE"
 LOOP = "/opt/lane/loop"
+REGIONS = "/opt/lane/regions"  # autoprof's examples/regions.c, with autoprof.h, static
+# (OUTSIDE, HOT, INNER, TIMES): the marker cost must come out the same constant for each
+REGION_CASES = ((1000, 200, 30, 3), (1000, 400, 60, 3), (2000, 200, 30, 6))
 TRUE = "/bin/true"  # coreutils', dynamically linked
 SH = ["/bin/busybox", "sh", "-c"]
 AUTOPROF = [sys.executable, "-m", "autoprof"]
@@ -197,6 +200,32 @@ def statuses() -> None:
     emit("timeout", **timed, seconds=round(time.monotonic() - started, 1), left=left)
 
 
+def region_results(path: Path) -> dict:
+    """Per REGION (empty: the whole program): {EVENT_NAME: [total, lowest PERCENT_RUNNING]}."""
+    found: dict[str, dict] = {}
+    with path.open() as handle:
+        for row in csv.DictReader(handle):
+            entry = found.setdefault(row.get("REGION") or "", {}).setdefault(
+                row["EVENT_NAME"], [0.0, 100.0]
+            )
+            entry[0] += float(row["SAMPLE_VALUE"] or 0)
+            entry[1] = min(entry[1], float(row["PERCENT_RUNNING"] or 100))
+    return found
+
+
+def regions() -> None:
+    """Named regions: user-mode instructions per region, against bare perf's whole counts."""
+    for case in REGION_CASES:
+        args = [str(n) for n in case]
+        name = "regions-" + "-".join(args)
+        emit(f"bare-{name}", runs=[bare([REGIONS, *args], ("r08:u",)) for _ in range(2)])
+        found = profile(name, "--user", "-e", "INST_RETIRED", "--region", "all", "--",
+                        REGIONS, *args)  # fmt: skip
+        if (WORK / name / "results.csv").exists():
+            found["regions"] = region_results(WORK / name / "results.csv")
+        emit(name, **found)
+
+
 def _comm(pid: str) -> str:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
@@ -253,7 +282,7 @@ def counters() -> None:
 
 def main() -> int:
     WORK.mkdir(parents=True, exist_ok=True)
-    for check in (machine, counters, counting, children, statuses, system_wide):
+    for check in (machine, counters, counting, children, statuses, system_wide, regions):
         started = time.monotonic()
         try:
             check()

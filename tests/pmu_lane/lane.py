@@ -12,7 +12,8 @@ a digest of its inputs, so a changed input builds that piece again and nothing e
   --python-version 3.11``, ``pip install --target``, tests and headers left out).
   Keyed on the Debian sources, the package lists and the Python requirements.
 - per boot, ``payload.cpio``: this checkout's autoprof and pyproject.toml, ``guest.py``,
-  ``/init``, and ``loop`` assembled from loop.S (binutils-aarch64-linux-gnu).
+  ``/init``, ``loop`` assembled from loop.S (binutils-aarch64-linux-gnu), and ``regions``
+  compiled from autoprof's examples/regions.c with autoprof.h (gcc-aarch64-linux-gnu).
 
 The kernel unpacks concatenated cpio archives one after the other, so a boot's initrd is the
 cached system archive followed by the payload. Uncompressed: gzip costs ~30 s of emulated
@@ -61,6 +62,7 @@ TOOLS = {
     "mmdebstrap": "mmdebstrap",
     "aarch64-linux-gnu-as": "binutils-aarch64-linux-gnu",
     "aarch64-linux-gnu-ld": "binutils-aarch64-linux-gnu",
+    "aarch64-linux-gnu-gcc": "gcc-aarch64-linux-gnu",
 }
 QEMU = ("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a76", "-smp", "1", "-m", "3072")
 QEMU += ("-icount", "shift=0", "-nographic", "-no-reboot", "-monitor", "none")
@@ -325,10 +327,26 @@ def build(root: Path | None = None, log=lambda text: None) -> Built:
 
 
 def payload(out: Path, work: Path) -> None:
-    """The per-boot archive: /init, guest.py, loop (assembled now), this checkout's autoprof."""
+    """The per-boot archive: /init, guest.py, loop (assembled now), regions (the region
+    example, compiled now against this checkout's autoprof.h), this checkout's autoprof."""
     obj, loop = work / "loop.o", work / "loop"
     _run(["aarch64-linux-gnu-as", "-o", str(obj), str(HERE / "loop.S")], "assembling loop.S")
     _run(["aarch64-linux-gnu-ld", "-static", "-o", str(loop), str(obj)], "linking loop")
+    regions = work / "regions"
+    markers = REPO / "autoprof" / "markers"
+    source = REPO / "autoprof" / "examples" / "regions.c"
+    _run(
+        [
+            "aarch64-linux-gnu-gcc",
+            "-O1",
+            "-static",
+            f"-I{markers}",
+            "-o",
+            str(regions),
+            str(source),
+        ],
+        "compiling regions.c",
+    )
     files = {
         "opt/lane/guest.py": (HERE / "guest.py").read_bytes(),
         "opt/lane/src/pyproject.toml": (REPO / "pyproject.toml").read_bytes(),
@@ -337,9 +355,10 @@ def payload(out: Path, work: Path) -> None:
     with out.open("wb") as handle:
         cpio = Cpio(handle)
         cpio.file("init", (HERE / "init").read_bytes(), executable=True)
-        for name in _directories([*files, "opt/lane/loop"]):
+        for name in _directories([*files, "opt/lane/loop", "opt/lane/regions"]):
             cpio.directory(name)
         cpio.file("opt/lane/loop", loop.read_bytes(), executable=True)
+        cpio.file("opt/lane/regions", regions.read_bytes(), executable=True)
         for path, data in files.items():
             cpio.file(path, data)
         cpio.close()
