@@ -153,6 +153,21 @@ def test_breakpoint_counts_per_region_are_exact_in_the_plans_runs(
     # a region's task-clock lies within the whole program's
     clock = rows[rows["EVENT_NAME"] == "task-clock"].groupby("REGION")["SAMPLE_VALUE"].sum()
     assert 0 < clock["inner"] <= clock["hot"] <= clock[""]
+    # analyses: the regions side by side, and one region's rows alone
+    assert cli_run("analyze", "stats", out, "-o", tmp_path / "a").returncode == 0
+    sides = pd.read_csv(tmp_path / "a" / "stats_regions.csv", index_col="event")
+    assert sides.loc[event].to_dict() == {
+        "(whole program)": OUTSIDE + TIMES * (HOT + INNER),
+        "hot": TIMES * (HOT + INNER),
+        "inner": TIMES * INNER,
+    }
+    assert (
+        cli_run("analyze", "stats", out, "--region", "inner", "-o", tmp_path / "i").returncode == 0
+    )
+    inner = pd.read_csv(tmp_path / "i" / "stats.csv", index_col="event")
+    assert inner.loc[event, "total"] == TIMES * INNER and inner.loc[event, "samples"] == 2
+    missing = cli_run("analyze", "stats", out, "--region", "nope")
+    assert missing.returncode == 2 and "regions: hot, inner" in missing.stderr
 
 
 @pytest.mark.slow

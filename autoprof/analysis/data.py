@@ -52,10 +52,13 @@ def results_path(path: str | Path) -> Path:
     return found
 
 
-def load(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
+def load(
+    path: str | Path, columns: list[str] | None = None, region: str | None = None
+) -> pd.DataFrame:
     """Read and validate a results file; every problem becomes one clear line. With `columns`,
     only those are read (the others are absent from the frame). `path` may be the profile
-    folder (see `results_path`)."""
+    folder (see `results_path`). The rows are the whole program's, or with `region` that
+    region's (`profile --region`): a region's count of a run is one sample of it."""
     path = results_path(path)
     if not path.is_file():
         raise AutoprofError(f"{path}: no such results file")
@@ -67,7 +70,8 @@ def load(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
                 f"{path}: not a results.csv: missing column(s) {', '.join(missing)} "
                 f"(expected {','.join(results.AUTOPERF_COLUMNS)},...)"
             )
-        frame = results.read_csv(path, columns=columns, categorical=True)
+        wanted = None if columns is None else [*columns, "REGION"]
+        frame = results.read_csv(path, columns=wanted, categorical=True)
     except pd.errors.EmptyDataError:
         raise AutoprofError(f"{path}: the file is empty, not a results.csv") from None
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as err:
@@ -75,7 +79,43 @@ def load(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
         raise AutoprofError(f"{path}: not a readable results.csv ({first})") from None
     if frame.empty:
         raise AutoprofError(f"{path}: the results file has no rows")
-    return prepare(frame)
+    return prepare(of_region(frame, region, path))
+
+
+def of_region(frame: pd.DataFrame, region: str | None, path: object = "results") -> pd.DataFrame:
+    """The rows of `region` (None: the whole program's), without the REGION column; one line
+    naming the regions there are when `region` has no row."""
+    if "REGION" not in frame.columns:
+        if region is not None:
+            raise AutoprofError(f"{path}: no regions (profile with --region to count some)")
+        return frame
+    names = frame["REGION"].astype("string")
+    keep = names.isna() if region is None else (names == region).fillna(False)
+    if region is not None and not keep.any():
+        there = ", ".join(results.region_names(frame)) or "none"
+        raise AutoprofError(f"{path}: no rows of region {region!r} (regions: {there})")
+    return frame[keep.to_numpy(dtype=bool)].drop(columns="REGION")
+
+
+def region_totals(frame: pd.DataFrame) -> pd.DataFrame:
+    """The whole program and each region side by side: per event (label), each one's total
+    (mean over executions: runs and repeats) as a column; empty when the file has no region."""
+    if "REGION" not in frame.columns or frame["REGION"].isna().all():
+        return pd.DataFrame()
+    region = frame["REGION"].astype("string").fillna("(whole program)")
+    labels = event_labels(frame)
+    totals = (
+        frame.assign(EVENT=labels, REGION=region)
+        .groupby(["EVENT", "REGION", "RUN", "REPEAT"], observed=True)["SAMPLE_VALUE"]
+        .sum(min_count=1)
+        .groupby(level=["EVENT", "REGION"], observed=True)
+        .mean()
+        .unstack("REGION")
+    )
+    order = ["(whole program)", *results.region_names(frame)]
+    totals = totals.reindex(columns=[c for c in order if c in totals.columns])
+    totals.index.name, totals.columns.name = "event", None
+    return totals
 
 
 def prepare(frame: pd.DataFrame) -> pd.DataFrame:

@@ -175,15 +175,19 @@ class Stats:
     events: pd.DataFrame
     summary: Summary
     top: int = 10
+    regions: pd.DataFrame = field(default_factory=pd.DataFrame)  # `data.region_totals`
 
     FIGURES: ClassVar[tuple[str, ...]] = ()
 
     def tables(self) -> list[Table]:
-        return [
+        found = [
             Table("stats", self.events, index="event"),
             Table("stats_summary", self.summary.table()),
             Table("stats_sanity", self.summary.sanity),
         ]
+        if len(self.regions):
+            found.append(Table("stats_regions", self.regions, index="event"))
+        return found
 
     def shown(self) -> list[Table]:
         k = self.top
@@ -197,6 +201,9 @@ class Stats:
         for column, what in (("total", "total count"), ("cv", "variability (cv)")):
             title = f"Top {k} events by {what}"
             found.append(Table(f"stats_top_{column}", top(self.events, column, k), title, "event"))
+        if len(self.regions):
+            title = "Regions side by side (total per execution)"
+            found.append(Table("stats_regions", self.regions.head(3 * k), title, "event"))
         return found
 
     def notes(self) -> list[str]:
@@ -206,7 +213,15 @@ class Stats:
         ]
 
 
-def analyse(frame: pd.DataFrame, report: Report | None, name: str = "", k: int = 10) -> Stats:
-    """The per-event table and summary of a loaded results frame (and its report.json)."""
+def analyse(
+    frame: pd.DataFrame,
+    report: Report | None,
+    name: str = "",
+    k: int = 10,
+    regions: pd.DataFrame | None = None,
+) -> Stats:
+    """The per-event table and summary of a loaded results frame (and its report.json);
+    `regions`: the whole program and its regions side by side (`data.region_totals`)."""
     table = event_table(frame)
-    return Stats(name, table, summarize(frame, table, report), k)
+    shown = pd.DataFrame() if regions is None else regions
+    return Stats(name, table, summarize(frame, table, report), k, shown)

@@ -54,6 +54,15 @@ def _out_option(function):
     )(function)
 
 
+def _region_option(function):
+    return click.option(
+        "--region",
+        metavar="NAME",
+        default=None,
+        help="Analyse region NAME's rows (profile --region) [default: the whole program's].",
+    )(function)
+
+
 def _top_option(default: int, text: str):
     return click.option(
         "--top", "k", type=click.IntRange(min=1), default=default, show_default=True, help=text
@@ -115,18 +124,22 @@ def analyze() -> None:
     f"{choices.CORRELATION_MIN_OVERLAP}, or the results' number of intervals when fewer, at "
     f"least {choices.CORRELATION_FEWEST_OVERLAP}].",
 )
-def correlation(results, out, method, anchor, top, events, repeat, min_overlap) -> None:
+@_region_option
+def correlation(results, out, method, anchor, top, events, repeat, min_overlap, region) -> None:
     """Correlation matrix and heatmap of the events.
 
     Over the events' interval series, clustered.
 
     Events of different runs are aligned by interval index, so two events share only the
     intervals of the shorter run; pairs that share fewer than --min-overlap get no correlation.
+    A region (--region) has one total per run and repeat: its samples are the repeats.
     """
     from autoprof.analysis import correlation as correlation_
     from autoprof.analysis import data
 
-    frame = data.load(results, data.SERIES_COLUMNS)
+    frame = data.load(results, data.SERIES_COLUMNS, region)
+    if region is not None:  # a region's repeats are its series
+        frame = frame.assign(INDEX=frame["REPEAT"] - 1, REPEAT=1)
     manifest = data.read_manifest_beside(results)
     attached = manifest is not None and bool(manifest.attach)
     found = correlation_.analyse(frame, method, anchor, events, top, repeat, min_overlap, attached)
@@ -165,15 +178,21 @@ def event_detail(results, out, names, events, shared, rate, log) -> None:
 @_results_argument("results")
 @_out_option
 @_top_option(10, "Rows in the top-K tables.")
-def stats(results, out, k) -> None:
+@_region_option
+def stats(results, out, k, region) -> None:
     """Summary of a results file: events, samples, sanity.
 
     Events, samples, zero and untrustworthy events, top events."""
+    import pandas as pd
+
+    from autoprof import results as results_
     from autoprof.analysis import data
     from autoprof.analysis import stats as stats_
 
-    frame = data.load(results)
-    found = stats_.analyse(frame, data.read_report_beside(results), str(results), k)
+    frame = data.load(results, region=region)
+    sides = data.region_totals(results_.read_csv(results)) if region is None else pd.DataFrame()
+    name = str(results) if region is None else f"{results} (region {region})"
+    found = stats_.analyse(frame, data.read_report_beside(results), name, k, sides)
     _show(found, out, results.parent / "analysis")
 
 
@@ -196,14 +215,16 @@ def stats(results, out, k) -> None:
     help="False discovery rate for 'significant'.",
 )
 @_top_option(20, "Changes to show and plot.")
-def compare(a, b, out, test, alpha, k) -> None:
+@_region_option
+def compare(a, b, out, test, alpha, k, region) -> None:
     """What changed from results A to results B.
 
     Ratios, p-values, the largest changes."""
     from autoprof.analysis import compare as compare_
     from autoprof.analysis import data
 
-    frame_a, frame_b = data.load(a, data.SERIES_COLUMNS), data.load(b, data.SERIES_COLUMNS)
+    frame_a = data.load(a, data.SERIES_COLUMNS, region)
+    frame_b = data.load(b, data.SERIES_COLUMNS, region)
     for warning in compare_.check_same_cpu(a, b):
         click.echo(f"warning: {warning}", err=True)
     found = compare_.analyse(frame_a, frame_b, test, alpha, k, (str(a), str(b)))
@@ -265,8 +286,9 @@ def autoperf_args(argv: list[str]) -> list[str]:
     help="Show every TMA node, not only under crossed thresholds.",
 )
 @click.option("--tree", "tree_only", is_flag=True, help="Print the top-down tree only.")
+@_region_option
 def analyze_metrics(
-    results, events_dir, cpu, metrics_files, out, metric_words, sets, show_all, tree_only
+    results, events_dir, cpu, metrics_files, out, metric_words, sets, show_all, tree_only, region
 ) -> None:
     """Metric values of a results file (top-down tree too).
 
@@ -292,7 +314,7 @@ def analyze_metrics(
     known, sources = constants.gather(machine, found.cpu, constants.parse_sets(sets), names)
     directory = host.events_dir(events_dir)
     retire = catalog.retire_latencies(directory, found.cpu) if directory else {}
-    values = analysis.compute(data.load(path), chosen, known, retire)
+    values = analysis.compute(data.load(path, region=region), chosen, known, retire)
     shown = analysis.Metrics(values, found.title, show_all, found.refines, tree_only, sources)
     _show(shown, out, path.parent / "analysis")
 
