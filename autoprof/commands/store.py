@@ -181,6 +181,20 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
             f"{len(events.not_supported)} not supported, "
             f"{len(report.broken_files)} broken files"
         )
+        if report.regions:
+            entered = ", ".join(f"{r.name} ({r.entries} entries)" for r in report.regions)
+            never = [r.name for r in report.regions if r.never_entered]
+            click.echo(
+                f"  regions  {entered}; never entered: {', '.join(never) or 'none'}; "
+                f"{len(report.region_problems)} problems"
+            )
+    if any(p["report"] and p["report"].get("regions") for p in info["parts"]):
+        from autoprof.store.summary import region_totals
+
+        with store.read() as conn:
+            sides = region_totals(conn, [p["part_id"] for p in info["parts"]])
+        click.echo("regions side by side (total per execution):")
+        click.echo(sides.to_string())
     for name, rec in info["functions"].items():
         totals = ", ".join(f"{e} {n:,}" for e, n in rec["totals"].items())
         click.echo(f"recording {name}: {totals}")

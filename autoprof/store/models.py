@@ -148,6 +148,7 @@ class Series(Base):
     repeat: Mapped[int | None] = mapped_column(BigInteger)
     pmu: Mapped[str | None]
     value_unit: Mapped[str | None]
+    region: Mapped[str | None]  # the named region the series counts (None: whole program)
 
 
 MEASUREMENT_INDEX = "ix_measurement_part_seq"
@@ -197,6 +198,7 @@ SERIES_COLUMNS: dict[str, str] = {
     "REPEAT": "repeat",
     "PMU": "pmu",
     "VALUE_UNIT": "value_unit",
+    "REGION": "region",
 }
 SAMPLE_COLUMNS: dict[str, str] = {
     "INDEX": "interval_index",

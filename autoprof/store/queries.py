@@ -210,6 +210,7 @@ def run_details(conn: Connection, ident: str) -> dict:
         "parts": [
             {
                 "part": p.part,
+                "part_id": p.id,
                 "rows": p.rows,
                 "uploaded": p.uploaded,
                 "machine": {

@@ -36,8 +36,8 @@ from autoprof.store.queries import find_run
 from autoprof.util.heap import release_free_memory
 from autoprof.util.prefetch import prefetched
 
-VERSION = 1
-ANALYSIS = "analysis"
+VERSION = 2  # 2: a run's region rows kept out of the whole program's analysis, and shown apart
+ANALYSIS = "analysis"  # its "regions": the whole program and each region side by side
 TIMELINE = "timeline:"  # + the event's name
 CHART_POINTS = 1000  # a chart is about this many pixels wide: more points show nothing more
 HISTOGRAM_BINS = 30
@@ -120,7 +120,14 @@ def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
         pass_.add(table)
     intervals, facts, names = pass_.result()
     del pass_  # its cells, copied into `intervals`: the server's memory peaks below
-    items = {ANALYSIS: json.dumps(_analysis(intervals, facts), default=str)}
+    analysis = _analysis(intervals, facts)
+    if lines.regions:  # the whole program and each region side by side
+        sides = region_totals(conn, [p.id for p in parts])
+        analysis["regions"] = {
+            "columns": ["event", *map(str, sides.columns)],
+            "rows": records(sides.reset_index()),
+        }
+    items = {ANALYSIS: json.dumps(analysis, default=str)}
     events = _timeline_lines(intervals, names, lines.units)
     # an event no interval counted (not supported, not counted) has an empty timeline
     shown = {event for event, _, _ in events}
@@ -143,6 +150,7 @@ class _Lines:
     line_repeat: np.ndarray
     units: dict[str, str | None]  # event name -> VALUE_UNIT of its first series
     per_part: dict[int, int] = field(default_factory=dict)  # part id -> its series
+    regions: bool = False  # some series count a named region (they have no line)
 
     @classmethod
     def of(cls, conn: Connection, part_ids: list[int]) -> _Lines:
@@ -155,6 +163,7 @@ class _Lines:
                     Series.plan_run,
                     Series.repeat,
                     Series.value_unit,
+                    Series.region,
                 )
                 .where(Series.part_id.in_(part_ids))
                 .order_by(Series.part_id, Series.number)
@@ -167,9 +176,11 @@ class _Lines:
         line_of: list[int] = []
         units: dict[str, str | None] = {}
         per_part = dict.fromkeys(part_ids, 0)
-        for part_id, name, pmu, run, repeat, unit in found:
+        regions = False
+        for part_id, name, pmu, run, repeat, unit, region in found:
             per_part[part_id] += 1
-            if name is None:
+            regions = regions or region is not None
+            if name is None or region is not None:  # a region's rows are not the program's
                 line_of.append(-1)
                 continue
             pair = pairs.setdefault((name, pmu), len(pairs))
@@ -185,7 +196,47 @@ class _Lines:
             keys[:, 2],
             units,
             per_part,
+            regions,
         )
+
+
+def region_totals(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
+    """`analysis.data.region_totals` of the run's parts, from its series and their few rows
+    that count a region plus the whole program's per series total (one grouped query)."""
+    from sqlalchemy import func
+
+    from autoprof.store.models import Measurement
+
+    total = func.sum(Measurement.sample_value)
+    found = conn.execute(
+        select(
+            Series.event_name,
+            Series.pmu,
+            Series.region,
+            Series.plan_run,
+            Series.repeat,
+            Series.value_unit,
+            total,
+        )
+        .join(
+            Measurement,
+            (Measurement.part_id == Series.part_id) & (Measurement.series == Series.number),
+        )
+        .where(Series.part_id.in_(part_ids))
+        .group_by(
+            Series.event_name,
+            Series.pmu,
+            Series.region,
+            Series.plan_run,
+            Series.repeat,
+            Series.value_unit,
+        )
+    ).all()
+    columns = ["EVENT_NAME", "PMU", "REGION", "RUN", "REPEAT", "VALUE_UNIT", "SAMPLE_VALUE"]
+    frame = pd.DataFrame(found, columns=columns)
+    order = {name: i for i, name in enumerate(dict.fromkeys(r.region for r in found if r.region))}
+    frame["REGION"] = pd.Categorical(frame["REGION"], categories=list(order))
+    return data.region_totals(frame)
 
 
 class _Pass:

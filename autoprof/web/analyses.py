@@ -44,8 +44,8 @@ class FrameCache:
                     self.frames.move_to_end(uuid)
                     return uuid, self.frames[uuid]
             frame = export.frame(conn, uuid, partial=True)
-        if not frame.empty:
-            frame = data.prepare(frame)
+        if not frame.empty:  # the whole program's rows: a region's are shown apart
+            frame = data.prepare(data.of_region(frame, None))
         with self.lock:
             self.frames[uuid] = frame
             while len(self.frames) > self.size:

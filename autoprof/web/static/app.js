@@ -120,6 +120,11 @@ async function initRun() {
     stats.replaceChildren(analysis.stats.length ? table(analysis.stats,
       ["event", "pmu", "runs", "repeats", "rows", "samples", "intervals", "total", "mean", "cv", "min_percent_running"])
       : el("p", "no stats"));
+    if (analysis.regions) {
+      document.getElementById("regions-table").replaceChildren(
+        table(analysis.regions.rows, analysis.regions.columns));
+      document.getElementById("regions").hidden = false;
+    }
     const heat = document.getElementById("heatmap");
     heat.replaceChildren();
     const c = analysis.correlation;
