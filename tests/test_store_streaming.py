@@ -195,8 +195,8 @@ def test_a_canonical_file_is_kept_with_or_without_its_digest(store_url, tmp_path
 @pytest.mark.parametrize(
     "edit",
     [
-        (b",100,ok\n", b",100.0,ok\n"),  # a whole percent written as a float
-        (b",100,ok\n", b",1e2,ok\n"),  # or with an exponent
+        (b",100,ok,\n", b",100.0,ok,\n"),  # a whole percent written as a float
+        (b",100,ok,\n", b",1e2,ok,\n"),  # or with an exponent
         (b"\n", b"\r\n"),  # Windows line ends
         (b",software,", b',"software",'),  # a quoted field
         (b",1,1,", b",01,1,"),  # a RUN with a leading zero
