@@ -25,7 +25,7 @@ import numpy as np
 
 from autoprof import results
 from autoprof.errors import AutoprofError, NewerFormat
-from autoprof.perf import stat_arrow, stat_csv
+from autoprof.perf import stat_arrow, stat_csv, threads
 from autoprof.perf.unsupported import Unsupported
 from autoprof.results import rows, tally
 from autoprof.results.sanity_report import (
@@ -150,6 +150,10 @@ def _aggregate(
             lines += len(item) if item is not None else 0
             emit(mapper.chunk(item))
             continue
+        if kind == _THREAD:
+            if mapper is not None:
+                mapper.thread(item)
+            continue
         if mapper is not None:
             finish(mapper)
         mapper = (
@@ -183,7 +187,7 @@ class _RunState:
     unknown: dict[str, None] = field(default_factory=dict)  # events not in the plan, in order
 
 
-_RUN, _CHUNK = "run", "chunk"
+_RUN, _THREAD, _CHUNK = "run", "thread", "chunk"
 
 
 def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[BrokenFile]]]:
@@ -192,8 +196,15 @@ def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[Broken
     problems)."""
     for folder, record, bad in _finished(out, state):
         yield _RUN, record, bad
-        if record is not None:
-            for counts, problems in _read_chunks(folder, folder.relative_to(out), record, state):
+        if record is None:
+            continue
+        for thread in record.threads or [None]:
+            name = outdir.PERF_OUTPUT
+            if thread is not None:  # --per-thread: each thread's perf wrote a file of its own
+                yield _THREAD, thread, []
+                name = threads.output_name(thread.tid, thread.parent is None)
+            chunks = _read_chunks(folder, folder.relative_to(out), record, state, name)
+            for counts, problems in chunks:
                 yield _CHUNK, counts, problems
 
 
@@ -296,18 +307,23 @@ def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> tally.Label
 
 
 def _read_chunks(
-    folder: Path, rel: Path, record: outdir.RunRecord, state: _RunState
+    folder: Path,
+    rel: Path,
+    record: outdir.RunRecord,
+    state: _RunState,
+    file: str = outdir.PERF_OUTPUT,
 ) -> Iterator[tuple[stat_arrow.Counts | None, list[BrokenFile]]]:
-    """The run's perf.csv as Counts, chunk by chunk (whole intervals each: memory stays that
-    of a chunk), with the problems of its lines; (None, [why]) when absent or unreadable (a
-    file that turns out unreadable after some chunks keeps what came before). A run that
-    finished well but whose file gave no line of perf's is noted in `state` as broken."""
-    perf_path = folder / outdir.PERF_OUTPUT
-    name = str(rel / outdir.PERF_OUTPUT)
+    """The run's perf.csv (or a thread's `file`) as Counts, chunk by chunk (whole intervals
+    each: memory stays that of a chunk), with the problems of its lines; (None, [why]) when
+    absent or unreadable (a file that turns out unreadable after some chunks keeps what came
+    before). A run that finished well but whose file gave no line of perf's is noted in `state`
+    as broken."""
+    perf_path = folder / file
+    name = str(rel / file)
     if not perf_path.is_file():
         if record.status != RunStatus.PERF_FAILED:
             yield None, [BrokenFile(name, "missing")]
-            _broken(state, record, f"{outdir.PERF_OUTPUT} is missing")
+            _broken(state, record, f"{file} is missing")
         return
     sep, interval = stat_csv.argv_options(record.perf_argv)
     reported = lines = 0
@@ -326,7 +342,7 @@ def _read_chunks(
         extra = reported - MAX_PROBLEMS_PER_FILE
         yield None, [BrokenFile(name, f"... and {extra} more lines")]
     if not lines and first is not None:
-        _broken(state, record, f"{outdir.PERF_OUTPUT} holds no count of perf's: {first}")
+        _broken(state, record, f"{file} holds no count of perf's: {first}")
 
 
 def _broken(state: _RunState, record: outdir.RunRecord, reason: str) -> None:

@@ -164,7 +164,7 @@ class ProfileOptions(Declared):
         None,
         measures=True,
         flags=("--core-type",),
-        metavar="performance|efficiency",
+        choices=tuple(CORE_TYPES),
         spec=True,
         help="On a hybrid CPU: run the command on that kind of core only (pinned) and plan only "
         "that core PMU's events (cpu_core, cpu_atom).",
@@ -228,8 +228,6 @@ class ProfileOptions(Declared):
                     cpu_list(text)
                 except AutoprofError as err:
                     found = f"{flag}: {err}"
-        if found is None and self.core_type is not None and self.core_type not in CORE_TYPES:
-            found = f"--core-type {self.core_type!r} is not one of {', '.join(CORE_TYPES)}"
         if found is None and self.per_thread and (self.attached or self.system_scope):
             found = "--per-thread counts the threads of a command: not with -p, --cgroup, -a"
             found += " or --cpu-list"
