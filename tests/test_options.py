@@ -192,8 +192,9 @@ def test_where_and_how_the_command_runs_is_checked_the_one_way():
             JobSpec.from_json(spec_with(values))
         assert str(caught.value) == f"refused: {message}"
     result = invoke("profile", "--core-type", "big", "--", "./w")
-    assert result.returncode == 2 and "'big' is not one of 'performance', 'efficiency'" in (
-        result.output
+    assert (result.returncode, result.output) == (
+        2,
+        "autoprof: error: --core-type 'big' is not one of performance, efficiency\n",
     )
 
 
