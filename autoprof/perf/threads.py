@@ -87,6 +87,7 @@ class _Counted:
     """A thread being counted and its perf."""
 
     record: ThreadRecord
+    argv: list[str]
     perf: subprocess.Popen | None = None
     ctl: int | None = None
     ack: int | None = None
@@ -124,8 +125,7 @@ class ThreadLaunch(Launch):
         thread = self._count(self.pid, None)
         self.perf = thread.perf
         self._ctl, self._ack = thread.ctl, thread.ack
-        assert thread.perf is not None
-        return list(thread.perf.args)
+        return thread.argv
 
     def _count(self, tid: int, parent: int | None) -> _Counted:
         """Start the perf of thread `tid` (held in a stop)."""
@@ -149,7 +149,7 @@ class ThreadLaunch(Launch):
         finally:
             os.close(ctl_read)
             os.close(ack_write)
-        thread = _Counted(record, perf, ctl, ack)
+        thread = _Counted(record, argv, perf, ctl, ack)
         self.counted[tid] = thread
         return thread
 

@@ -198,7 +198,8 @@ def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[Broken
         yield _RUN, record, bad
         if record is None:
             continue
-        for thread in record.threads or [None]:
+        counted: list[threads.ThreadRecord | None] = [*record.threads] or [None]
+        for thread in counted:
             name = outdir.PERF_OUTPUT
             if thread is not None:  # --per-thread: each thread's perf wrote a file of its own
                 yield _THREAD, thread, []

@@ -29,19 +29,21 @@ def workload_cpus(
 ) -> frozenset[int] | None:
     """The CPUs the command runs on (None: wherever the kernel puts it); one AutoprofError line
     for a set the machine cannot honour (CPUs it lacks, a --pin outside the --core-type)."""
-    if options.pin is None and options.core_type is None:
-        return None
-    cpus = machine.cpu_list(options.pin) if options.pin is not None else None
     if options.core_type is not None:
         kind = core_type_cpus(options.core_type, sysfs)
-        if cpus is not None and not cpus <= kind:
+        cpus = machine.cpu_list(options.pin) if options.pin is not None else kind
+        if not cpus <= kind:
             extra = ",".join(map(str, sorted(cpus - kind)))
             raise AutoprofError(
                 f"--pin {options.pin}: CPUs {extra} are no {options.core_type} cores"
             )
-        cpus = kind if cpus is None else cpus
+    elif options.pin is not None:
+        cpus = machine.cpu_list(options.pin)
+    else:
+        return None
     online = machine.online_cpus(system)
     if online is not None and not cpus <= online:
         missing = ",".join(map(str, sorted(cpus - online)))
-        raise AutoprofError(f"--pin {options.pin}: this machine has no CPU {missing} online")
+        given = f"--pin {options.pin}" if options.pin else f"--core-type {options.core_type}"
+        raise AutoprofError(f"{given}: this machine has no CPU {missing} online")
     return cpus
