@@ -231,10 +231,10 @@ class ThreadLaunch(Launch):
         thread = self._count(tid, parent)
         perf = thread.perf
         assert perf is not None and thread.ctl is not None and thread.ack is not None
-        if await_ack(perf, thread.ctl, thread.ack, deadline):
-            self._resume(tid, 0)
-        else:  # perf could not count it: the thread runs uncounted (perf's stderr says why)
-            self._resume(tid, 0)
+        # the thread runs once its perf counts; uncounted when that perf failed (its stderr
+        # says why, and its file is missing: aggregate reports the run broken)
+        await_ack(perf, thread.ctl, thread.ack, deadline)
+        self._resume(tid, 0)
 
     def _stop_perf(self, tid: int) -> None:
         """Thread `tid` is exiting (held): its perf prints its last interval and ends."""
