@@ -33,7 +33,7 @@ def accepted(name: str, option: Option, cls: type = ProfileOptions):
     if kind is bool:
         return True
     if kind is str:
-        return "0-1"
+        return option.choices[0] if option.choices else "0-1"
     if option.high is not None:
         return kind(option.high)
     return kind((option.low or 0) + 1)
@@ -144,7 +144,8 @@ def test_help_shows_each_range_and_default_as_click_does():
 def test_a_resume_keeps_the_options_that_say_what_the_numbers_mean():
     from autoprof.run.options import measuring_fields
 
-    wanted = ("interval_ms", "system_wide", "cpu_list", "user", "anchor", "duration")
+    wanted = ("interval_ms", "system_wide", "cpu_list", "user", "anchor", "per_thread", "pin")
+    wanted += ("core_type", "duration")
     assert measuring_fields() == wanted
 
 
@@ -169,8 +170,32 @@ def test_a_manifest_records_what_the_numbers_mean_and_the_part_of_a_split_profil
     attached = ProfileOptions(system_wide=True, duration=0.5).to_json()
     assert (attached["pids"], attached["cgroup"], attached["duration"]) == (None, None, 0.5)
     assert ProfileOptions(user=True).to_json()["user"] is True
+    where = ProfileOptions(per_thread=True, pin="1", core_type="efficiency").to_json()
+    assert (where["per_thread"], where["pin"], where["core_type"]) == (True, "1", "efficiency")
     for options in (plain, ProfileOptions(part=2, parts=3), ProfileOptions(duration=0.5)):
         assert ProfileOptions.from_json(options.to_json()).to_json() == options.to_json()
+
+
+def test_where_and_how_the_command_runs_is_checked_the_one_way():
+    assert ProfileOptions(per_thread=True, pin="0-1,3", core_type="performance").problem() is None
+    said = {
+        "--pin: CPU list 'x1': expected numbers and ranges such as 0-3,5": {"pin": "x1"},
+        "--core-type 'big' is not one of performance, efficiency": {"core_type": "big"},
+        "--per-thread counts the threads of a command: not with -p, --cgroup, -a or --cpu-list": {
+            "per_thread": True,
+            "system_wide": True,
+        },
+    }
+    for message, values in said.items():
+        assert ProfileOptions(**values).problem() == message
+        with pytest.raises(Refused) as caught:
+            JobSpec.from_json(spec_with(values))
+        assert str(caught.value) == f"refused: {message}"
+    result = invoke("profile", "--core-type", "big", "--", "./w")
+    assert (result.returncode, result.output) == (
+        2,
+        "autoprof: error: --core-type 'big' is not one of performance, efficiency\n",
+    )
 
 
 def test_a_manifest_written_before_options_were_typed_reads_and_writes_back_unchanged(tmp_path):

@@ -280,12 +280,15 @@ def _flag(cls: type, name: str, default: Any, option: Option) -> Callable:
     extra = [f"default: {default}"] if default is not None else []
     extra += [option.range_text] if option.range_text else []
     number = click.INT if kind is int else click.FLOAT
+    choices = "|".join(option.choices) or None
     return click.option(
         *option.flags,
         name,
         default=default,
         type=None if kind is str else number,
-        metavar=option.metavar or (f"{number.name.upper()} RANGE" if option.range_text else None),
+        metavar=option.metavar
+        or choices
+        or (f"{number.name.upper()} RANGE" if option.range_text else None),
         help=option.help + (f"  [{'; '.join(extra)}]" if extra else ""),
     )
 

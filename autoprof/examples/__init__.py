@@ -1,8 +1,9 @@
 """The bundled example workloads and how to build them: `writes.c` (`make demo` profiles it,
 and the end-to-end tests use it because hardware breakpoints count its writes exactly),
 `hotspots.c` (three functions of known cost, for record / report / callgraph) and `heap.c`
-(known allocations, for memory), `calls.c` (a small call tree, for instruction traces) and
-`regions.c` (writes inside and outside named regions, for `profile --region`)."""
+(known allocations, for memory), `calls.c` (a small call tree, for instruction traces),
+`regions.c` (writes inside and outside named regions, for `profile --region`) and `threads.c`
+(two threads, each writing its own slot: profile --per-thread)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def build_hotspots(dest_dir: Path) -> Path:
 
 
 def slot_addresses(binary: Path) -> list[str]:
-    """The 12 slot addresses of a built `writes` (fixed: it is not position-independent)."""
+    """The slot addresses of a built `writes` (12) or `threads` (2): fixed, as neither is
+    position-independent."""
     out = subprocess.run([str(binary), "--addresses"], capture_output=True, text=True, check=True)
     return out.stdout.split()
 
@@ -79,3 +81,8 @@ def build_calls(dest_dir: Path) -> Path:
     """calls.c, statically linked at fixed addresses: a whole program in one ELF, so a trace's
     every address has a symbol (no loader, no shared libraries to map)."""
     return build_example("calls", dest_dir, ["-O1", "-g", "-static", "-no-pie"])
+
+
+def build_threads(dest_dir: Path) -> Path:
+    """threads.c (cc -O1 -no-pie -pthread): its slot addresses are fixed (`slot_addresses`)."""
+    return build_example("threads", dest_dir, ["-O1", "-no-pie", "-pthread"])

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from autoprof.errors import AutoprofError
 from autoprof.perf.process import stop_processes
@@ -70,9 +70,12 @@ def _ptrace() -> Any:
     return call
 
 
-def _trace_me(call: Any) -> None:
+def _trace_me(call: Any, cpus: frozenset[int] | None = None) -> None:
     """In the child between fork and exec (subprocess's preexec_fn): only a ctypes call
-    prepared in the parent, no import."""
+    prepared in the parent, no import; bound to `cpus` first (`--pin`: inherited by all it
+    starts)."""
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
     if call(_PTRACE_TRACEME, 0, None, None) != 0:
         raise OSError(ctypes.get_errno(), "PTRACE_TRACEME")
 
@@ -156,11 +159,12 @@ class Launch:
         env: Mapping[str, str],
         stdout: IO[bytes] | int | None = None,
         stderr: IO[bytes] | int | None = None,
+        cpus: frozenset[int] | None = None,
         pass_fds: tuple[int, ...] = (),
-    ) -> Launch:
-        """Start `command` held at its exec (a group of its own), with `pass_fds` open in it
-        (a region marker channel); raises AutoprofError in one line when it cannot be run (not
-        found, not executable, ptrace refused)."""
+    ) -> Self:
+        """Start `command` held at its exec (a group of its own), on `cpus` only when given,
+        with `pass_fds` open in it (a region marker channel); raises AutoprofError in one line
+        when it cannot be run (not found, not executable, ptrace refused)."""
         name = command[0]
         path = resolve(name, env)
         call = _ptrace()
@@ -174,7 +178,7 @@ class Launch:
                 env=dict(env),
                 process_group=0,
                 pass_fds=pass_fds,
-                preexec_fn=lambda: _trace_me(call),
+                preexec_fn=lambda: _trace_me(call, cpus),
             )
         except subprocess.SubprocessError:  # the child's PTRACE_TRACEME failed
             raise AutoprofError(
@@ -251,23 +255,7 @@ class Launch:
 
     def _await_ack(self, deadline: float | None) -> bool:
         assert self.perf is not None and self._ctl is not None and self._ack is not None
-        try:
-            os.write(self._ctl, PING)
-        except BrokenPipeError:
-            return False  # perf is gone
-        reply = b""
-        while ACK not in reply:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(self.perf.args, 0)
-            # perf may take a while to open many events (uncore boxes): wait, in steps
-            ready, _, _ = select.select([self._ack], [], [], min(left or 1.0, 1.0))
-            if ready:
-                chunk = os.read(self._ack, 64)
-                if not chunk:
-                    return False  # perf exited: its end of the pipe closed
-                reply += chunk
-        return True
+        return await_ack(self.perf, self._ctl, self._ack, deadline)
 
     def exited(self) -> bool:
         """The workload has ended (reaped or not)."""
@@ -295,16 +283,7 @@ class Launch:
         """Once the workload has ended: tell perf to stop (SIGCHLD: it prints its last
         interval, or its counts) and wait for it, killing a perf that does not stop within
         `grace`; then reap the workload. Returns perf's exit code (None without a perf)."""
-        code = None
-        if self.perf is not None:
-            _until_polling(self.perf, time.monotonic() + grace)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.perf.pid, signal.SIGCHLD)
-            try:
-                code = self.perf.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.perf.kill()
-                code = self.perf.wait()
+        code = None if self.perf is None else end_perf(self.perf, grace)
         self.workload.wait()
         self.close()
         return code
@@ -326,3 +305,38 @@ class Launch:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._ctl = self._ack = None
+
+
+def await_ack(perf: subprocess.Popen, ctl: int, ack: int, deadline: float | None) -> bool:
+    """Ping perf on its control pipe (`ctl`) and wait for its answer (`ack`): its counters are
+    open. False when perf exited first; subprocess.TimeoutExpired when `deadline` passes."""
+    try:
+        os.write(ctl, PING)
+    except BrokenPipeError:
+        return False  # perf is gone
+    reply = b""
+    while ACK not in reply:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise subprocess.TimeoutExpired(perf.args, 0)
+        # perf may take a while to open many events (uncore boxes): wait, in steps
+        ready, _, _ = select.select([ack], [], [], min(left or 1.0, 1.0))
+        if ready:
+            chunk = os.read(ack, 64)
+            if not chunk:
+                return False  # perf exited: its end of the pipe closed
+            reply += chunk
+    return True
+
+
+def end_perf(perf: subprocess.Popen, grace: float = PERF_EXIT_GRACE_S) -> int:
+    """Tell perf to stop (SIGCHLD once it waits in its event loop: it prints its last interval,
+    or its counts) and wait for it, killing a perf that does not stop within `grace`."""
+    _until_polling(perf, time.monotonic() + grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(perf.pid, signal.SIGCHLD)
+    try:
+        return perf.wait(grace)
+    except subprocess.TimeoutExpired:
+        perf.kill()
+        return perf.wait()

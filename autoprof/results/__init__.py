@@ -10,7 +10,9 @@ Columns:
   TIME             end of the interval in seconds since the run started (perf's timestamp)
   SOCKET,CORE,CPU,NODE  location of the count; empty when the count is for the whole process
   UNIT             where it was counted: ``cpu`` for core events, the uncore box
-                   (``uncore_cha_3``), or the PMU of a non-core event (``software``)
+                   (``uncore_cha_3``), the PMU of a non-core event (``software``), or, in a
+                   ``profile --per-thread``, the thread as perf's per-thread output names it,
+                   ``COMM-TID`` (``worker-12345``; its name when it ended)
   SAMPLE_VALUE     the count; empty when perf gave no number (see STATUS)
   RUN              1-based run (group) number in the plan
   REPEAT           1-based repetition of that run (``profile --repeat``)

@@ -25,7 +25,7 @@ import numpy as np
 
 from autoprof import results
 from autoprof.errors import AutoprofError, NewerFormat
-from autoprof.perf import stat_arrow, stat_csv
+from autoprof.perf import stat_arrow, stat_csv, threads
 from autoprof.perf.unsupported import Unsupported
 from autoprof.results import regions, rows, tally
 from autoprof.results.sanity_report import (
@@ -130,7 +130,7 @@ def _aggregate(
         if planned is not None:
             run, unknown = rows.outside(run, planned)
             state.unknown.update(dict.fromkeys(unknown))
-        if state.regions is not None:
+        if state.region_state is not None:
             regions.add_totals(state.totals, run)
         seen.add(run)
         written = np.isin(run.status, keep)
@@ -144,21 +144,25 @@ def _aggregate(
         record = mapper.record
         if not any((b.run, b.repeat) == (record.run, record.repeat) for b in state.broken):
             emit(mapper.rest())
-            if state.regions is not None:
-                table = state.regions.run(record, state.totals)
+            if state.region_state is not None:
+                table = state.region_state.run(record, state.totals)
                 if table is not None:
                     seen.rows += table.num_rows
                     sink(table)
         state.totals = {}
 
     if manifest.options.regions:
-        state.regions = regions.Regions(out, manifest.options.regions)
+        state.region_state = regions.Regions(out, manifest.options.regions)
     mapper = None
     for kind, item, problems in prefetched(_pieces(out, state)):
         broken.extend(problems)
         if kind == _CHUNK and mapper is not None:
             lines += len(item) if item is not None else 0
             emit(mapper.chunk(item))
+            continue
+        if kind == _THREAD:
+            if mapper is not None:
+                mapper.thread(item)
             continue
         if mapper is not None:
             finish(mapper)
@@ -179,8 +183,8 @@ def _aggregate(
         results_name,
     )
     report.unknown_events = list(state.unknown)
-    if state.regions is not None:
-        report.regions, report.region_problems = state.regions.summaries()
+    if state.region_state is not None:
+        report.regions, report.region_problems = state.region_state.summaries()
     return Aggregation(None, report, lines)
 
 
@@ -193,11 +197,11 @@ class _RunState:
     reasons: dict[tally.Label, str] = field(default_factory=dict)
     modifiers: rows.Modifiers = field(default_factory=dict)
     unknown: dict[str, None] = field(default_factory=dict)  # events not in the plan, in order
-    regions: regions.Regions | None = None  # a profile with --region
+    region_state: regions.Regions | None = None  # a profile with --region
     totals: dict[tally.Label, regions.Total] = field(default_factory=dict)  # the run's, so far
 
 
-_RUN, _CHUNK = "run", "chunk"
+_RUN, _THREAD, _CHUNK = "run", "thread", "chunk"
 
 
 def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[BrokenFile]]]:
@@ -206,8 +210,16 @@ def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[Broken
     problems)."""
     for folder, record, bad in _finished(out, state):
         yield _RUN, record, bad
-        if record is not None:
-            for counts, problems in _read_chunks(folder, folder.relative_to(out), record, state):
+        if record is None:
+            continue
+        counted: list[threads.ThreadRecord | None] = [*record.threads] or [None]
+        for thread in counted:
+            name = outdir.PERF_OUTPUT
+            if thread is not None:  # --per-thread: each thread's perf wrote a file of its own
+                yield _THREAD, thread, []
+                name = threads.output_name(thread.tid, thread.parent is None)
+            chunks = _read_chunks(folder, folder.relative_to(out), record, state, name)
+            for counts, problems in chunks:
                 yield _CHUNK, counts, problems
 
 
@@ -310,18 +322,23 @@ def _unsupported_key(item: Unsupported, record: outdir.RunRecord) -> tally.Label
 
 
 def _read_chunks(
-    folder: Path, rel: Path, record: outdir.RunRecord, state: _RunState
+    folder: Path,
+    rel: Path,
+    record: outdir.RunRecord,
+    state: _RunState,
+    file: str = outdir.PERF_OUTPUT,
 ) -> Iterator[tuple[stat_arrow.Counts | None, list[BrokenFile]]]:
-    """The run's perf.csv as Counts, chunk by chunk (whole intervals each: memory stays that
-    of a chunk), with the problems of its lines; (None, [why]) when absent or unreadable (a
-    file that turns out unreadable after some chunks keeps what came before). A run that
-    finished well but whose file gave no line of perf's is noted in `state` as broken."""
-    perf_path = folder / outdir.PERF_OUTPUT
-    name = str(rel / outdir.PERF_OUTPUT)
+    """The run's perf.csv (or a thread's `file`) as Counts, chunk by chunk (whole intervals
+    each: memory stays that of a chunk), with the problems of its lines; (None, [why]) when
+    absent or unreadable (a file that turns out unreadable after some chunks keeps what came
+    before). A run that finished well but whose file gave no line of perf's is noted in `state`
+    as broken."""
+    perf_path = folder / file
+    name = str(rel / file)
     if not perf_path.is_file():
         if record.status != RunStatus.PERF_FAILED:
             yield None, [BrokenFile(name, "missing")]
-            _broken(state, record, f"{outdir.PERF_OUTPUT} is missing")
+            _broken(state, record, f"{file} is missing")
         return
     sep, interval = stat_csv.argv_options(record.perf_argv)
     reported = lines = 0
@@ -340,7 +357,7 @@ def _read_chunks(
         extra = reported - MAX_PROBLEMS_PER_FILE
         yield None, [BrokenFile(name, f"... and {extra} more lines")]
     if not lines and first is not None:
-        _broken(state, record, f"{outdir.PERF_OUTPUT} holds no count of perf's: {first}")
+        _broken(state, record, f"{file} holds no count of perf's: {first}")
 
 
 def _broken(state: _RunState, record: outdir.RunRecord, reason: str) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from autoprof.perf import labels as perf_labels
 from autoprof.perf import stat_arrow
+from autoprof.perf.threads import ThreadRecord
 from autoprof.results.sanity_report import Modifier
 from autoprof.results.tally import Label, RunRows
 from autoprof.run import outdir
@@ -67,6 +68,12 @@ class RunMapper:
         self.table = lookup(record)
         self.present: set[Label] = set()
         self.next_index = 0
+        self.counted_thread: ThreadRecord | None = None
+
+    def thread(self, counted: ThreadRecord) -> None:
+        """The chunks that follow are one thread's (--per-thread): UNIT names it (COMM-TID),
+        its intervals count from 0 and TIME from the start of the run's first perf."""
+        self.counted_thread, self.next_index = counted, 0
 
     def chunk(self, counts: stat_arrow.Counts | None) -> RunRows:
         labels: list[Label] = []
@@ -81,6 +88,9 @@ class RunMapper:
         if counts is None or len(counts) == 0:
             return _empty_rows(self.record, labels)
         rows = _mapped(counts, self.record, self.table, code, labels, self.modifiers)
+        if self.counted_thread is not None:
+            rows.units, rows.unit = [self.counted_thread.label], np.zeros(len(rows), np.int64)
+            rows.time = rows.time + self.counted_thread.start_s
         rows.index = rows.index + self.next_index
         self.next_index = int(rows.index.max()) + 1
         seen = np.flatnonzero(np.bincount(rows.label, minlength=len(labels)))

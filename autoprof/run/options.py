@@ -18,6 +18,7 @@ from typing import Any
 from autoprof.util.declared import Declared, declare, option_fields
 
 __all__ = [
+    "CORE_TYPES",
     "MAX_DURATION_S",
     "MAX_INTERVAL_MS",
     "MAX_REPEAT",
@@ -33,6 +34,8 @@ __all__ = [
 MAX_REPEAT = 10_000
 MAX_INTERVAL_MS = 60_000
 MAX_DURATION_S = 3_600
+# --core-type: the core PMU of each kind of core of a hybrid x86 CPU (its events, its CPUs)
+CORE_TYPES = {"performance": "cpu_core", "efficiency": "cpu_atom"}
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,32 @@ class ProfileOptions(Declared):
         "markers: autoprof.h, autoprof.markers); repeatable; `all` for every region it enters. "
         "All regions come from the same runs as the whole program.",
     )
+    per_thread: bool = declare(
+        False,
+        measures=True,
+        flags=("--per-thread",),
+        spec=True,
+        help="Count every thread of the command's process tree apart, each with a perf of its "
+        "own (results.csv's UNIT names the thread, COMM-TID).",
+    )
+    pin: str | None = declare(
+        None,
+        measures=True,
+        flags=("--pin",),
+        metavar="CPUS",
+        spec=True,
+        help="Run the command and its children on these CPUs only (its affinity, set before "
+        "its exec), e.g. 0-3,6.",
+    )
+    core_type: str | None = declare(
+        None,
+        measures=True,
+        flags=("--core-type",),
+        choices=tuple(CORE_TYPES),
+        spec=True,
+        help="On a hybrid CPU: run the command on that kind of core only (pinned) and plan only "
+        "that core PMU's events (cpu_core, cpu_atom).",
+    )
     retries: int = declare(
         0,
         flags=("--retries",),
@@ -204,16 +233,20 @@ class ProfileOptions(Declared):
         found = super().problem()
         if found is None and not self.part <= self.parts:
             found = f"part {self.part} of {self.parts} is not a valid part"
+        for flag, text in (("--cpu-list", self.cpu_list), ("--pin", self.pin)):
+            if found is None and text is not None:
+                from autoprof.catalog.machine import cpu_list  # its one parser; only when given
+                from autoprof.errors import AutoprofError
+
+                try:
+                    cpu_list(text)
+                except AutoprofError as err:
+                    found = f"{flag}: {err}"
         if found is None and self.regions:
             found = _regions_problem(self)
-        if found is None and self.cpu_list is not None:
-            from autoprof.catalog.machine import cpu_list  # its one parser; only when given
-            from autoprof.errors import AutoprofError
-
-            try:
-                cpu_list(self.cpu_list)
-            except AutoprofError as err:
-                found = f"--cpu-list: {err}"
+        if found is None and self.per_thread and (self.attached or self.system_scope):
+            found = "--per-thread counts the threads of a command: not with -p, --cgroup, -a"
+            found += " or --cpu-list"
         return found
 
     def to_json(self) -> dict[str, Any]:
@@ -223,10 +256,12 @@ class ProfileOptions(Declared):
         skip = set() if self.parts > 1 else {"part", "parts"}
         if not self.attached:
             skip |= {"pids", "cgroup", "duration"}
-        if not self.user:  # all modes, as every manifest written before --user says
-            skip.add("user")
-        if not self.regions:
-            skip.add("regions")
+        # all modes, all threads together, anywhere: as every manifest written before says
+        skip |= {
+            name
+            for name in ("user", "per_thread", "pin", "core_type", "regions")
+            if not getattr(self, name)
+        }
         return {
             f.name: _json(getattr(self, f.name))
             for f, option in option_fields(ProfileOptions)
@@ -254,6 +289,10 @@ def _regions_problem(options: ProfileOptions) -> str | None:
         return "--region counts a command's regions: it cannot attach (-p, --cgroup, --duration)"
     if options.system_scope:
         return "--region counts the command's own processes: not with -a or --cpu-list"
+    if options.per_thread:
+        return (
+            "--region counts the whole process tree while a thread is inside: not with --per-thread"
+        )
     return None
 
 

@@ -8,6 +8,7 @@ Layout::
       runs/run0003-rep1/      one folder per (run, repeat); 1-based numbers
         run.json              RunRecord: events, perf argv, times, exit codes, status
         perf.csv              perf stat -x output, exactly as perf wrote it
+        perf-TID.csv          --per-thread: the output of each other thread's perf
         stdout.txt            the workload's standard output
         stderr.txt            the workload's standard error (and perf's own messages)
       attempts/run0002-rep1-attempt1/   a failed attempt that `--retries` ran again
@@ -34,6 +35,7 @@ from typing import Any, ClassVar
 
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
+from autoprof.perf.threads import ThreadRecord
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run.options import ProfileOptions, measuring_fields
 from autoprof.util.records import file_format, known_fields, read_json, write_json
@@ -179,6 +181,9 @@ class RunRecord:
     perf_pid: int | None = None
     workload_pid: int | None = None  # the command autoprof started for perf to count
     workload_start: int | None = None  # its start time (perf.process.start_time): its identity
+    cpus: list[int] | None = None  # the CPUs the workload was bound to (--pin, --core-type)
+    # --per-thread: every thread counted, each by its own perf (perf.csv, perf-TID.csv)
+    threads: list[ThreadRecord] = field(default_factory=list)
 
     FORMAT: ClassVar[int] = 1
 
@@ -196,7 +201,9 @@ class RunRecord:
         file_format(data, cls.FORMAT, path)
         events = [EventRef(**known_fields(EventRef, e)) for e in data.get("events", [])]
         unsupported = [Unsupported.from_json(u) for u in data.get("unsupported", [])]
+        threads = [ThreadRecord(**known_fields(ThreadRecord, t)) for t in data.get("threads", [])]
         required = {
+            "threads": threads,
             "run": int(data["run"]),
             "repeat": int(data["repeat"]),
             "events": events,

@@ -18,13 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from autoprof.catalog import host, machine, modifiers
+from autoprof.catalog.encoding import HYBRID_CORE_PMUS
 from autoprof.catalog.model import Catalog, Exclusion
 from autoprof.errors import AutoprofError
 from autoprof.metrics import catalog as metric_catalog
 from autoprof.metrics.plan import MetricPlan, plan_metrics, unavailable_pmus
 from autoprof.perf import labels as perf_labels
 from autoprof.perf import launch
-from autoprof.run import attach, preflight
+from autoprof.run import attach, pinning, preflight
+from autoprof.run.options import CORE_TYPES
 from autoprof.run.request import Request
 from autoprof.schedule import schedule
 from autoprof.schedule.plan import SYSTEM_WIDE_ONLY, Plan
@@ -153,6 +155,33 @@ def task_bound(draft: Draft) -> Draft:
     return replace(draft, catalog=kept)
 
 
+def core_type(draft: Draft) -> Draft:
+    """--core-type: the command runs on one kind of core of a hybrid CPU, so only that core
+    PMU's events can count (cpu_core or cpu_atom); the other core PMUs' events are left out,
+    each with the reason (one chosen by name is refused instead). A CPU without that PMU (not
+    hybrid) is refused in one line."""
+    kind = draft.request.options.core_type
+    if kind is None:
+        return draft
+    catalog, keep = draft.catalog, CORE_TYPES[kind]
+    if keep not in catalog.pmus:
+        raise AutoprofError(f"--core-type {kind}: {catalog.cpu} has no {keep} PMU (not hybrid)")
+    other = {n for n in catalog.pmus if n in HYBRID_CORE_PMUS and n != keep}
+    dropped = [e for e in catalog.events if e.pmu in other]
+    why = f"counts on the other cores (--core-type {kind} runs the command on {keep}'s)"
+    if draft.request.events and dropped:
+        raise AutoprofError(f"{dropped[0].name}: {dropped[0].pmu} {why}")
+    kept = Catalog(
+        catalog.cpu,
+        {n: p for n, p in catalog.pmus.items() if n not in other},
+        [e for e in catalog.events if e.pmu not in other],
+        catalog.excluded + [Exclusion(e.name, e.pmu, f"{e.pmu} {why}") for e in dropped],
+        catalog.source,
+        catalog.note,
+    )
+    return replace(draft, catalog=kept)
+
+
 def user_mode(draft: Draft) -> Draft:
     """--user: every event counted in user mode only (`modifiers.user_only`)."""
     if not draft.request.options.user:
@@ -207,6 +236,7 @@ STEPS: tuple[Step, ...] = (
     chosen_events,
     metric_events,
     task_bound,
+    core_type,
     user_mode,
     scheduled,
     anchor_event,
@@ -258,6 +288,7 @@ def check(request: Request, planned: Planned) -> list[str]:
             f"counts here; plan for another CPU with: autoprof schedule --cpu {request.cpu}"
         )
     host.refuse_uncountable(planned.catalog)
+    pinning.workload_cpus(options)  # --pin, --core-type: CPUs this machine has
     if options.attached:
         attach.check_target(options)
     else:

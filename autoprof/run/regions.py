@@ -242,7 +242,7 @@ class Relay:
 
     def _serve(self) -> None:
         while True:
-            ready, _, _ = select.select([self._ours, self._stop_r], [], [])
+            ready, _, _ = select.select([self._ours.fileno(), self._stop_r], [], [])
             if self._stop_r in ready:
                 return
             try:

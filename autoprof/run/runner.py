@@ -31,8 +31,9 @@ from autoprof.perf.process import (
     stop_group,
     workload_env,
 )
+from autoprof.perf.threads import ThreadLaunch
 from autoprof.perf.unsupported import Unsupported
-from autoprof.run import attach, outcome, outdir
+from autoprof.run import attach, outcome, outdir, pinning
 from autoprof.run.journal import Entry, Journal, finished
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import EventRef, RunRecord
@@ -101,6 +102,9 @@ class Runner:
         self.stopper = Stopper()
         self.journal = Journal(out)
         self.markers_seen = False  # --region: a marker reached the relay in some run
+        # --per-thread: a perf per thread of the command (`perf.threads`); --pin, --core-type
+        self._launcher = ThreadLaunch if options.per_thread else Launch
+        self.cpus = None if options.attached else pinning.workload_cpus(options)
 
     def run_all(self, todo: Iterable[Task]) -> list[RunRecord]:
         """Run every task not finished yet; stop early on fail_fast, or on Ctrl-C, SIGTERM or
@@ -250,15 +254,17 @@ class Runner:
             # a signal meanwhile is raised when both pids are known (at the section's end,
             # inside this try: the run is then stopped and recorded as interrupted)
             with self.stopper.deferred():
-                launch = Launch.spawn(
+                launch = self._launcher.spawn(
                     self.command,
                     env=env,
                     stdout=out,
                     stderr=err,
+                    cpus=self.cpus,
                     pass_fds=relay.pass_fds if relay else (),
                 )
                 if relay:
                     relay.spawned()
+                record.cpus = None if self.cpus is None else sorted(self.cpus)
                 # recorded at once: a profiler killed now leaves a workload to stop
                 record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
                 outdir.write_run_record(folder, record)
@@ -297,6 +303,8 @@ class Runner:
             if relay:
                 relay.close()
         workload = launch.workload_status if launch.ran else None
+        if isinstance(launch, ThreadLaunch):
+            record.threads = launch.threads
         if record.status == RunStatus.TIMEOUT:
             record.workload_exit = workload
         return code, workload

@@ -45,6 +45,7 @@ class Option:
     spec: bool = False  # a job spec may set it (what `submit` sends); else the worker's own
     recorded: bool = True  # the manifest keeps it (it says what the numbers mean, or the part)
     measures: bool = False  # it changes what the numbers mean: a resumed profile must keep it
+    choices: tuple[str, ...] = ()  # the only values a text option takes (--core-type)
 
     @property
     def range_text(self) -> str | None:
@@ -153,4 +154,6 @@ def _value_problem(cls: type, name: str, value: Any) -> str | None:
         return f"{label} {value!r} is not {_KIND_NAMES[kind]}"
     if kind in (int, float) and not option.within(value):
         return f"{label} {value!r} is not in the range {option.range_text}"
+    if option.choices and value not in option.choices:
+        return f"{label} {value!r} is not one of {', '.join(option.choices)}"
     return None

@@ -48,3 +48,13 @@ unshare -r perf stat -x, -o rootless_totals.csv -e task-clock -e syscalls:sys_en
 # A rare race (2 in 200 here, pinned to one CPU): repeat until perf exits 0
 until taskset -c 0 perf stat -x, -o lost_wait.csv -e duration_time -e user_time -e system_time \
   -e task-clock -e page-faults -- sh -c 'exit 3'; do :; done
+# --per-thread (profile --per-thread runs one perf per thread, -t TID): threads.c's two threads,
+# attached while both run; the AGGR field is comm-tid (the comm perf read when it started)
+cc -O1 -no-pie -pthread -o /tmp/threads ../../../autoprof/examples/threads.c
+/tmp/threads 3000000000 & sleep 0.3
+perf stat -x, -I 100 --interval-count 2 --per-thread -p $! -o per_thread_interval.csv \
+  -e task-clock -e page-faults -e context-switches
+W=$(ls /proc/$!/task | sort -n | tail -1)
+perf stat -x, --no-inherit --per-thread -t $W -o per_thread_totals.csv -e task-clock \
+  -e page-faults -- sleep 0.1
+kill $!
