@@ -9,7 +9,9 @@
  * while the calling thread waits, so what the region counts starts and stops at the call.
  * One thread of a process at a time passes a marker (a spin lock around the write and the
  * read). Not under autoprof (the variable absent or not a number), a marker is a load and a
- * branch: no system call. Names longer than 64 bytes are cut at 64.
+ * branch: no system call. Names longer than 64 bytes are cut at 64. A thread's id is read at
+ * its first marker and kept (thread-local): a child forked by a thread that passed a marker
+ * sends its parent thread's id (its counts are right; only the nesting check mixes the two).
  *
  * The protocol is documented in autoprof's docs/REFERENCE.md (regions) for other languages.
  */
@@ -42,18 +44,30 @@ static __attribute__((noinline, cold, unused)) int autoprof_lookup_(void) {
     return fd;
 }
 
-static __attribute__((noinline, unused)) void autoprof_mark_(int fd, char op, const char *name) {
-    char msg[2 + 12 + AUTOPROF_NAME_MAX];
+/* Per thread: its message's "X <tid> " prefix, made at its first marker (X: the op). */
+static __thread char autoprof_msg_[2 + 12 + AUTOPROF_NAME_MAX];
+static __thread int autoprof_prefix_;
+
+static __attribute__((noinline, cold, unused)) int autoprof_prefix_make_(void) {
     long tid = syscall(SYS_gettid);
-    int n = 0;
     char digits[12];
-    int d = 0;
-    msg[n++] = op;
-    msg[n++] = ' ';
+    int n = 2, d = 0;
+    autoprof_msg_[1] = ' ';
     do { digits[d++] = (char)('0' + tid % 10); tid /= 10; } while (tid > 0 && d < 12);
-    while (d > 0) msg[n++] = digits[--d];
-    msg[n++] = ' ';
-    for (int i = 0; name[i] && i < AUTOPROF_NAME_MAX; i++) msg[n++] = name[i];
+    while (d > 0) autoprof_msg_[n++] = digits[--d];
+    autoprof_msg_[n++] = ' ';
+    autoprof_prefix_ = n;
+    return n;
+}
+
+/* Counted in a region: what runs after the answer to its begin and before the write of its
+ * end; so the message is made before the write, the name copied in place after the prefix. */
+static __attribute__((noinline, unused)) void autoprof_mark_(int fd, char op, const char *name) {
+    int n = autoprof_prefix_;
+    if (__builtin_expect(n == 0, 0)) n = autoprof_prefix_make_();
+    char *msg = autoprof_msg_;
+    msg[0] = op;
+    for (const char *end = name + AUTOPROF_NAME_MAX; *name && name < end;) msg[n++] = *name++;
     while (__atomic_exchange_n(&autoprof_lock_, 1, __ATOMIC_ACQUIRE)) {
     }
     if (write(fd, msg, (size_t)n) == n) {
