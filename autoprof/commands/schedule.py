@@ -45,5 +45,5 @@ def schedule(event_names: tuple[str, ...], events_file: str | None, as_json: boo
         click.echo(planning.plan_json(planned))
         return
     summary = planned.metrics.summary() if planned.metrics else None
-    scheduled = Scheduled(planned.catalog, planned.plan, elapsed, summary)
+    scheduled = Scheduled(planned.catalog, planned.plan, elapsed, summary, request.options.regions)
     write(ScheduleRenderer(console()).render(scheduled), None)

@@ -19,8 +19,9 @@ from autoprof.run.options import EventSelection, ProfileOptions
 
 # The ProfileOptions that change a plan (`run.planning`): a profile that is not system-wide
 # leaves out the system-wide-only PMUs, --user counts every event in user mode, the anchor joins
-# every run. `schedule` takes exactly these, so it plans what `profile` runs.
-PLAN_OPTIONS = ("system_wide", "cpu_list", "user", "anchor", "core_type")
+# every run, --core-type keeps one core PMU's events; --region adds no run (`schedule` says
+# so). `schedule` takes exactly these, so it plans what `profile` runs.
+PLAN_OPTIONS = ("system_wide", "cpu_list", "user", "anchor", "core_type", "regions")
 
 
 @dataclass(frozen=True)

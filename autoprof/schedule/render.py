@@ -24,6 +24,7 @@ class Scheduled:
     plan: Plan
     elapsed_s: float  # how long scheduling took
     metrics: str | None = None  # the metric plan's summary line, for --metrics
+    regions: tuple[str, ...] = ()  # profile --region: counted in the same runs
 
 
 class ScheduleRenderer(RichRenderer[Scheduled]):
@@ -84,6 +85,13 @@ class ScheduleRenderer(RichRenderer[Scheduled]):
                 f"system-wide only, left out: {', '.join(sorted(set(left)))} "
                 f"({_events(len(left))}): the kernel refuses task-bound events there; "
                 "profile -a or --cpu-list counts them (schedule -a plans that profile)"
+            )
+        if data.regions:
+            named = ", ".join("every region entered" if r == "all" else r for r in data.regions)
+            console.print(
+                f"regions ({named}): every event above is counted per region in the same "
+                f"{len(plan.runs)} run{'s' if len(plan.runs) != 1 else ''}, read at each "
+                "marker: no run more"
             )
 
 
