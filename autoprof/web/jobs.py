@@ -102,6 +102,27 @@ class JobRequest:
     repeat: int = 1
     reserve: int = 0  # generic counters taken by others (--reserve)
     tags: dict[str, str] = field(default_factory=dict)
+    # what part of the program is counted (ProfileOptions' --region, --per-thread, --pin,
+    # --core-type: their limits and checks are the CLI's)
+    regions: list[str] = field(default_factory=list)
+    per_thread: bool = False
+    pin: str | None = None
+    core_type: str | None = None
+
+    @property
+    def options(self) -> ProfileOptions:
+        """How a stat/profile job measures (the CLI's ProfileOptions)."""
+        options = ProfileOptions(
+            interval_ms=self.interval_ms,
+            repeat=self.repeat,
+            regions=tuple(self.regions),
+            per_thread=self.per_thread,
+            pin=self.pin,
+            core_type=self.core_type,
+        )
+        if self.pid is not None:  # every group watches the running process for `duration`
+            options = replace(options, pids=str(self.pid), duration=self.duration)
+        return options
 
     @property
     def command_line(self) -> str:
@@ -110,13 +131,10 @@ class JobRequest:
     def measurement(self) -> Request:
         """What a stat/profile job measures: the one `Request` that `run.planning` plans and
         `pipeline.measure` runs for the CLI and the queue too, with their limits."""
-        options = ProfileOptions(interval_ms=self.interval_ms, repeat=self.repeat)
-        if self.pid is not None:  # every group watches the running process for `duration`
-            options = replace(options, pids=str(self.pid), duration=self.duration)
         return Request(
             self.command,
             self.events,
-            options=options,
+            options=self.options,
             selection=EventSelection(reserve=self.reserve),
             tags=self.tags,
             env=self.env,
@@ -156,6 +174,10 @@ class JobRequest:
             repeat=_number(data.get("repeat", 1), "repeat"),
             reserve=_number(data.get("reserve", 0), "reserve"),
             tags=_pairs(data.get("tags", ""), "tag", None),
+            regions=_lines(data.get("regions", ""), "regions"),
+            per_thread=data.get("per_thread") in (True, "on", "true"),
+            pin=str(data.get("pin") or "").strip() or None,
+            core_type=str(data.get("core_type") or "").strip() or None,
         )
         request.measurement().check()  # the CLI's limits (run.options), in its words
         return request
@@ -171,6 +193,15 @@ def _command(value: Any) -> list[str]:
         return shlex.split(value)
     except ValueError as err:
         raise AutoprofError(f"command: {err}") from None
+
+
+def _lines(value: Any, what: str) -> list[str]:
+    """Names one per line (a textarea's text), or a list of names."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value if v.strip()]
+    if not isinstance(value, str):
+        raise AutoprofError(f"{what}: expected names, one per line")
+    return [line.strip() for line in value.splitlines() if line.strip()]
 
 
 def _number(value: Any, what: str, kind: type = int) -> Any:

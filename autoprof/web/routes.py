@@ -243,6 +243,7 @@ def _form_defaults(request: Request) -> dict:
             "interval_ms": r.interval_ms,
             "repeat": r.repeat,
             "tags": "\n".join(f"{k}={v}" for k, v in r.tags.items()),
+            **_where_fields(r.options),
         }
     if q.get("run"):
         with state.settings.store.read() as conn:
@@ -258,6 +259,7 @@ def _form_defaults(request: Request) -> dict:
             "interval_ms": options.interval_ms or 100,
             "repeat": options.repeat,
             "tags": "\n".join(f"{k}={v}" for k, v in run["tags"].items()),
+            **_where_fields(options),
         }
     return {
         "tool": "stat",
@@ -269,6 +271,17 @@ def _form_defaults(request: Request) -> dict:
         "interval_ms": 100,
         "repeat": 1,
         "tags": "",
+        **_where_fields(ProfileOptions()),
+    }
+
+
+def _where_fields(options: ProfileOptions) -> dict:
+    """The form's fields of what part of the program is counted: regions, threads, cores."""
+    return {
+        "regions": "\n".join(options.regions),
+        "per_thread": options.per_thread,
+        "pin": options.pin or "",
+        "core_type": options.core_type or "",
     }
 
 

@@ -219,8 +219,9 @@ async function initNew() {
   document.getElementById("job-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const form = new FormData(ev.target);
-    const body = Object.fromEntries(["tool", "command", "env", "pid", "duration", "interval_ms", "repeat", "tags"]
-      .map((k) => [k, form.get(k)]));
+    const body = Object.fromEntries(["tool", "command", "env", "pid", "duration", "interval_ms", "repeat", "tags",
+      "regions", "pin", "core_type"].map((k) => [k, form.get(k)]));
+    body.per_thread = form.get("per_thread") === "on";
     body.pid = body.pid ? Number(body.pid) : null;
     body.events = [...chosen];
     const error = document.getElementById("form-error");
