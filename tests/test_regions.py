@@ -124,20 +124,28 @@ def _results(out: Path) -> pd.DataFrame:
     return pd.read_csv(out / "results.csv", keep_default_na=False, na_values={"SAMPLE_VALUE": [""]})
 
 
-@pytest.mark.slow
-def test_breakpoint_counts_per_region_are_exact_in_the_plans_runs(
-    cli_run, tmp_path, regions_binary
-) -> None:
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory, regions_binary) -> tuple[Path, str]:
+    """The region example profiled with --region all, twice, and aggregated: (out, the slot's
+    breakpoint event)."""
+    from autoprof.testing.cli import invoke
+
     binary, address = regions_binary
     event = f"mem:{address}:w"
-    out = tmp_path / "out"
+    out = tmp_path_factory.mktemp("regions") / "out"
     args = [str(OUTSIDE), str(HOT), str(INNER), str(TIMES)]
     common = ["-e", event, "-e", "task-clock", "-e", "page-faults"]
-    done = cli_run(
+    done = invoke(
         "profile", *common, "--region", "all", "--repeat", "2", "-o", out, "--", binary, *args
     )
     assert done.returncode == 0, done.output
-    assert cli_run("aggregate", out).returncode == 0
+    assert invoke("aggregate", out).returncode == 0
+    return out, event
+
+
+@pytest.mark.slow
+def test_breakpoint_counts_per_region_are_exact_in_the_plans_runs(profiled) -> None:
+    out, event = profiled
     rows = _results(out)
     slot = rows[rows["EVENT_NAME"] == event]
     by_region = slot.groupby("REGION")["SAMPLE_VALUE"].apply(list).to_dict()
@@ -153,7 +161,11 @@ def test_breakpoint_counts_per_region_are_exact_in_the_plans_runs(
     # a region's task-clock lies within the whole program's
     clock = rows[rows["EVENT_NAME"] == "task-clock"].groupby("REGION")["SAMPLE_VALUE"].sum()
     assert 0 < clock["inner"] <= clock["hot"] <= clock[""]
-    # analyses: the regions side by side, and one region's rows alone
+
+
+@pytest.mark.slow
+def test_analyses_show_regions_side_by_side_or_one_alone(cli_run, tmp_path, profiled) -> None:
+    out, event = profiled
     assert cli_run("analyze", "stats", out, "-o", tmp_path / "a").returncode == 0
     sides = pd.read_csv(tmp_path / "a" / "stats_regions.csv", index_col="event")
     assert sides.loc[event].to_dict() == {
@@ -166,8 +178,48 @@ def test_breakpoint_counts_per_region_are_exact_in_the_plans_runs(
     )
     inner = pd.read_csv(tmp_path / "i" / "stats.csv", index_col="event")
     assert inner.loc[event, "total"] == TIMES * INNER and inner.loc[event, "samples"] == 2
+    whole = pd.read_csv(tmp_path / "a" / "stats.csv", index_col="event")
+    assert whole.loc[event, "total"] == OUTSIDE + TIMES * (HOT + INNER)  # no region row in it
     missing = cli_run("analyze", "stats", out, "--region", "nope")
     assert missing.returncode == 2 and "regions: hot, inner" in missing.stderr
+    compared = cli_run("analyze", "compare", out, out, "--region", "hot", "-o", tmp_path / "c.csv")
+    assert compared.returncode == 0, compared.output
+    table = pd.read_csv(tmp_path / "c.csv", index_col="event")
+    assert table.loc[event, "total_a"] == TIMES * (HOT + INNER) and table.loc[event, "ratio"] == 1
+
+
+@pytest.mark.slow
+def test_stored_regions_export_byte_for_byte_and_show_side_by_side(
+    cli_run, tmp_path, profiled
+) -> None:
+    from starlette.testclient import TestClient
+
+    from autoprof.store import engine
+    from autoprof.web.app import create_app
+    from autoprof.web.state import Settings
+
+    out, event = profiled
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    assert cli_run("upload", out, "--store", url).returncode == 0
+    run_id = json.loads((out / "manifest.json").read_text())["id"]
+    exported = tmp_path / "export.csv"
+    assert cli_run("runs", "export", run_id, "-o", exported, "--store", url).returncode == 0
+    assert exported.read_bytes() == (out / "results.csv").read_bytes()
+    shown = cli_run("runs", "show", run_id, "--store", url)
+    assert "regions  hot (6 entries), inner (6 entries); never entered: none" in shown.stdout
+    assert "regions side by side" in shown.stdout
+    settings = Settings(engine.open_store(url), tmp_path / "data", "t" * 24, [])
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as web:
+        analysis = web.get(f"/api/runs/{run_id}/analysis").json()
+        page = web.get(f"/runs/{run_id}").text
+    regions = {row["event"]: row for row in analysis["regions"]["rows"]}
+    assert analysis["regions"]["columns"] == ["event", "(whole program)", "hot", "inner"]
+    assert (
+        regions[event]["hot"] == TIMES * (HOT + INNER) and regions[event]["inner"] == TIMES * INNER
+    )
+    stats = {row["event"]: row for row in analysis["stats"]}
+    assert stats[event]["total"] == OUTSIDE + TIMES * (HOT + INNER)  # the whole program's alone
+    assert 'id="regions"' in page
 
 
 @pytest.mark.slow
@@ -232,7 +284,7 @@ def test_python_region_counts_its_system_calls_exactly(cli_run, tmp_path) -> Non
     assert done.returncode == 0, done.output
     assert cli_run("aggregate", out).returncode == 0
     rows = _results(out)
-    got = rows[rows["EVENT_NAME"] == event].set_index("REGION")["SAMPLE_VALUE"].to_dict()
+    got = rows[rows["EVENT_NAME"] == event].groupby("REGION")["SAMPLE_VALUE"].sum().to_dict()
     assert got["py"] == 7 and got["decorated"] == 2
     assert got[""] >= 14  # the interpreter's start-up may call getpid too
 

@@ -97,22 +97,42 @@ def of_region(frame: pd.DataFrame, region: str | None, path: object = "results")
     return frame[keep.to_numpy(dtype=bool)].drop(columns="REGION")
 
 
+WHOLE_PROGRAM = "(whole program)"
+
+
 def region_totals(frame: pd.DataFrame) -> pd.DataFrame:
     """The whole program and each region side by side: per event (label), each one's total
     (mean over executions: runs and repeats) as a column; empty when the file has no region."""
     if "REGION" not in frame.columns or frame["REGION"].isna().all():
         return pd.DataFrame()
-    region = frame["REGION"].astype("string").fillna("(whole program)")
+    region = frame["REGION"].astype("string").fillna(WHOLE_PROGRAM)
+    order = [WHOLE_PROGRAM, *results.region_names(frame)]
+    return side_by_side(frame.assign(REGION=region), "REGION", order)
+
+
+def thread_totals(frame: pd.DataFrame) -> pd.DataFrame:
+    """The threads of a `--per-thread` profile side by side (UNIT is the thread, COMM-TID):
+    per event, each thread's total (mean over executions) as a column, the whole program's
+    rows only."""
+    if "REGION" in frame.columns:
+        frame = frame[frame["REGION"].isna().to_numpy(dtype=bool)]
+    units = frame["UNIT"].astype("string")
+    order = list(dict.fromkeys(units.dropna()))
+    return side_by_side(frame.assign(UNIT=units), "UNIT", order)
+
+
+def side_by_side(frame: pd.DataFrame, column: str, order: list[str]) -> pd.DataFrame:
+    """Per event (label) and value of `column`, the total over a run's rows, averaged over
+    executions (runs and repeats): one column per value of `column`, in `order`."""
     labels = event_labels(frame)
     totals = (
-        frame.assign(EVENT=labels, REGION=region)
-        .groupby(["EVENT", "REGION", "RUN", "REPEAT"], observed=True)["SAMPLE_VALUE"]
+        frame.assign(EVENT=labels)
+        .groupby(["EVENT", column, "RUN", "REPEAT"], observed=True)["SAMPLE_VALUE"]
         .sum(min_count=1)
-        .groupby(level=["EVENT", "REGION"], observed=True)
+        .groupby(level=["EVENT", column], observed=True)
         .mean()
-        .unstack("REGION")
+        .unstack(column)
     )
-    order = ["(whole program)", *results.region_names(frame)]
     totals = totals.reindex(columns=[c for c in order if c in totals.columns])
     totals.index.name, totals.columns.name = "event", None
     return totals

@@ -175,7 +175,9 @@ class Stats:
     events: pd.DataFrame
     summary: Summary
     top: int = 10
-    regions: pd.DataFrame = field(default_factory=pd.DataFrame)  # `data.region_totals`
+    # the whole program and its regions (`data.region_totals`), or its threads
+    # (`data.thread_totals`), side by side
+    sides: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     FIGURES: ClassVar[tuple[str, ...]] = ()
 
@@ -185,9 +187,13 @@ class Stats:
             Table("stats_summary", self.summary.table()),
             Table("stats_sanity", self.summary.sanity),
         ]
-        if len(self.regions):
-            found.append(Table("stats_regions", self.regions, index="event"))
+        if len(self.sides):
+            found.append(Table(self._sides_name, self.sides, index="event"))
         return found
+
+    @property
+    def _sides_name(self) -> str:
+        return "stats_regions" if data.WHOLE_PROGRAM in self.sides.columns else "stats_threads"
 
     def shown(self) -> list[Table]:
         k = self.top
@@ -201,9 +207,10 @@ class Stats:
         for column, what in (("total", "total count"), ("cv", "variability (cv)")):
             title = f"Top {k} events by {what}"
             found.append(Table(f"stats_top_{column}", top(self.events, column, k), title, "event"))
-        if len(self.regions):
-            title = "Regions side by side (total per execution)"
-            found.append(Table("stats_regions", self.regions.head(3 * k), title, "event"))
+        if len(self.sides):
+            what = "Regions" if self._sides_name == "stats_regions" else "Threads"
+            title = f"{what} side by side (total per execution)"
+            found.append(Table(self._sides_name, self.sides.head(3 * k), title, "event"))
         return found
 
     def notes(self) -> list[str]:
@@ -218,10 +225,10 @@ def analyse(
     report: Report | None,
     name: str = "",
     k: int = 10,
-    regions: pd.DataFrame | None = None,
+    sides: pd.DataFrame | None = None,
 ) -> Stats:
     """The per-event table and summary of a loaded results frame (and its report.json);
-    `regions`: the whole program and its regions side by side (`data.region_totals`)."""
+    `sides`: the whole program and its regions, or its threads, side by side."""
     table = event_table(frame)
-    shown = pd.DataFrame() if regions is None else regions
+    shown = pd.DataFrame() if sides is None else sides
     return Stats(name, table, summarize(frame, table, report), k, shown)

@@ -190,7 +190,13 @@ def stats(results, out, k, region) -> None:
     from autoprof.analysis import stats as stats_
 
     frame = data.load(results, region=region)
-    sides = data.region_totals(results_.read_csv(results)) if region is None else pd.DataFrame()
+    manifest = data.read_manifest_beside(results)
+    sides = pd.DataFrame()
+    if region is None:  # the whole program beside its regions, or its threads
+        everything = results_.read_csv(results)
+        sides = data.region_totals(everything)
+        if manifest is not None and manifest.options.per_thread:
+            sides = data.thread_totals(everything)
     name = str(results) if region is None else f"{results} (region {region})"
     found = stats_.analyse(frame, data.read_report_beside(results), name, k, sides)
     _show(found, out, results.parent / "analysis")

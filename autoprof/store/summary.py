@@ -106,7 +106,9 @@ def _save(conn: Connection, run: Row[Any], items: dict[str, str]) -> None:
 def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
     """Every summary item of `run` as JSON text, from one pass over its rows."""
     parts = conn.execute(
-        select(RunPart.id, RunPart.rows).where(RunPart.run_id == run.id).order_by(RunPart.part)
+        select(RunPart.id, RunPart.rows, RunPart.manifest)
+        .where(RunPart.run_id == run.id)
+        .order_by(RunPart.part)
     ).all()
     lines = _Lines.of(conn, [p.id for p in parts])
     offsets = np.cumsum([0, *(lines.per_part[p.id] for p in parts)])[:-1]
@@ -121,12 +123,13 @@ def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
     intervals, facts, names = pass_.result()
     del pass_  # its cells, copied into `intervals`: the server's memory peaks below
     analysis = _analysis(intervals, facts)
-    if lines.regions:  # the whole program and each region side by side
-        sides = region_totals(conn, [p.id for p in parts])
-        analysis["regions"] = {
-            "columns": ["event", *map(str, sides.columns)],
-            "rows": records(sides.reset_index()),
-        }
+    per_thread = any((p.manifest or {}).get("options", {}).get("per_thread") for p in parts)
+    if lines.regions or per_thread:  # side by side: the whole program and each region, threads
+        totals = series_totals(conn, [p.id for p in parts])
+        if lines.regions:
+            analysis["regions"] = _sides(data.region_totals(totals))
+        if per_thread:
+            analysis["threads"] = _sides(data.thread_totals(totals))
     items = {ANALYSIS: json.dumps(analysis, default=str)}
     events = _timeline_lines(intervals, names, lines.units)
     # an event no interval counted (not supported, not counted) has an empty timeline
@@ -200,43 +203,39 @@ class _Lines:
         )
 
 
-def region_totals(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
-    """`analysis.data.region_totals` of the run's parts, from its series and their few rows
-    that count a region plus the whole program's per series total (one grouped query)."""
+def series_totals(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
+    """A results frame of one row per series of the run's parts, its values summed (one grouped
+    query): what `data.region_totals` and `data.thread_totals` need, the region rows being few
+    and a thread's rows summed in the server."""
     from sqlalchemy import func
 
     from autoprof.store.models import Measurement
 
-    total = func.sum(Measurement.sample_value)
+    keys = [Series.event_name, Series.pmu, Series.region, Series.unit, Series.plan_run]
+    keys.append(Series.repeat)
     found = conn.execute(
-        select(
-            Series.event_name,
-            Series.pmu,
-            Series.region,
-            Series.plan_run,
-            Series.repeat,
-            Series.value_unit,
-            total,
-        )
+        select(*keys, func.sum(Measurement.sample_value))
         .join(
             Measurement,
             (Measurement.part_id == Series.part_id) & (Measurement.series == Series.number),
         )
         .where(Series.part_id.in_(part_ids))
-        .group_by(
-            Series.event_name,
-            Series.pmu,
-            Series.region,
-            Series.plan_run,
-            Series.repeat,
-            Series.value_unit,
-        )
+        .group_by(*keys)
     ).all()
-    columns = ["EVENT_NAME", "PMU", "REGION", "RUN", "REPEAT", "VALUE_UNIT", "SAMPLE_VALUE"]
+    columns = ["EVENT_NAME", "PMU", "REGION", "UNIT", "RUN", "REPEAT", "SAMPLE_VALUE"]
     frame = pd.DataFrame(found, columns=columns)
-    order = {name: i for i, name in enumerate(dict.fromkeys(r.region for r in found if r.region))}
-    frame["REGION"] = pd.Categorical(frame["REGION"], categories=list(order))
-    return data.region_totals(frame)
+    regions = list(dict.fromkeys(r.region for r in found if r.region is not None))
+    frame["REGION"] = pd.Categorical(frame["REGION"], categories=regions)
+    return frame
+
+
+def region_totals(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
+    """`analysis.data.region_totals` of the run's parts."""
+    return data.region_totals(series_totals(conn, part_ids))
+
+
+def _sides(frame: pd.DataFrame) -> dict[str, Any]:
+    return {"columns": ["event", *map(str, frame.columns)], "rows": records(frame.reset_index())}
 
 
 class _Pass:

@@ -120,11 +120,12 @@ async function initRun() {
     stats.replaceChildren(analysis.stats.length ? table(analysis.stats,
       ["event", "pmu", "runs", "repeats", "rows", "samples", "intervals", "total", "mean", "cv", "min_percent_running"])
       : el("p", "no stats"));
-    if (analysis.regions) {
-      document.getElementById("regions-table").replaceChildren(
-        table(analysis.regions.rows, analysis.regions.columns));
-      document.getElementById("regions").hidden = false;
-    }
+    ["regions", "threads"].forEach((kind) => {  // side by side: the whole program and each
+      const sides = analysis[kind];
+      if (!sides) return;
+      document.getElementById(`${kind}-table`).replaceChildren(table(sides.rows, sides.columns));
+      document.getElementById(kind).hidden = false;
+    });
     const heat = document.getElementById("heatmap");
     heat.replaceChildren();
     const c = analysis.correlation;
