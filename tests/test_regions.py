@@ -323,3 +323,18 @@ def test_markers_outside_autoprof_make_no_system_call(tmp_path) -> None:
         )  # fmt: skip
         counts.append(int(proc.stderr.strip().splitlines()[-1].split(",")[0]))
     assert counts[0] == counts[1], counts  # 1000 passes through 4 markers: no call more
+
+
+def test_the_web_form_takes_regions_threads_and_cores_with_the_clis_checks() -> None:
+    from autoprof.errors import AutoprofError
+    from autoprof.web.jobs import JobRequest
+
+    form = {"tool": "profile", "command": "./prog", "events": ["task-clock"]}
+    request = JobRequest.from_form({**form, "regions": "hot\ninner, with a comma\n", "pin": "0"})
+    options = request.measurement().options
+    assert options.regions == ("hot", "inner, with a comma") and options.pin == "0"
+    assert JobRequest(**json.loads(json.dumps(request.__dict__))).options == options
+    with pytest.raises(AutoprofError, match="not with --per-thread"):
+        JobRequest.from_form({**form, "regions": "hot", "per_thread": True})
+    with pytest.raises(AutoprofError, match="a region's name is 1 to 64 bytes"):
+        JobRequest.from_form({**form, "regions": "x" * 65})
