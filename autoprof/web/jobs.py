@@ -20,7 +20,6 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
 import threading
 import uuid
 from collections import deque
@@ -36,6 +35,7 @@ from autoprof.run import outdir
 from autoprof.run.options import EventSelection, ProfileOptions
 from autoprof.run.request import Request
 from autoprof.run.runner import stop_leftovers
+from autoprof.util import children
 from autoprof.util.clock import now_iso
 from autoprof.util.records import write_json
 
@@ -378,7 +378,7 @@ class LocalQueue:
     """Jobs run here, one at a time, in order, each in a child process."""
 
     def __init__(self, root: Path, store_text: str | None):
-        self.root = root
+        self.root = root.resolve()  # its jobs run in their folders
         self.store_text = store_text
         self.jobs: dict[str, Job] = {}
         self.waiting: deque[str] = deque()
@@ -481,7 +481,8 @@ class LocalQueue:
         env = {k: v for k, v in os.environ.items() if k not in SECRET_SETTINGS}
         with (folder / LOG).open("ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "autoprof.web.task", str(folder)],
+                children.python_argv("autoprof.web.task", str(folder)),
+                cwd=folder,  # the workload's too; never the server's, where anyone may write
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
