@@ -36,6 +36,7 @@ from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run.options import ProfileOptions, measuring_fields
+from autoprof.util.owned import FOLDER_MODE, trusted
 from autoprof.util.records import file_format, known_fields, read_json, write_json
 
 MANIFEST = "manifest.json"
@@ -179,6 +180,9 @@ class RunRecord:
     perf_pid: int | None = None
     workload_pid: int | None = None  # the command autoprof started for perf to count
     workload_start: int | None = None  # its start time (perf.process.start_time): its identity
+    # a secret in perf's environment (perf.process.NONCE_VAR): a perf is stopped as left behind
+    # only when it has this very value, so a run.json naming another process kills nothing
+    perf_nonce: str | None = None
 
     FORMAT: ClassVar[int] = 1
 
@@ -294,7 +298,7 @@ def run_folders(out: Path) -> list[Path]:
 def set_aside(out: Path, folder: Path, attempt: int) -> Path:
     """Move a failed attempt's run folder to out/attempts/, out of aggregate's way."""
     dest = out / ATTEMPTS / f"{folder.name}-attempt{attempt}"
-    dest.parent.mkdir(exist_ok=True)
+    dest.parent.mkdir(FOLDER_MODE, exist_ok=True)
     if dest.exists():
         shutil.rmtree(dest)
     return folder.rename(dest)
@@ -307,9 +311,12 @@ def part_folders(out: Path, run: int, repeat: int) -> list[Path]:
 
 def left_running(root: Path) -> list[RunRecord]:
     """Every run record under `root` (any depth) that is not finished: a profiler that died
-    left its perf and workload running (perf.process.stop_leftovers stops them)."""
+    left its perf and workload running (perf.process.stop_leftovers stops them). Only records
+    this user wrote count: each, and every folder from `root` down to it, this user's alone."""
     found = []
     for path in sorted(root.glob(f"**/{RUNS}/run*/{RUN_RECORD}")):
+        if not trusted(path, root):
+            continue
         try:
             record = read_run_record(path.parent)
         except (OSError, ValueError, TypeError, KeyError, AutoprofError):
