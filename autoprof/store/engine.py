@@ -90,7 +90,7 @@ class Store:
         file is the whole store. Readers still reading old pages leave the rest for the next."""
         raw = self.engine.raw_connection()
         try:
-            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             raw.close()
 
