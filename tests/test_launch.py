@@ -196,3 +196,40 @@ def test_a_workload_left_without_its_perf_is_stopped_by_its_identity(tmp_path):
     finally:
         left.kill()
         left.wait()
+
+
+SWITCH_OFF = """
+import os, sys
+mine = os.getpgid(0)
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+        if os.getpgid(int(pid)) != mine or b"--control" not in argv:
+            continue
+        ctl = argv[argv.index(b"--control") + 1].decode().split(":")[1].split(",")[0]
+        fd = os.open(f"/proc/{pid}/fd/{ctl}", os.O_WRONLY)
+    except (OSError, ValueError, IndexError) as err:
+        print("refused:", err)
+        continue
+    os.write(fd, b"disable\\n")
+    print("disabled perf", pid)
+pages = bytearray(64 << 20)  # 16,384 pages touched after the attempt
+for i in range(0, len(pages), 4096):
+    pages[i] = 1
+"""
+
+
+def test_a_workload_cannot_switch_its_own_counting_off(tmp_path):
+    """perf's control channel is a socketpair: the workload (same user: root under a root
+    profile) cannot reopen it through /proc/PERF/fd/N and write `disable` (issue #38, point 5).
+    With pipes it could, and its 16,384 page faults after that went uncounted."""
+    out = tmp_path / "out"
+    proc = cli.invoke(
+        "profile", "-e", "page-faults", "-o", str(out), "--", sys.executable, "-c", SWITCH_OFF
+    )
+    assert proc.returncode == 0, proc.stderr
+    said = (outdir.run_dir(out, 1, 1) / outdir.STDOUT).read_text()
+    assert "refused:" in said and "disabled perf" not in said, said
+    assert cli.invoke("aggregate", str(out)).returncode == 0
+    frame = results.read_csv(out / outdir.RESULTS)
+    assert frame["SAMPLE_VALUE"].sum() > 16384

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from autoprof.errors import AutoprofError
 from autoprof.flame.fold import Folded, folded_lines
+from autoprof.util import children
 
 FORMATS = ("svg", "png", "dot")
 
@@ -37,7 +37,7 @@ def output_format(path: Path) -> str:
 
 def gprof2dot_argv(options: GraphOptions) -> list[str]:
     """gprof2dot reading folded stacks on standard input, writing dot on standard output."""
-    argv = [sys.executable, "-m", "gprof2dot", "-f", "collapse"]
+    argv = children.python_argv("gprof2dot", "-f", "collapse")
     argv += ["-n", str(options.node_thres), "-e", str(options.edge_thres)]
     if options.root:
         argv += ["-z", options.root]
@@ -54,7 +54,13 @@ def to_dot(folded: Folded, options: GraphOptions) -> str:
     """The call graph of `folded` in Graphviz's language."""
     text = "".join(folded_lines(folded))
     done = subprocess.run(
-        gprof2dot_argv(options), input=text, capture_output=True, text=True, errors="replace"
+        gprof2dot_argv(options),
+        input=text,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        cwd=children.SAFE_CWD,
+        env=children.plain_env(),
     )
     if done.returncode != 0:
         if "No module named gprof2dot" in done.stderr:

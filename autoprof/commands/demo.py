@@ -12,7 +12,7 @@ import click
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 from autoprof.run import outdir
-from autoprof.util import xdg
+from autoprof.util import children, xdg
 
 
 @click.command("demo")
@@ -36,14 +36,14 @@ def demo(output: str, writes: int) -> None:
     events += ["task-clock", "page-faults", "context-switches", "cpu-migrations"]
     if (out / outdir.MANIFEST).exists() and outdir.read_manifest(out).command[:1] == [str(binary)]:
         shutil.rmtree(out)  # an earlier demo's output: the demo starts afresh, nothing else goes
-    base = [sys.executable, "-m", "autoprof"]
+    base = children.python_argv("autoprof")
     args = [arg for e in events for arg in ("-e", e)]
     steps = [
         [*base, "profile", *args, "--retries", "2", "-o", str(out), "--", str(binary), str(writes)],
         [*base, "aggregate", str(out)],
     ]
     for step in steps:
-        click.echo(f"$ autoprof {' '.join(step[3:5])} ...", err=True)
+        click.echo(f"$ autoprof {' '.join(step[4:6])} ...", err=True)
         if subprocess.run(step).returncode != 0:
             sys.exit(1)
     frame = results.read_csv(out / outdir.RESULTS)

@@ -9,6 +9,7 @@ import click
 from autoprof.commands.common import store_option
 from autoprof.errors import AutoprofError
 from autoprof.util import xdg
+from autoprof.util.owned import own_folder
 
 
 def _default_data_dir() -> Path:
@@ -116,6 +117,7 @@ def serve(
             "(a token printed to a terminal is not one to share)"
         )
 
+    data_dir = own_folder(data_dir)  # the jobs' files, by name: this user's alone
     settings = Settings(
         store=engine.open_store(store_text),
         data_dir=data_dir,
@@ -130,7 +132,6 @@ def serve(
             write_timeout_s=write_timeout,
         ),
     )
-    data_dir.mkdir(parents=True, exist_ok=True)
     sock = server.listen(host, port, settings.limits)
     app = create_app(settings)
     where = f"http://{host}:{port}"

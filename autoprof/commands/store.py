@@ -339,3 +339,21 @@ def info_command(store_text: str | None) -> None:
     click.echo(f"store    {store.shown}")
     click.echo(f"schema   {revision} (this autoprof: {engine.head_revision()})")
     click.echo(f"runs     {runs}")
+
+
+@store_group.command("backup")
+@click.argument("dest", metavar="FILE", type=click.Path(path_type=Path))
+@store_option
+def backup_command(dest: Path, store_text: str | None) -> None:
+    """Copy a SQLite store into a new file, whole and consistent.
+
+    Writers may go on meanwhile (SQLite's online backup); the copy is one self-contained file.
+    For PostgreSQL use pg_dump."""
+    from autoprof.store import engine
+
+    store = engine.open_store(store_text, create=False)
+    try:
+        store.backup(dest)
+    finally:
+        store.engine.dispose()
+    click.echo(f"{store.shown}: backed up to {dest}")

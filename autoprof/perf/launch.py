@@ -11,9 +11,10 @@ wait for CMD is counted for as long as it lives, since counting is inherited by 
 So autoprof starts CMD itself, as its own child, with PTRACE_TRACEME: the kernel stops CMD with
 SIGTRAP once its exec has completed, before its first user-mode instruction. perf then attaches
 to that pid (`perf stat -p PID`, counters enabled at once, inherited by CMD's children) with a
-control pipe (`--control fd:CTL,ACK`); perf answers a `ping` only from its event loop, after
-its counters are open, and then autoprof detaches (PTRACE_DETACH with no signal) from the very
-thread that started CMD (the tracer). CMD runs as it would under bare perf, untraced. When it
+control channel (`--control fd:CTL,ACK`: socketpairs, which CMD cannot reopen through /proc to
+switch its own counting off); perf answers a `ping` only from its event loop, after its counters
+are open, and then autoprof detaches (PTRACE_DETACH with no signal) from the very thread that
+started CMD (the tracer). CMD runs as it would under bare perf, untraced. When it
 ends (its exact exit status or signal, read with WNOWAIT) autoprof sends perf SIGCHLD, which
 perf stat takes for "stop" (skip_signal): it prints the last, partial interval and exits 0;
 only then is CMD reaped. perf stops by itself at a target gone from /proc (is_target_alive),
@@ -41,6 +42,7 @@ import platform
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -131,8 +133,17 @@ def _in_poll(pid: int) -> bool:
     return number.isdigit() and int(number) in _POLL_CALLS.get(platform.machine(), ())
 
 
+def control_channel() -> tuple[int, int]:
+    """One way of perf's control channel, (our end, perf's end): a socketpair, not a pipe. A
+    pipe or FIFO can be opened again through /proc/PERF/fd/N by any process of the same user,
+    the workload included, which could then write `disable` and switch its own counting off;
+    a socket cannot be opened through /proc (ENXIO). Neither end is inheritable."""
+    ours, perfs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return ours.detach(), perfs.detach()
+
+
 def control_args(pid: int | str | None, ctl: int | str, ack: int | str) -> list[str]:
-    """perf's target (`-p PID`; none for a system-wide profile) and its control pipe."""
+    """perf's target (`-p PID`; none for a system-wide profile) and its control channel."""
     target = ["-p", str(pid)] if pid is not None else []
     return [*target, "--control", f"fd:{ctl},{ack}"]
 
@@ -217,8 +228,8 @@ class Launch:
         """Start perf (`argv`: `perf stat` and its options, no target) in the workload's
         group, attached to the workload (`attach`) or counting system-wide; returns the argv
         it runs."""
-        ctl_read, self._ctl = os.pipe()
-        self._ack, ack_write = os.pipe()
+        self._ctl, ctl_read = control_channel()
+        self._ack, ack_write = control_channel()
         full = [*argv, *control_args(self.pid if attach else None, ctl_read, ack_write)]
         try:
             self.perf = subprocess.Popen(

@@ -28,6 +28,7 @@ STOP_GRACE_S = 2.0
 # autoprof's own settings (AUTOPROF_STORE holds the store URL with its password, AUTOPROF_REDIS
 # the queue's): a measured program has no business reading them (issue #23, item 3).
 OWN_PREFIX = "AUTOPROF_"
+NONCE_VAR = "AUTOPROF_RUN_NONCE"  # in perf's environment alone (stop_leftovers)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_S = 0.01
@@ -187,37 +188,59 @@ def start_time(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2 :].split()[19])
 
 
-def stop_leftovers(perfs: Iterable[int], workloads: Iterable[tuple[int, int]] = ()) -> list[int]:
-    """Kill what a dead profiler left running: each of `perfs` (the perf of a run its run.json
-    says is unfinished) that is still a perf, with the process group it is in (its workload's,
-    or its own for an attached run), and each of `workloads` ((pid, start_time) of the command
-    it started, which leads its group) that is still that very process: a workload whose perf
-    died too (the profiler died before perf acked) would run on uncounted. Returns the pids of
-    the perfs and workloads stopped.
+def stop_leftovers(
+    perfs: Iterable[tuple[int, str]], workloads: Iterable[tuple[int, int]] = ()
+) -> list[int]:
+    """Kill what a dead profiler left running: each of `perfs` ((pid, nonce) of the perf of a
+    run its run.json says is unfinished) that is still that perf, with the process group it is
+    in (its workload's, or its own for an attached run), and each of `workloads` ((pid,
+    start_time) of the command it started, which leads its group) that is still that very
+    process: a workload whose perf died too (the profiler died before perf acked) would run on
+    uncounted. Returns the pids of the perfs and workloads stopped.
 
     perf and the workload run in a process group of their own (so that a timeout can stop them
     together), which also means they outlive a profiler killed with SIGKILL and would disturb
-    whatever is measured next. Only a live process named perf outside this process's own group,
-    or the recorded workload itself, is killed: a pid may have been reused since.
+    whatever is measured next. Only a process of this user is killed (a record may name any
+    pid), and only a perf that has the nonce in its environment, outside this process's own
+    group, or the recorded workload itself by its start time: a pid may have been reused since.
     """
     killed, groups = [], set()
-    for pid in perfs:
+    for pid, nonce in perfs:
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
             group = os.getpgid(pid)
-            if comm == "perf" and group != os.getpgrp():
+            if comm == "perf" and group != os.getpgrp() and _has_nonce(pid, nonce):
                 os.killpg(group, signal.SIGKILL)
                 killed.append(pid)
                 groups.add(group)
         except (OSError, ProcessLookupError):
             continue  # gone already
     for pid, started in workloads:
-        if pid in groups or start_time(pid) != started:
+        if pid in groups or start_time(pid) != started or not _mine(pid):
             continue
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
             killed.append(pid)
     return killed
+
+
+def _mine(pid: int) -> bool:
+    """Process `pid` runs as this user (its real and effective uid)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
+def _has_nonce(pid: int, nonce: str) -> bool:
+    """Process `pid` is this user's and was started with NONCE_VAR=`nonce`."""
+    if not nonce or not _mine(pid):
+        return False
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{NONCE_VAR}={nonce}".encode() in environ
 
 
 def keep_private() -> None:

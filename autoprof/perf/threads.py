@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from autoprof.errors import AutoprofError
-from autoprof.perf.launch import PERF_EXIT_GRACE_S, Launch, _ptrace, await_ack, end_perf
+from autoprof.perf.launch import (
+    PERF_EXIT_GRACE_S,
+    Launch,
+    _ptrace,
+    await_ack,
+    control_channel,
+    end_perf,
+)
 
 _PTRACE_CONT = 7
 _PTRACE_DETACH = 17
@@ -129,8 +136,8 @@ class ThreadLaunch(Launch):
 
     def _count(self, tid: int, parent: int | None) -> _Counted:
         """Start the perf of thread `tid` (held in a stop)."""
-        ctl_read, ctl = os.pipe()
-        ack, ack_write = os.pipe()
+        ctl, ctl_read = control_channel()  # socketpairs: not reopened through /proc
+        ack, ack_write = control_channel()
         output = self.folder / output_name(tid, parent is None)
         argv = thread_argv(self.argv, output, tid, ctl_read, ack_write)
         record = ThreadRecord(tid, parent=parent, start_s=round(time.monotonic() - self._origin, 6))

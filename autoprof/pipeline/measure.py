@@ -26,6 +26,7 @@ from autoprof.run.planning import Planned
 from autoprof.run.profile import Outcome
 from autoprof.run.request import Request
 from autoprof.run.runner import Task
+from autoprof.util.owned import own_folder
 
 if TYPE_CHECKING:  # the store's libraries (SQLAlchemy, pandas) load only to upload
     from autoprof.store.upload import Uploaded
@@ -83,6 +84,7 @@ def measure(
         facts = replace(facts, hostname=hostname)
     # the folder is made (or found to hold this very profile) before anything says "profiling":
     # an -o that cannot be written, or holds another profile, is the one line said
+    out = own_folder(out)  # then used by its resolved name: no one else can swap it
     library.open_profile(
         out, request.command, planned.plan, request.options, facts, request.profile_id
     )

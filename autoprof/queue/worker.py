@@ -33,7 +33,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from autoprof.queue.model import JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
 from autoprof.run.planning import Planned
 from autoprof.run.runner import stop_leftovers
+from autoprof.util.owned import own_folder
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran
 PLAN_KEY_TTL_S = 30 * 86400
@@ -344,7 +345,8 @@ def work(
     the current job) or, with `burst`, until the queues are empty; returns whether any job ran."""
     check_allow(settings.allow)
     keep_private()  # the store's and the queue's passwords: no workload reads them here
-    settings.workdir.mkdir(parents=True, exist_ok=True)
+    # perf's files, by name: a folder this user's alone, by its resolved name
+    settings = replace(settings, workdir=own_folder(settings.workdir))
     stop_leftovers(settings.workdir)  # a previous worker here was killed mid-job
     queues = queue_names(settings.hostname, extra_queues)
     with connection.errors(redis_text):

@@ -33,15 +33,19 @@ import csv
 import hashlib
 import io
 import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from autoprof.util.owned import open_file
+
 if TYPE_CHECKING:  # pandas is imported where a frame is made: the streaming paths need none
     import pandas as pd
 
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_TRUNC  # never through a link planted at its name
 AUTOPERF_COLUMNS = [
     "EVENT_NAME",
     "INDEX",
@@ -293,7 +297,9 @@ class ResultsWriter:
     def __init__(self, target: str | Path | IO[str] | IO[bytes]) -> None:
         self._own = isinstance(target, (str, Path))
         self._file: Any = (
-            open(target, "wb") if isinstance(target, (str, Path)) else target  # noqa: SIM115
+            open(open_file(Path(target), _NEW, 0o644), "wb")  # noqa: SIM115
+            if isinstance(target, (str, Path))
+            else target
         )
         self._text = isinstance(self._file, io.TextIOBase)
         self._digest = hashlib.sha256()

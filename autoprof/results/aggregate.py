@@ -39,6 +39,7 @@ from autoprof.results.sanity_report import (
     write_report,
 )
 from autoprof.run import outdir
+from autoprof.util.owned import own_folder
 from autoprof.util.prefetch import prefetched
 from autoprof.util.status import FINAL_RUN_STATUSES, RowStatus, RunStatus
 
@@ -80,6 +81,7 @@ def aggregate_to(
     one run at a time: memory stays that of the largest run, whatever the profile's size."""
     out = Path(out)
     _check_profile(out)
+    out = own_folder(out)  # its files are written by name
     path = Path(path) if path else out / outdir.RESULTS
     partial = path.with_name(path.name + ".partial")  # an older results.csv stays until done
     try:

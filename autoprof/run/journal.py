@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from autoprof.run import outdir
 from autoprof.run.outdir import RunRecord
 from autoprof.util import records
+from autoprof.util.owned import open_file
 from autoprof.util.records import file_format, known_fields
 from autoprof.util.status import FINAL_RUN_STATUSES, RunStatus
 
@@ -94,7 +95,7 @@ class Journal:
     def append(self, entry: Entry) -> None:
         """Write the entry now (in one write: a killed profiler leaves a whole line or none)."""
         self.synced()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.write(fd, (json.dumps(entry.to_json()) + "\n").encode())
         except BaseException:

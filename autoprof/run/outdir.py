@@ -38,6 +38,7 @@ from autoprof.errors import AutoprofError
 from autoprof.perf.threads import ThreadRecord
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run.options import ProfileOptions, measuring_fields
+from autoprof.util.owned import FOLDER_MODE, trusted
 from autoprof.util.records import file_format, known_fields, read_json, write_json
 
 MANIFEST = "manifest.json"
@@ -184,6 +185,9 @@ class RunRecord:
     cpus: list[int] | None = None  # the CPUs the workload was bound to (--pin, --core-type)
     # --per-thread: every thread counted, each by its own perf (perf.csv, perf-TID.csv)
     threads: list[ThreadRecord] = field(default_factory=list)
+    # a secret in perf's environment (perf.process.NONCE_VAR): a perf is stopped as left behind
+    # only when it has this very value, so a run.json naming another process kills nothing
+    perf_nonce: str | None = None
 
     FORMAT: ClassVar[int] = 1
 
@@ -301,7 +305,7 @@ def run_folders(out: Path) -> list[Path]:
 def set_aside(out: Path, folder: Path, attempt: int) -> Path:
     """Move a failed attempt's run folder to out/attempts/, out of aggregate's way."""
     dest = out / ATTEMPTS / f"{folder.name}-attempt{attempt}"
-    dest.parent.mkdir(exist_ok=True)
+    dest.parent.mkdir(FOLDER_MODE, exist_ok=True)
     if dest.exists():
         shutil.rmtree(dest)
     return folder.rename(dest)
@@ -314,9 +318,12 @@ def part_folders(out: Path, run: int, repeat: int) -> list[Path]:
 
 def left_running(root: Path) -> list[RunRecord]:
     """Every run record under `root` (any depth) that is not finished: a profiler that died
-    left its perf and workload running (perf.process.stop_leftovers stops them)."""
+    left its perf and workload running (perf.process.stop_leftovers stops them). Only records
+    this user wrote count: each, and every folder from `root` down to it, this user's alone."""
     found = []
     for path in sorted(root.glob(f"**/{RUNS}/run*/{RUN_RECORD}")):
+        if not trusted(path, root):
+            continue
         try:
             record = read_run_record(path.parent)
         except (OSError, ValueError, TypeError, KeyError, AutoprofError):

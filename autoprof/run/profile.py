@@ -32,6 +32,7 @@ from autoprof.run.outdir import Manifest, RunRecord
 from autoprof.run.runner import Runner, Task, counts_workload, perf_argv
 from autoprof.schedule.plan import Plan
 from autoprof.util.clock import now_iso
+from autoprof.util.owned import own_folder
 from autoprof.util.status import RunStatus
 
 
@@ -116,13 +117,14 @@ def open_profile(
     `profile_id` names the profile (the parts of a split profile share one); default a new uuid.
     """
     if (out / outdir.MANIFEST).exists():
+        own_folder(out)  # a record another user could have written is not read
         manifest = outdir.read_manifest(out)
         manifest.check_resume(out, command, plan.to_json(), options, facts, profile_id)
         if manifest.options.repeat < options.repeat:
             manifest.options = replace(manifest.options, repeat=options.repeat)
             outdir.write_manifest(out, manifest)
         return manifest
-    out.mkdir(parents=True, exist_ok=True)
+    own_folder(out)
     manifest = Manifest(
         id=profile_id or str(uuid.uuid4()),
         autoprof_version=__version__,
@@ -157,6 +159,7 @@ def profile(
     asked for this profile). An attached profile (`options.attached`) continues against
     another target only with `resume`. `env`: variables a job sets for its workload only.
     """
+    out = own_folder(out)  # then used by its resolved name: no one else can swap it
     manifest = open_profile(
         out, command, plan, options, facts or machine.read_facts(catalog), profile_id
     )

@@ -11,6 +11,8 @@ that fails is recorded and the profile goes on (or stops, with fail_fast).
 from __future__ import annotations
 
 import fcntl
+import os
+import secrets
 import shutil
 import subprocess
 import time
@@ -39,6 +41,7 @@ from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import EventRef, RunRecord
 from autoprof.run.regions import Relay
 from autoprof.schedule.plan import perf_event_args  # networkx only when a plan is packed
+from autoprof.util import owned
 from autoprof.util.clock import now_iso
 from autoprof.util.status import RunStatus
 
@@ -72,6 +75,11 @@ def perf_argv(
         no_merge=any(e.pmu.startswith("uncore_") for e in events),
         perf=perf,
     )
+
+
+def perf_env(env: dict[str, str], record: RunRecord) -> dict[str, str]:
+    """perf's environment, with the run's nonce: what `stop_leftovers` knows it by."""
+    return env | {process.NONCE_VAR: record.perf_nonce or ""}
 
 
 def counts_workload(options: ProfileOptions) -> bool:
@@ -112,7 +120,7 @@ class Runner:
 
         Holds an exclusive lock on out/ meanwhile: two profiles never write one folder.
         """
-        with (self.out / LOCK_FILE).open("w") as lock:
+        with open(owned.open_file(self.out / LOCK_FILE, os.O_WRONLY | os.O_CREAT), "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -208,7 +216,8 @@ class Runner:
         folder = outdir.run_dir(self.out, task.run, task.repeat, part)
         if folder.exists():
             shutil.rmtree(folder)
-        folder.mkdir(parents=True)
+        folder.parent.mkdir(owned.FOLDER_MODE, exist_ok=True)
+        folder.mkdir(owned.FOLDER_MODE)
         argv = perf_argv(folder, events, self.command, self.options, self.perf)
         record = RunRecord(
             run=task.run,
@@ -219,10 +228,15 @@ class Runner:
                 EventRef(e.name, e.pmu, e.spec, attach.label(e.label, self.options)) for e in events
             ],
             start=now_iso(),
+            perf_nonce=secrets.token_hex(16),
         )
         started = time.monotonic()
         code: int | None
-        with (folder / outdir.STDOUT).open("wb") as out, (folder / outdir.STDERR).open("wb") as err:
+        new = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        with (
+            open(owned.open_file(folder / outdir.STDOUT, new), "wb") as out,
+            open(owned.open_file(folder / outdir.STDERR, new), "wb") as err,
+        ):
             if self.options.attached:
                 code = self._attached(record, folder, argv, out, err, started)
                 workload = None
@@ -269,7 +283,11 @@ class Runner:
                 record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
                 outdir.write_run_record(folder, record)
                 record.perf_argv = launch.start_perf(
-                    argv, attach=counts_workload(self.options), env=self.env, stdout=out, stderr=err
+                    argv,
+                    attach=counts_workload(self.options),
+                    env=perf_env(self.env, record),
+                    stdout=out,
+                    stderr=err,
                 )
                 record.perf_pid = launch.perf_pid
                 outdir.write_run_record(folder, record)
@@ -322,7 +340,7 @@ class Runner:
                         stdout=out,
                         stderr=err,
                         stdin=subprocess.DEVNULL,
-                        env=self.env,
+                        env=perf_env(self.env, record),
                         start_new_session=True,
                     )
                 except OSError as error:
@@ -373,6 +391,6 @@ def stop_leftovers(root: Path) -> list[int]:
     """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
     still unfinished in its run.json. Returns the pids of the perfs stopped."""
     records = outdir.left_running(root)
-    perfs = [r.perf_pid for r in records if r.perf_pid]
+    perfs = [(r.perf_pid, r.perf_nonce) for r in records if r.perf_pid and r.perf_nonce]
     workloads = [(r.workload_pid, r.workload_start) for r in records if r.workload_pid]
     return process.stop_leftovers(perfs, [(p, s) for p, s in workloads if s is not None])

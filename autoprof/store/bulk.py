@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import subprocess
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from sqlalchemy import Connection
 from autoprof import results
 from autoprof.errors import AutoprofError
 from autoprof.store.models import MEASUREMENT_INDEX, SAMPLE_COLUMNS, SERIES_COLUMNS
+from autoprof.util import children
 from autoprof.util.prefetch import prefetched
 
 MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
@@ -416,8 +416,14 @@ def _reader(conn: Connection) -> Iterator[_Reader]:
 
 def _sqlite(path: str, query: str) -> Iterator[pa.RecordBatch]:
     """The rows of `query` on the SQLite file `path`, from a child process (see its module)."""
-    argv = [sys.executable, "-m", "autoprof.store.sqlite_arrow", path, str(BATCH), query]
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    argv = children.python_argv("autoprof.store.sqlite_arrow", path, str(BATCH), query)
+    child = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=children.SAFE_CWD,
+        env=children.plain_env(),
+    )
     try:
         assert child.stdout is not None
         # nothing written: the child failed, and says why below

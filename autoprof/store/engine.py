@@ -78,8 +78,43 @@ class Store:
         """A write transaction; on SQLite it takes the write lock up front (BEGIN IMMEDIATE), so
         concurrent writers queue instead of failing on a lock upgrade."""
         engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
-        with self.errors(), engine.begin() as conn:
-            yield conn
+        with self.errors():
+            with engine.begin() as conn:
+                yield conn
+            if self.dialect == "sqlite":
+                self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Move what SQLite's write-ahead log holds into the database file and empty the log
+        (issue #38, point 8): once a write returns, store.db alone holds it, and a copy of that
+        file is the whole store. Readers still reading old pages leave the rest for the next."""
+        raw = self.engine.raw_connection()
+        try:
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            raw.close()
+
+    def backup(self, dest: Path) -> None:
+        """A consistent copy of a SQLite store into the new file `dest` (SQLite's online
+        backup: writers may go on meanwhile); AutoprofError for PostgreSQL or an existing
+        `dest`."""
+        if self.dialect != "sqlite":
+            raise AutoprofError(f"store {self.shown}: back PostgreSQL up with pg_dump")
+        if dest.exists():
+            raise AutoprofError(f"{dest} exists: give a new file")
+        source = Path(self.url.database or "").expanduser()
+        partial = dest.with_name(dest.name + ".partial")
+        try:
+            with (
+                contextlib.closing(sqlite3.connect(source)) as src,
+                contextlib.closing(sqlite3.connect(partial)) as copy,
+            ):
+                src.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            partial.rename(dest)
+        except (OSError, sqlite3.Error) as err:
+            partial.unlink(missing_ok=True)
+            raise AutoprofError(f"backing up to {dest}: {err}") from None
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:

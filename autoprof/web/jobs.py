@@ -20,7 +20,6 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
 import threading
 import uuid
 from collections import deque
@@ -36,6 +35,7 @@ from autoprof.run import outdir
 from autoprof.run.options import EventSelection, ProfileOptions
 from autoprof.run.request import Request
 from autoprof.run.runner import stop_leftovers
+from autoprof.util import children, owned
 from autoprof.util.clock import now_iso
 from autoprof.util.records import write_json
 
@@ -409,7 +409,7 @@ class LocalQueue:
     """Jobs run here, one at a time, in order, each in a child process."""
 
     def __init__(self, root: Path, store_text: str | None):
-        self.root = root
+        self.root = root.resolve()  # its jobs run in their folders
         self.store_text = store_text
         self.jobs: dict[str, Job] = {}
         self.waiting: deque[str] = deque()
@@ -437,7 +437,7 @@ class LocalQueue:
     def submit(self, request: JobRequest) -> Job:
         job_id = uuid.uuid4().hex[:12]
         folder = self.root / job_id
-        folder.mkdir(parents=True)
+        folder.mkdir(owned.FOLDER_MODE, parents=True)  # in the data folder, checked by serve
         write_json(folder / REQUEST, asdict(request))
         job = Job(job_id, request, folder)
         with self.cond:
@@ -510,9 +510,11 @@ class LocalQueue:
         input, never its environment nor its arguments, which a workload of the same user reads
         in /proc/PID/environ and cmdline; the process then closes its memory (task.main)."""
         env = {k: v for k, v in os.environ.items() if k not in SECRET_SETTINGS}
-        with (folder / LOG).open("ab") as log:
+        log_fd = owned.open_file(folder / LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        with open(log_fd, "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "autoprof.web.task", str(folder)],
+                children.python_argv("autoprof.web.task", str(folder)),
+                cwd=folder,  # the workload's too; never the server's, where anyone may write
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,

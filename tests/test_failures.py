@@ -1,0 +1,53 @@
+"""Issue #38, points 6-16: what fails (a Redis restart, a full disk, a truncated file, a frozen
+database, a crowd of clients) loses nothing and says so in one line. Each test fails on the code
+before the issue."""
+
+from __future__ import annotations
+
+import shutil
+
+from autoprof.run import outdir
+from autoprof.testing.cli import invoke
+from autoprof.testing.synthetic_out import make_out
+
+
+def one_line(result, *says: str) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), result.stderr
+    for text in says:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+# --- 8: a SQLite store is its one file once a write returns -----------------------------------
+
+
+def test_the_store_file_alone_holds_an_upload(tmp_path):
+    """After `upload` returned, the run sat in store.db-wal: a copy of store.db was empty."""
+    store = tmp_path / "store.db"
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=5)
+    assert invoke("upload", out, "--store", f"sqlite:///{store}").returncode == 0
+    copy = tmp_path / "copy" / "store.db"
+    copy.parent.mkdir()
+    shutil.copy(store, copy)  # the file alone, as a backup script copies it
+    listed = invoke("runs", "list", "--store", f"sqlite:///{copy}")
+    assert listed.returncode == 0, listed.stderr
+    assert outdir.read_manifest(out).id in listed.stdout
+
+
+def test_store_backup_copies_a_sqlite_store_whole(tmp_path):
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=5)
+    assert invoke("upload", out, "--store", store).returncode == 0
+    backup = tmp_path / "b" / "backup.db"
+    backup.parent.mkdir()
+    done = invoke("store", "backup", backup, "--store", store)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in backup.parent.iterdir()) == ["backup.db"]
+    exported = tmp_path / "exported.csv"
+    run_id = outdir.read_manifest(out).id
+    got = invoke("runs", "export", run_id, "-o", exported, "--store", f"sqlite:///{backup}")
+    assert got.returncode == 0, got.stderr
+    assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
+    one_line(invoke("store", "backup", backup, "--store", store), "exists")
