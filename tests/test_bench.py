@@ -187,9 +187,9 @@ def test_a_run_perf_did_not_wait_for_is_lost_not_read():
 
 def _perf_delayed(tmp_path: Path, times: int) -> dict[str, str]:
     """An environment whose `perf` is the real one, with `-D 1000` added to its first `times`
-    `perf stat` runs: perf then sleeps a second before it waits for the workload, which has
-    long ended (the race of the test above, made certain: `sh -c 'exit 0'` takes a few ms,
-    some tens on a machine at load 10)."""
+    `perf stat` runs of a command (not of the empty program, `true`): perf then sleeps a second
+    before it waits for the workload, which has long ended (the race of the test above, made
+    certain: `sh -c 'exit 0'` takes a few ms, some tens on a machine at load 10)."""
     real = shutil.which("perf")
     assert real is not None
     bin_dir, count = tmp_path / "bin", tmp_path / "delayed"
@@ -198,6 +198,7 @@ def _perf_delayed(tmp_path: Path, times: int) -> dict[str, str]:
     wrapper = bin_dir / "perf"
     wrapper.write_text(
         "#!/bin/sh\n"
+        'case "$*" in */true) exec ' + real + ' "$@";; esac\n'  # the empty program's runs
         f'if [ "$1" = stat ] && [ $(wc -c < {count}) -lt {times} ]; then\n'
         f'  printf x >> {count}; shift; exec {real} stat -D 1000 "$@"\n'
         "fi\n"

@@ -28,15 +28,15 @@ from __future__ import annotations
 import platform
 import shutil
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from autoprof.errors import AutoprofError
 
 
 class Engine(Protocol):
     name: str
-    events: dict[str, str]  # event name -> what the engine counts for it (the docs' words)
-    default: tuple[str, ...]
+    events: ClassVar[dict[str, str]]  # event name -> what the engine counts for it
+    default: ClassVar[tuple[str, ...]]
 
     def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]: ...
 

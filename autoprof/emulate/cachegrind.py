@@ -16,6 +16,7 @@ prefetcher two-level cache, not the machine's.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from autoprof.errors import AutoprofError
 
@@ -85,8 +86,8 @@ def read(folder: Path, names: list[str]) -> dict[str, float]:
 
 class _Engine:
     name = NAME
-    events = {name: meaning for name, (_, meaning) in COUNTERS.items()}
-    default = ("instructions:u",)
+    events: ClassVar[dict[str, str]] = {name: meaning for name, (_, meaning) in COUNTERS.items()}
+    default: ClassVar[tuple[str, ...]] = ("instructions:u",)
 
     def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]:
         return argv(command, names, folder)

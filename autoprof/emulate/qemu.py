@@ -22,6 +22,7 @@ import shutil
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 from autoprof.errors import AutoprofError
 from autoprof.flame.trace import read_blocks
@@ -56,7 +57,8 @@ class _Reader(threading.Thread):
 
     def __init__(self, fifo: Path) -> None:
         super().__init__(daemon=True)
-        self.fifo, self.tally, self.error = fifo, Tally(), None
+        self.fifo, self.tally = fifo, Tally()
+        self.error: OSError | None = None
 
     def run(self) -> None:
         try:
@@ -68,8 +70,10 @@ class _Reader(threading.Thread):
 
 
 class _Engine:
-    events = {"instructions:u": "instructions executed (QEMU's log of the blocks it ran)"}
-    default = ("instructions:u",)
+    events: ClassVar[dict[str, str]] = {
+        "instructions:u": "instructions executed (QEMU's log of the blocks it ran)"
+    }
+    default: ClassVar[tuple[str, ...]] = ("instructions:u",)
 
     def __init__(self, arch: str) -> None:
         self.arch = arch
@@ -79,7 +83,9 @@ class _Engine:
     def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]:
         qemu = f"qemu-{self.arch}"
         if shutil.which(qemu) is None:
-            raise AutoprofError(f"--emulate needs {qemu} for {command[0]} (apt-get install qemu-user)")
+            raise AutoprofError(
+                f"--emulate needs {qemu} for {command[0]} (apt-get install qemu-user)"
+            )
         fifo = folder / FIFO
         os.mkfifo(fifo, 0o600)
         reader = self._readers[folder] = _Reader(fifo)
