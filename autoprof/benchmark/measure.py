@@ -263,8 +263,10 @@ def run_native(
     command: list[str], timeout: float | None
 ) -> tuple[dict[str, float], dict[str, str]]:
     """One run of `command` without perf (--emulate): its wall, user and sys time and max RSS
-    from the rusage helper."""
-    usage = rusage.run(command, timeout, shlex.join(command))
+    from the rusage helper; another architecture's program runs under QEMU (without its log)."""
+    from autoprof import emulate
+
+    usage = rusage.run(emulate.engine_for(command).plain(command), timeout, shlex.join(command))
     _check_status(command, usage)
     values = {m: float(getattr(usage, m)) for m in (*TIMES, MAX_RSS)}
     return values, {**dict.fromkeys(TIMES, "s"), MAX_RSS: "KiB"}

@@ -1,7 +1,7 @@
-"""`bench`'s options for counting without a PMU and for CI's regression gates (`GateOptions`),
-each declared once (autoprof.util.declared): the command line, a job spec and a page derive
-them from here. `--fail-if` and `--tag` repeat, which a declared field cannot: the commands
-declare those two themselves."""
+"""`bench`'s options for counting without a PMU and for CI's regression gates
+(`BaselineOptions`, `GateOptions`), each declared once (autoprof.util.declared): the command
+line, a job spec and a page derive them from here. `--fail-if` and `--tag` repeat, which a
+declared field cannot: the commands declare those two themselves."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from autoprof.util.declared import Declared, declare
 
 
 @dataclass(frozen=True)
-class GateOptions(Declared):
+class BaselineOptions(Declared):
+    """`bench`'s: how it counts, where its baseline goes and comes from."""
+
     emulate: bool = declare(
         False,
         flags=("--emulate",),
@@ -36,6 +38,12 @@ class GateOptions(Declared):
         help="Compare with this baseline (a bench.json, a bench or profile folder, a "
         "results.csv, a stored run, or the newest stored run with that tag); needs --fail-if.",
     )
+
+
+@dataclass(frozen=True)
+class GateOptions(Declared):
+    """How the gates report and decide (`bench --baseline`, `analyze compare --fail-if`)."""
+
     summary: str | None = declare(
         None,
         flags=("--summary",),

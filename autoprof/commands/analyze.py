@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 import click
 
 from autoprof.analysis import choices
-from autoprof.commands.common import console, metric_catalog_options
+from autoprof.benchmark.options import GateOptions
+from autoprof.commands.common import (
+    console,
+    declared_flags,
+    declared_values,
+    fail_if_option,
+    metric_catalog_options,
+    report_gates,
+    store_option,
+)
 
 if TYPE_CHECKING:
     from autoprof.analysis.tables import Result
@@ -178,8 +187,8 @@ def stats(results, out, k) -> None:
 
 
 @analyze.command("compare")
-@_results_argument("a")
-@_results_argument("b")
+@click.argument("a_ref", metavar="A")
+@click.argument("b_ref", metavar="B")
 @_out_option
 @click.option(
     "--test",
@@ -196,18 +205,44 @@ def stats(results, out, k) -> None:
     help="False discovery rate for 'significant'.",
 )
 @_top_option(20, "Changes to show and plot.")
-def compare(a, b, out, test, alpha, k) -> None:
+@fail_if_option
+@declared_flags(GateOptions)
+@store_option
+def compare(a_ref, b_ref, out, test, alpha, k, gates, store_text, **declared) -> None:
     """What changed from results A to results B.
 
-    Ratios, p-values, the largest changes."""
+    Ratios, p-values, the largest changes. With --fail-if, a regression gate instead: A is
+    the baseline, B the change (results, profile or bench folders, bench.json files or
+    stored runs, store:ID or store:KEY=VALUE); exit 1 when a gate fails, 0 when all hold."""
     from autoprof.analysis import compare as compare_
     from autoprof.analysis import data
+
+    gating = declared_values(GateOptions, declared)
+    if gates:
+        return _gate(a_ref, b_ref, gates, gating, store_text)
+    a, b = data.results_path(a_ref), data.results_path(b_ref)
 
     frame_a, frame_b = data.load(a, data.SERIES_COLUMNS), data.load(b, data.SERIES_COLUMNS)
     for warning in compare_.check_same_cpu(a, b):
         click.echo(f"warning: {warning}", err=True)
     found = compare_.analyse(frame_a, frame_b, test, alpha, k, (str(a), str(b)))
     _show(found, out, a.parent / "analysis")
+
+
+def _gate(a_ref: str, b_ref: str, texts, gating, store_text) -> None:
+    """`compare --fail-if`: the gates of B against the baseline A (`benchmark.gate`)."""
+    import sys
+
+    from autoprof.benchmark import gate
+    from autoprof.store import baseline
+
+    gates = [gate.parse(t) for t in texts]
+    base, a_name = baseline.samples(a_ref, store_text)
+    now, b_name = baseline.samples(b_ref, store_text)
+    found = gate.check(gates, base, now, (a_name, b_name), gating.confidence)
+    report_gates(found, gating, console(stderr=True))
+    if found.failed:
+        sys.exit(1)
 
 
 def autoperf_args(argv: list[str]) -> list[str]:

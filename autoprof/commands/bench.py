@@ -14,7 +14,7 @@ import click
 if TYPE_CHECKING:
     from autoprof.catalog.facts import MachineFacts
 
-from autoprof.benchmark.options import GateOptions
+from autoprof.benchmark.options import BaselineOptions, GateOptions
 from autoprof.commands import common
 from autoprof.errors import AutoprofError
 
@@ -102,16 +102,9 @@ def report(result, summaries, ratios) -> dict:
     help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
 )
 @common.excel_safe_option
+@common.declared_flags(BaselineOptions)
 @common.declared_flags(GateOptions)
-@click.option(
-    "--fail-if",
-    "gates",
-    multiple=True,
-    metavar="'METRIC > +N%'",
-    help="With --baseline: exit 1 when METRIC changed past N% (repeatable): an event "
-    "(instructions:u), wall, user, sys or max-rss; exact counts compare exactly, noisy ones "
-    "fail only when significant.",
-)
+@common.fail_if_option
 @click.option(
     "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="With --save store: label the run."
 )
@@ -143,11 +136,12 @@ def bench(
     commands = split_commands(words)
     if output is not None and (output / "manifest.json").exists():
         raise AutoprofError(f"{output} already holds a profile or benchmark; use another -o")
+    counting = common.declared_values(BaselineOptions, declared)
     gating = common.declared_values(GateOptions, declared)
-    parsed_gates, baseline = _gates(gating, gates, commands, store_text)
+    parsed_gates, baseline = _gates(counting.baseline, gates, commands, store_text)
     labels = common.key_values(tags, "--tag")
     named = common.event_names(event_names, events_file)
-    if gating.emulate:
+    if counting.emulate:
         planned = None
         events = measure.emulated_events(commands, named)
     else:
@@ -159,7 +153,7 @@ def bench(
         planned = planning.plan(request.check(), common.note)
         events = measure.one_run_events(planned)
     options = measure.BenchOptions(
-        runs, warmup, prepare, timeout, startup_correction, emulate=gating.emulate
+        runs, warmup, prepare, timeout, startup_correction, emulate=counting.emulate
     )
     console = common.console(stderr=True)
     with (
@@ -216,7 +210,7 @@ def bench(
         console.print(f"[yellow]warning:[/] {warning}")
     document = report(result, summaries, ratios)
     facts: MachineFacts | None = None
-    if output is not None or gating.save is not None:
+    if output is not None or counting.save is not None:
         from autoprof.catalog import machine
 
         facts = machine.read_facts(planned.catalog if planned else None)
@@ -228,7 +222,7 @@ def bench(
         console.print(f"benchmark {manifest.id} in {output}/; store it: autoprof upload {output}")
     for path in _export(result, document, export_json, export_csv, excel_safe):
         console.print(f"wrote {path}")
-    _save(gating.save, result, document, facts, store_text, labels, output, console)
+    _save(counting.save, result, document, facts, store_text, labels, output, console)
     if baseline is not None:
         from autoprof.benchmark import gate
 
@@ -241,20 +235,21 @@ def bench(
             sys.exit(1)
 
 
-def _gates(gating, texts, commands, store_text):
+def _gates(ref, texts, commands, store_text):
     """The --fail-if gates and the --baseline's samples and name, checked before anything runs
     (bad input: exit 2)."""
     from autoprof.benchmark import gate
 
-    if bool(texts) != (gating.baseline is not None):
+    if bool(texts) != (ref is not None):
         raise AutoprofError("--fail-if and --baseline go together: a gate compares with a baseline")
-    if gating.baseline is None:
+    if ref is None:
         return [], None
     if len(commands) != 1:
         raise AutoprofError(f"--baseline gates one command; {len(commands)} were given")
     from autoprof.store import baseline
 
-    return [gate.parse(t) for t in texts], baseline.samples(gating.baseline, store_text)
+    gates = [gate.parse(t) for t in texts]
+    return gates, baseline.samples(ref, store_text)
 
 
 def _save(target, result, document, facts, store_text, labels, output, console) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "catalog_request",
     "event_names",
     "event_options",
+    "fail_if_option",
     "key_values",
     "measure_options",
     "metric_catalog_options",
@@ -349,6 +350,16 @@ excel_safe_option = click.option(
 )
 
 # the store's library (SQLAlchemy) is imported inside the store commands; store.url is plain
+fail_if_option = click.option(
+    "--fail-if",
+    "gates",
+    multiple=True,
+    metavar="'METRIC > +N%'",
+    help="Exit 1 when METRIC changed past N% from the baseline (repeatable): an event "
+    "(instructions:u), wall, user, sys or max-rss; exact counts compare exactly, noisy ones "
+    "fail only when significant.",
+)
+
 store_option = click.option(
     "--store",
     "store_text",

@@ -40,6 +40,11 @@ class Engine(Protocol):
 
     def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]: ...
 
+    def plain(self, command: list[str]) -> list[str]:
+        """How the command runs without counting (its times and max RSS): itself, or under
+        QEMU without its log for another architecture's program."""
+        ...
+
     def read(self, folder: Path, names: list[str]) -> dict[str, float]: ...
 
 

@@ -95,5 +95,8 @@ class _Engine:
     def read(self, folder: Path, names: list[str]) -> dict[str, float]:
         return read(folder, names)
 
+    def plain(self, command: list[str]) -> list[str]:
+        return command
+
 
 ENGINE = _Engine()

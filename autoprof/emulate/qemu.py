@@ -80,12 +80,16 @@ class _Engine:
         self.name = NAME
         self._readers: dict[Path, _Reader] = {}
 
-    def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]:
+    def plain(self, command: list[str]) -> list[str]:
         qemu = f"qemu-{self.arch}"
         if shutil.which(qemu) is None:
             raise AutoprofError(
                 f"--emulate needs {qemu} for {command[0]} (apt-get install qemu-user)"
             )
+        return [qemu, *command]
+
+    def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]:
+        qemu = self.plain(command)[0]
         fifo = folder / FIFO
         os.mkfifo(fifo, 0o600)
         reader = self._readers[folder] = _Reader(fifo)
