@@ -148,6 +148,7 @@ def test_qemu_counts_the_pmu_lanes_loop_exactly(tmp_path):
 
 
 @needs_valgrind
+@pytest.mark.slow
 def test_a_build_retiring_2_percent_more_fails_the_gate_and_the_same_passes(tmp_path):
     same, more = build(tmp_path, "same", 1_000_000), build(tmp_path, "more", 1_020_000)
     base = tmp_path / "base.json"
@@ -193,7 +194,7 @@ def test_a_wall_time_gate_holds_on_the_same_program_under_load(tmp_path):
     """Two busy loops load the machine (more on the 2-core VM, whose other users load it too)
     through the baseline and every gate: a 5% wall-time gate on the unchanged program holds,
     because it fails only on a significant change, not on a noisy mean."""
-    program = build(tmp_path, "same", 3_000_000)
+    program = build(tmp_path, "same", 30_000_000)
     burners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
     try:
         base = tmp_path / "base.json"
