@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autoprof.benchmark import gate
-from autoprof.benchmark.gate import Sample
+from autoprof.analysis import gate
+from autoprof.analysis.gate import Sample
 from autoprof.emulate import cachegrind, qemu
 from autoprof.errors import AutoprofError
 from autoprof.testing.cli import process

@@ -230,10 +230,10 @@ def compare(a_ref, b_ref, out, test, alpha, k, gates, store_text, **declared) ->
 
 
 def _gate(a_ref: str, b_ref: str, texts, gating, store_text) -> None:
-    """`compare --fail-if`: the gates of B against the baseline A (`benchmark.gate`)."""
+    """`compare --fail-if`: the gates of B against the baseline A (`analysis.gate`)."""
     import sys
 
-    from autoprof.benchmark import gate
+    from autoprof.analysis import gate
     from autoprof.store import baseline
 
     gates = [gate.parse(t) for t in texts]

@@ -224,7 +224,7 @@ def bench(
         console.print(f"wrote {path}")
     _save(counting.save, result, document, facts, store_text, labels, output, console)
     if baseline is not None:
-        from autoprof.benchmark import gate
+        from autoprof.analysis import gate
 
         samples, name = baseline
         now = gate.bench_samples(result, 0)
@@ -238,7 +238,7 @@ def bench(
 def _gates(ref, texts, commands, store_text):
     """The --fail-if gates and the --baseline's samples and name, checked before anything runs
     (bad input: exit 2)."""
-    from autoprof.benchmark import gate
+    from autoprof.analysis import gate
 
     if bool(texts) != (ref is not None):
         raise AutoprofError("--fail-if and --baseline go together: a gate compares with a baseline")

@@ -413,8 +413,8 @@ def planning_options(func: Callable) -> Callable:
 def report_gates(found, gating, console) -> None:
     """The gates' table on the terminal, and the --summary and --summary-json files
     (`bench --baseline`, `analyze compare --fail-if`)."""
-    from autoprof.benchmark import gate
-    from autoprof.benchmark.gate_summary import MarkdownSummary, TextSummary
+    from autoprof.analysis import gate
+    from autoprof.analysis.renderers.gate import MarkdownSummary, TextSummary
 
     console.print(TextSummary().render(found), end="", markup=False, highlight=False)
     if gating.summary == "-":

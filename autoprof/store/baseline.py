@@ -1,4 +1,4 @@
-"""Baselines of the regression gates (`benchmark.gate`): read from a file or the results
+"""Baselines of the regression gates (`analysis.gate`): read from a file or the results
 store, and a benchmark kept in the store as one.
 
 A reference is a path (a bench.json, a folder `bench -o` or `profile` wrote, a results.csv) or
@@ -13,7 +13,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from autoprof.benchmark import folder, gate, measure
+from autoprof.analysis import gate
+from autoprof.benchmark import folder, measure
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from autoprof.benchmark.gate import GateReport, Verdict
+from autoprof.analysis.gate import GateReport, Verdict
 from autoprof.util.renderer import Renderer
 
 HEADER = ("gate", "baseline", "now", "change", "interval", "verdict")
