@@ -9,10 +9,12 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from autoprof.analysis import gate
 from autoprof.analysis.gate import Sample
@@ -224,3 +226,57 @@ def test_max_rss_comes_from_the_command_not_from_autoprof(tmp_path):
     small = rusage.run(["true"], 60, "true")
     assert big.returncode == small.returncode == 0
     assert big.max_rss_kib > 40 * 1024 > 4 * small.max_rss_kib
+
+
+CI = Path(__file__).parent.parent / "docs" / "ci"
+MAKEFILE = "prog: prog.c\n\tcc -O1 -DN=$(N) -o prog prog.c\n"
+
+
+def _repository(tmp: Path, base_n: int, head_n: int) -> tuple[Path, str]:
+    """A git repository whose base commit builds the program with `base_n` iterations and
+    whose head (checked out) with `head_n`; its path and the base's sha."""
+    repo = tmp / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    (repo / "prog.c").write_text(PROGRAM)
+    for n in (base_n, head_n):
+        (repo / "Makefile").write_text(f"N = {n}\n" + MAKEFILE)
+        subprocess.run([*git, "add", "."], check=True)
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"N={n}"], check=True)
+    base = subprocess.run([*git, "rev-parse", "HEAD~1"], capture_output=True, text=True)
+    return repo, base.stdout.strip()
+
+
+def _run_steps(script: str, repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # this autoprof
+    return subprocess.run(["bash", "-e", "-c", script], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "PATH": path, **env}, timeout=600)  # fmt: skip
+
+
+@needs_valgrind
+@pytest.mark.slow
+@pytest.mark.parametrize("head_n, code", [(1_020_000, 1), (1_000_000, 0)])
+def test_the_github_actions_recipe_runs(tmp_path, head_n, code):
+    """The workflow's autoprof steps, run as GitHub would: a head retiring 2% more fails."""
+    workflow = yaml.safe_load((CI / "github-actions.yml").read_text())
+    steps = [s["run"] for s in workflow["jobs"]["gate"]["steps"]
+             if s.get("name", "").startswith("autoprof:")]  # fmt: skip
+    repo, base = _repository(tmp_path, 1_000_000, head_n)
+    summary = tmp_path / "step-summary.md"
+    env = {"BASE_SHA": base, "GITHUB_STEP_SUMMARY": str(summary)}
+    found = [_run_steps(step, repo, env) for step in steps]
+    assert found[0].returncode == 0, found[0].stderr
+    assert found[1].returncode == code, found[1].stdout + found[1].stderr
+    assert ("**FAIL**" in summary.read_text()) == bool(code)
+
+
+@needs_valgrind
+@pytest.mark.slow
+def test_the_gitlab_ci_recipe_runs(tmp_path):
+    job = yaml.safe_load((CI / "gitlab-ci.yml").read_text())["perf-gate"]
+    repo, base = _repository(tmp_path, 1_000_000, 1_020_000)
+    done = _run_steps("\n".join(job["script"]), repo, {"CI_MERGE_REQUEST_DIFF_BASE_SHA": base})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "instructions:u > +1%" in (repo / "perf-gate.md").read_text()
+    assert all((repo / p).exists() for p in job["artifacts"]["paths"])
