@@ -396,18 +396,22 @@ def _emulator(events: list[Event], options: BenchOptions) -> str | None:
 
 
 def _startup(result: BenchResult, output: Path, perf: str) -> None:
-    """An empty program (`true`) run as the commands are: its median wall time is a process's
-    start and exit, which every command's wall time holds too (subtracted with
-    `startup_correction`); its median max RSS is the floor under every command's."""
+    """With `startup_correction`, an empty program (`true`) run as the commands are: its median
+    wall time is a process's start and exit, which every command's wall time holds too (then
+    subtracted); its median max RSS is the floor under every command's."""
     options = result.options
+    if not options.startup_correction:
+        return
     empty = [shutil.which("true") or "/bin/true"]
     plain = BenchOptions(timeout=options.timeout, emulate=options.emulate)  # no --prepare
-    runs = [_repetition(empty, [], output, plain, perf) for _ in range(max(3, options.runs))]
-    middle = (len(runs) - 1) // 2
+    runs = [
+        _repetition(empty, [], output, plain, perf) for _ in range(options.warmup + options.runs)
+    ]
+    timed = runs[options.warmup :]
+    middle = (len(timed) - 1) // 2
     result.lost_runs += sum(lost for _, _, lost in runs)
-    result.rss_floor_kib = float(sorted(values[MAX_RSS] for values, _, _ in runs)[middle])
-    if options.startup_correction:
-        result.startup_s = float(sorted(values["wall_s"] for values, _, _ in runs)[middle])
+    result.startup_s = float(sorted(values["wall_s"] for values, _, _ in timed)[middle])
+    result.rss_floor_kib = float(sorted(values[MAX_RSS] for values, _, _ in timed)[middle])
 
 
 CSV_COLUMNS = ["command", "repetition", "metric", "value", "unit"]
