@@ -280,3 +280,18 @@ def test_the_gitlab_ci_recipe_runs(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "instructions:u > +1%" in (repo / "perf-gate.md").read_text()
     assert all((repo / p).exists() for p in job["artifacts"]["paths"])
+
+
+@needs_valgrind
+def test_a_baseline_kept_in_the_store_is_found_by_its_tag(tmp_path):
+    program = build(tmp_path, "same", 100_000)
+    store = ("--store", tmp_path / "runs.db")
+    emulate = ("bench", "--emulate", "-n", "2", "--warmup", "0")
+    saved = process(*emulate, "--save", "store:", *store, "--tag", "branch=main", "--", program)
+    assert saved.returncode == 0 and "stored run" in saved.stdout + saved.stderr, saved.stderr
+    gated = ("--baseline", "store:branch=main", *store, "--fail-if", "instructions:u > +0%")
+    held = process(*emulate, *gated, "--", program)
+    assert held.returncode == 0, held.stdout + held.stderr
+    missing = process(*emulate, "--baseline", "store:branch=dev", *store, "--fail-if", "wall > 1%",
+                      "--", program)  # fmt: skip
+    assert missing.returncode == 2 and "no stored run tagged branch=dev" in missing.stderr

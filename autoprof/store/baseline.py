@@ -67,9 +67,11 @@ def _stored(what: str, store_text: str | None) -> tuple[dict[str, gate.Sample], 
         frame = export.frame(conn, uuid)
     if frame.empty:
         raise AutoprofError(f"stored run {uuid} has no results")
-    if "RUN" in frame and frame["RUN"].nunique() > 1 and (frame["PMU"] == "time").any():
+    if frame["RUN"].nunique() > 1 and (frame["PMU"] == "time").any():
         frame = frame[frame["RUN"] == frame["RUN"].min()]  # a bench: its first command
-    return gate.frame_samples(frame), f"{PREFIX}{uuid}"
+    from autoprof.analysis import data
+
+    return gate.frame_samples(data.prepare(frame)), f"{PREFIX}{uuid}"
 
 
 def save(result: measure.BenchResult, document: dict, facts, store_text, tags, out) -> str:
