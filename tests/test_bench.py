@@ -217,10 +217,12 @@ def test_a_run_perf_lost_runs_again_and_is_counted(tmp_path):
     proc = process(*bench, *prepare, "--export-json", out, "--", "sh", "-c", "exit 0", env=env)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
-    assert data["lost_runs"] == 1 and len(data["commands"][0]["repetitions"]) == 2
-    assert marker.read_text().count("x") == 3  # the lost repetition's --prepare ran again too
+    # the delayed run, and any perf lost by itself on a loaded machine (sh ends in a few ms)
+    lost = data["lost_runs"]
+    assert lost >= 1 and len(data["commands"][0]["repetitions"]) == 2
+    assert marker.read_text().count("x") == 2 + lost  # a lost repetition's --prepare ran again
     assert all(r["user_s"] + r["sys_s"] > 0 for r in data["commands"][0]["repetitions"])
-    assert "perf lost 1 run(s)" in proc.stderr
+    assert f"perf lost {lost} run(s)" in proc.stderr
     # the run perf lost had exited 3 and perf said 0: the run again says 3
     failing = process(*bench, "--", "sh", "-c", "exit 3", env=_perf_delayed(tmp_path / "2", 1))
     assert failing.returncode == 2 and "exited with status 3" in failing.stderr, failing.stderr

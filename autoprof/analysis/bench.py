@@ -26,6 +26,7 @@ from autoprof.benchmark.measure import BenchResult
 
 OUTLIER_Z = 3.5
 DISTURBED_Z = 14.826
+RSS_FLOOR_MARGIN = 1.1  # a max RSS within 10% of an empty program's is the floor's
 
 
 @dataclass
@@ -151,12 +152,20 @@ def ratios(result: BenchResult, confidence: float = 0.95) -> list[list[Ratio]]:
 
 
 def warnings(result: BenchResult) -> list[str]:
-    """Runs shorter than the start-up subtracted, cold caches (first run slow) and outliers in
-    wall time, per command."""
+    """A max RSS no higher than an empty program's, runs shorter than the start-up subtracted,
+    cold caches (first run slow) and outliers in wall time, per command."""
     found = []
     for c in result.commands:
         wall = [rep.wall_s for rep in c.repetitions]
         name = " ".join(c.command)
+        rss = [rep.max_rss_kib for rep in c.repetitions if rep.max_rss_kib is not None]
+        floor = result.rss_floor_kib
+        if rss and floor and np.median(rss) <= RSS_FLOOR_MARGIN * floor:
+            found.append(
+                f"{name}: its max RSS ({np.median(rss):.0f} KiB) is about that of `true` run the "
+                f"same way ({floor:.0f} KiB: the process that forked it): its own peak is lower "
+                "and max-rss cannot see a change below that"
+            )
         clamped = sum(w == 0 for w in wall)
         if clamped and result.startup_s > 0:
             found.append(

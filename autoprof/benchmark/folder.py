@@ -46,7 +46,7 @@ def frame(result: BenchResult):
             "SAMPLE_VALUE": rep.value(metric),
             "RUN": number,
             "REPEAT": rep.index,
-            "PMU": "time" if metric in TIMES else pmu[metric],
+            "PMU": "time" if metric in TIMES else pmu.get(metric, "rusage"),
             "VALUE_UNIT": result.units.get(metric, ""),
             "PERCENT_RUNNING": 100.0,
             "STATUS": RowStatus.OK,

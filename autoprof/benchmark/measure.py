@@ -29,6 +29,15 @@ workload's status, and prints a wall time of a few microseconds and no rusage at
 On the loaded 2-core VM, pinned to one CPU, `sh -c 'exit 3'` met it twice in 200 runs. Such a
 run's figures and exit status are perf's race, not the workload's: the repetition runs again
 (its `--prepare` too), up to LOST_TRIES times, and `lost_runs` in the results counts them.
+
+Each repetition's max RSS (`max_rss_kib`) is the rusage of perf's process tree, read by the
+small helper of `benchmark.rusage`: perf's own peak (~14 MiB) bounds it from below, and
+`rss_floor_kib` in the results is that floor, measured on `true`.
+
+With `emulate` (`autoprof.emulate`) no perf runs: every repetition runs the command natively
+from the helper (wall, user and sys time, max RSS), and each timed one runs it once more under
+the emulator, for its exact counts (the events' PMU is the engine's name); the emulated runs'
+wall times give the emulation's slowdown (`emulated_wall_s`).
 """
 
 from __future__ import annotations
@@ -42,12 +51,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autoprof.benchmark import rusage
 from autoprof.catalog import host
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import labels as perf_labels
-from autoprof.perf.process import Interrupted, stop_group, workload_env
+from autoprof.perf.process import Interrupted
 from autoprof.run.planning import Planned
 from autoprof.util.records import file_format, known_fields
 from autoprof.util.status import CountState
@@ -55,6 +65,7 @@ from autoprof.util.status import CountState
 FORMAT = 1  # of the to_json document (bench.json, --export-json)
 TIME_EVENTS = {"duration_time": "wall_s", "user_time": "user_s", "system_time": "sys_s"}
 TIMES = tuple(TIME_EVENTS.values())
+MAX_RSS = "max_rss_kib"  # from rusage: the command's peak resident set, KiB
 DEFAULT_EVENTS = ["task-clock", "context-switches", "cpu-migrations", "page-faults"]
 LOST_TRIES = 5  # runs of one repetition that perf may lose (see the module docstring)
 
@@ -66,6 +77,7 @@ class BenchOptions:
     prepare: str | None = None  # a shell command run before every repetition (warm-ups too)
     timeout: float | None = None
     startup_correction: bool = True
+    emulate: bool = False  # count under an emulator (autoprof.emulate), not perf
 
 
 @dataclass
@@ -77,15 +89,19 @@ class Repetition:
     user_s: float
     sys_s: float
     counts: dict[str, float] = field(default_factory=dict)
+    max_rss_kib: float | None = None  # None in a bench.json of an older autoprof
 
     def value(self, metric: str) -> float:
-        return getattr(self, metric) if metric in TIMES else self.counts[metric]
+        if metric in TIMES or metric == MAX_RSS:
+            return getattr(self, metric)
+        return self.counts[metric]
 
 
 @dataclass
 class CommandResult:
     command: list[str]
     repetitions: list[Repetition] = field(default_factory=list)
+    emulated_wall_s: list[float] = field(default_factory=list)  # --emulate: each timed run's
 
 
 @dataclass
@@ -96,10 +112,24 @@ class BenchResult:
     commands: list[CommandResult]
     startup_s: float = 0.0  # subtracted from every wall time (see the module docstring)
     lost_runs: int = 0  # runs perf lost (ended before perf waited) and that ran again
+    rss_floor_kib: float | None = None  # max RSS of `true` measured the same way
+    emulator: str | None = None  # the engine that counted the events (--emulate)
 
     @property
     def metrics(self) -> list[str]:
-        return [*TIMES, *(e.name for e in self.events)]
+        reps = [r for c in self.commands for r in c.repetitions]
+        rss = [MAX_RSS] if reps and all(r.max_rss_kib is not None for r in reps) else []
+        return [*TIMES, *rss, *(e.name for e in self.events)]
+
+    def slowdown(self, index: int) -> float | None:
+        """--emulate: the median emulated run's wall time over the median native one's."""
+        import statistics
+
+        command = self.commands[index]
+        if not command.emulated_wall_s or not command.repetitions:
+            return None
+        native = statistics.median(r.wall_s + self.startup_s for r in command.repetitions)
+        return statistics.median(command.emulated_wall_s) / native if native > 0 else None
 
 
 class LostWorkload(AutoprofError):
@@ -197,41 +227,94 @@ def _prepare(command: str) -> None:
 def run_once(
     command: list[str], events: list[Event], output: Path, timeout: float | None, perf: str
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """One `perf stat` of `command`; the workload's output is discarded (as hyperfine does)."""
+    """One `perf stat` of `command` (from the rusage helper, for its max RSS); the workload's
+    output is discarded (as hyperfine does)."""
     specs = [*TIME_EVENTS, *(e.spec for e in events)]
     argv = perf_command.stat_argv(specs, command, str(output), interval_ms=None, perf=perf)
-    env = workload_env()
     # perf leads a process group of its own with the workload, so that a timeout or a signal
     # (Ctrl-C, SIGTERM, SIGHUP: Interrupted under a Stopper) stops both, never leaving them run
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop_group(proc)
-        raise AutoprofError(f"{shlex.join(command)} ran past --timeout {timeout:g} s") from None
-    except BaseException:
-        stop_group(proc)
-        raise
-    stderr = err.decode(errors="replace")
+    usage = rusage.run(argv, timeout, shlex.join(command))
+    stderr = usage.stderr
     failure = perf_command.open_failure(stderr)
     if failure:
         raise AutoprofError(f"perf could not open {failure.event}: {failure.reason}")
     killed = perf_command.workload_signal(stderr, command[0])
     if killed is not None:  # perf exits 0 then
         raise AutoprofError(f"{shlex.join(command)} was killed by {signal.Signals(killed).name}")
-    if proc.returncode != 0:
+    _check_status(command, usage)
+    values, units = read_counts(output.read_bytes(), events)
+    values[MAX_RSS], units[MAX_RSS] = float(usage.max_rss_kib), "KiB"
+    return values, units
+
+
+def _check_status(command: list[str], usage: rusage.Usage) -> None:
+    if usage.returncode < 0:
+        name = signal.Signals(-usage.returncode).name
+        raise AutoprofError(f"{shlex.join(command)} was killed by {name}")
+    if usage.returncode != 0:
+        stderr = usage.stderr.strip()
         raise AutoprofError(
-            f"{shlex.join(command)} exited with status {proc.returncode}"
-            f"{': ' + stderr.strip().splitlines()[-1][:200] if stderr.strip() else ''}"
+            f"{shlex.join(command)} exited with status {usage.returncode}"
+            f"{': ' + stderr.splitlines()[-1][:200] if stderr else ''}"
         )
-    return read_counts(output.read_bytes(), events)
+
+
+def run_native(
+    command: list[str], timeout: float | None
+) -> tuple[dict[str, float], dict[str, str]]:
+    """One run of `command` without perf (--emulate): its wall, user and sys time and max RSS
+    from the rusage helper; another architecture's program runs under QEMU (without its log)."""
+    from autoprof import emulate
+
+    usage = rusage.run(emulate.engine_for(command).plain(command), timeout, shlex.join(command))
+    _check_status(command, usage)
+    values = {m: float(getattr(usage, m)) for m in (*TIMES, MAX_RSS)}
+    return values, {**dict.fromkeys(TIMES, "s"), MAX_RSS: "KiB"}
+
+
+def run_emulated(
+    command: list[str], events: list[Event], timeout: float | None
+) -> tuple[dict[str, float], float]:
+    """One run of `command` under its emulator: the events' exact counts and its wall time."""
+    from autoprof import emulate
+
+    engine = emulate.engine_for(command)
+    names = [e.name for e in events]
+    with tempfile.TemporaryDirectory(prefix="autoprof-emulate-") as tmp:
+        argv = engine.argv(command, names, Path(tmp))
+        try:
+            usage = rusage.run(argv, timeout, shlex.join(command))
+        finally:
+            counts = _read_quietly(engine, Path(tmp), names)
+        _check_status(command, usage)
+        if isinstance(counts, AutoprofError):
+            raise counts
+    return counts, usage.wall_s
+
+
+def _read_quietly(engine, folder: Path, names: list[str]) -> dict[str, float] | AutoprofError:
+    """The engine's counts, or its error: an emulator that failed says more in the command's
+    exit status, which comes first."""
+    try:
+        return engine.read(folder, names)
+    except AutoprofError as err:
+        return err
+
+
+def emulated_events(commands: list[list[str]], names: list[str]) -> list[Event]:
+    """--emulate: the events `names` (the engine's default when none) as counted by the one
+    engine every command needs; refused in one line when they need different ones or it
+    cannot count an event."""
+    from autoprof import emulate
+
+    engines = {emulate.engine_for(c).name: emulate.engine_for(c) for c in commands}
+    if len(engines) > 1:
+        raise AutoprofError(
+            f"--emulate: these commands need different emulators ({', '.join(engines)}): "
+            "their counts would not compare; benchmark them apart"
+        )
+    engine = next(iter(engines.values()))
+    return [Event(n, engine.name, n) for n in emulate.check_names(engine, names)]
 
 
 def _repetition(
@@ -242,6 +325,8 @@ def _repetition(
     for lost in range(LOST_TRIES):
         if options.prepare:
             _prepare(options.prepare)
+        if options.emulate:  # no perf to lose the command
+            return (*run_native(command, options.timeout), 0)
         try:
             return (*run_once(command, events, output, options.timeout, perf), lost)
         except LostWorkload:
@@ -266,51 +351,67 @@ def bench(
 
     `on_run(command_index, repetition, warmup)` is called after each execution.
     """
-    perf = shutil.which("perf")
-    if perf is None:
-        raise AutoprofError("perf not found (apt-get install linux-perf)")
+    perf = shutil.which("perf") or ""
+    if not perf and not options.emulate:
+        raise AutoprofError("perf not found (apt-get install linux-perf), or count with --emulate")
     for command in commands:
         if shutil.which(command[0]) is None:
             raise AutoprofError(f"command not found: {command[0]}")
     results = [CommandResult(list(c)) for c in commands]
-    units: dict[str, str] = {}
-    startup, lost_runs = 0.0, 0
+    result = BenchResult(events, {}, options, results, emulator=_emulator(events, options))
     try:
         with tempfile.TemporaryDirectory(prefix="autoprof-bench-") as tmp:
             output = Path(tmp) / "perf.csv"
-            if options.startup_correction:
-                startup, lost_runs = _startup(output, options, perf)
-            for i, result in enumerate(results):
+            _startup(result, output, perf)
+            for i, entry in enumerate(result.commands):
                 for rep in range(options.warmup + options.runs):
-                    values, units, lost = _repetition(result.command, events, output, options, perf)
-                    lost_runs += lost
                     warm = rep < options.warmup
+                    values, units, lost = _repetition(entry.command, events, output, options, perf)
+                    result.units, result.lost_runs = units, result.lost_runs + lost
+                    if not warm and options.emulate:
+                        counts, emulated_wall = run_emulated(entry.command, events, options.timeout)
+                        values |= counts
+                        result.units |= dict.fromkeys(counts, "")
+                        entry.emulated_wall_s.append(emulated_wall)
                     if not warm:
                         index = rep - options.warmup + 1
-                        counts = {k: v for k, v in values.items() if k not in TIMES}
+                        others = (*TIMES, MAX_RSS)
+                        counts = {k: v for k, v in values.items() if k not in others}
                         times = {k: values[k] for k in TIMES}
                         # shorter than an empty program: 0, not a negative time (hyperfine)
-                        times["wall_s"] = max(0.0, times["wall_s"] - startup)
-                        result.repetitions.append(Repetition(index, **times, counts=counts))
+                        times["wall_s"] = max(0.0, times["wall_s"] - result.startup_s)
+                        rss = values.get(MAX_RSS)
+                        entry.repetitions.append(
+                            Repetition(index, **times, counts=counts, max_rss_kib=rss)
+                        )
                     if on_run:
                         on_run(i, rep + 1 if warm else rep - options.warmup + 1, warm)
     except Interrupted as stop:
-        partial = BenchResult(events, units, options, results, startup, lost_runs)
-        raise BenchInterrupted(stop.signum, partial) from None
-    return BenchResult(events, units, options, results, startup, lost_runs)
+        raise BenchInterrupted(stop.signum, result) from None
+    return result
 
 
-def _startup(output: Path, options: BenchOptions, perf: str) -> tuple[float, int]:
-    """Median wall time of an empty program (`true`) under the same perf stat: a process's
-    start and exit, which every command's wall time holds too; and the runs perf lost."""
+def _emulator(events: list[Event], options: BenchOptions) -> str | None:
+    return events[0].pmu if options.emulate and events else None
+
+
+def _startup(result: BenchResult, output: Path, perf: str) -> None:
+    """With `startup_correction`, an empty program (`true`) run as the commands are: its median
+    wall time is a process's start and exit, which every command's wall time holds too (then
+    subtracted); its median max RSS is the floor under every command's."""
+    options = result.options
+    if not options.startup_correction:
+        return
     empty = [shutil.which("true") or "/bin/true"]
-    plain = BenchOptions(timeout=options.timeout)  # no --prepare for `true`
+    plain = BenchOptions(timeout=options.timeout, emulate=options.emulate)  # no --prepare
     runs = [
         _repetition(empty, [], output, plain, perf) for _ in range(options.warmup + options.runs)
     ]
-    walls = [values["wall_s"] for values, _, _ in runs]
-    startup = float(sorted(walls[options.warmup :])[(options.runs - 1) // 2])
-    return startup, sum(lost for _, _, lost in runs)
+    timed = runs[options.warmup :]
+    middle = (len(timed) - 1) // 2
+    result.lost_runs += sum(lost for _, _, lost in runs)
+    result.startup_s = float(sorted(values["wall_s"] for values, _, _ in timed)[middle])
+    result.rss_floor_kib = float(sorted(values[MAX_RSS] for values, _, _ in timed)[middle])
 
 
 CSV_COLUMNS = ["command", "repetition", "metric", "value", "unit"]
@@ -325,8 +426,14 @@ def to_json(result: BenchResult) -> dict:
         "options": asdict(result.options),
         "startup_s": result.startup_s,
         "lost_runs": result.lost_runs,
+        "rss_floor_kib": result.rss_floor_kib,
+        "emulator": result.emulator,
         "commands": [
-            {"command": c.command, "repetitions": [asdict(r) for r in c.repetitions]}
+            {
+                "command": c.command,
+                "repetitions": [asdict(r) for r in c.repetitions],
+                "emulated_wall_s": c.emulated_wall_s,
+            }
             for c in result.commands
         ],
     }
@@ -342,12 +449,16 @@ def from_json(data: dict, path: object = "bench.json") -> BenchResult:
         BenchOptions(**known_fields(BenchOptions, data.get("options", {}))),
         [
             CommandResult(
-                c["command"], [Repetition(**known_fields(Repetition, r)) for r in c["repetitions"]]
+                c["command"],
+                [Repetition(**known_fields(Repetition, r)) for r in c["repetitions"]],
+                list(c.get("emulated_wall_s") or []),
             )
             for c in data["commands"]
         ],
         data.get("startup_s", 0.0),
         data.get("lost_runs", 0),
+        data.get("rss_floor_kib"),
+        data.get("emulator"),
     )
 
 

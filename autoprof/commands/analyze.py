@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 import click
 
 from autoprof.analysis import choices
-from autoprof.commands.common import console, metric_catalog_options
+from autoprof.benchmark.options import GateOptions
+from autoprof.commands.common import (
+    console,
+    declared_flags,
+    declared_values,
+    fail_if_option,
+    metric_catalog_options,
+    report_gates,
+    store_option,
+)
 
 if TYPE_CHECKING:
     from autoprof.analysis.tables import Result
@@ -203,8 +212,8 @@ def stats(results, out, k, region) -> None:
 
 
 @analyze.command("compare")
-@_results_argument("a")
-@_results_argument("b")
+@click.argument("a_ref", metavar="A")
+@click.argument("b_ref", metavar="B")
 @_out_option
 @click.option(
     "--test",
@@ -221,13 +230,23 @@ def stats(results, out, k, region) -> None:
     help="False discovery rate for 'significant'.",
 )
 @_top_option(20, "Changes to show and plot.")
+@fail_if_option
+@declared_flags(GateOptions)
+@store_option
 @_region_option
-def compare(a, b, out, test, alpha, k, region) -> None:
+def compare(a_ref, b_ref, out, test, alpha, k, gates, store_text, region, **declared) -> None:
     """What changed from results A to results B.
 
-    Ratios, p-values, the largest changes."""
+    Ratios, p-values, the largest changes. With --fail-if, a regression gate instead: A is
+    the baseline, B the change (results, profile or bench folders, bench.json files or
+    stored runs, store:ID or store:KEY=VALUE); exit 1 when a gate fails, 0 when all hold."""
     from autoprof.analysis import compare as compare_
     from autoprof.analysis import data
+
+    gating = declared_values(GateOptions, declared)
+    if gates:
+        return _gate(a_ref, b_ref, gates, gating, store_text, region)
+    a, b = data.results_path(a_ref), data.results_path(b_ref)
 
     frame_a = data.load(a, data.SERIES_COLUMNS, region)
     frame_b = data.load(b, data.SERIES_COLUMNS, region)
@@ -235,6 +254,22 @@ def compare(a, b, out, test, alpha, k, region) -> None:
         click.echo(f"warning: {warning}", err=True)
     found = compare_.analyse(frame_a, frame_b, test, alpha, k, (str(a), str(b)))
     _show(found, out, a.parent / "analysis")
+
+
+def _gate(a_ref: str, b_ref: str, texts, gating, store_text, region: str | None) -> None:
+    """`compare --fail-if`: the gates of B against the baseline A (`analysis.gate`)."""
+    import sys
+
+    from autoprof.analysis import gate
+    from autoprof.store import baseline
+
+    gates = [gate.parse(t) for t in texts]
+    base, a_name = baseline.samples(a_ref, store_text, region)
+    now, b_name = baseline.samples(b_ref, store_text, region)
+    found = gate.check(gates, base, now, (a_name, b_name), gating.confidence)
+    report_gates(found, gating, console(stderr=True))
+    if found.failed:
+        sys.exit(1)
 
 
 def autoperf_args(argv: list[str]) -> list[str]:

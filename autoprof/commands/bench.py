@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from autoprof.catalog.facts import MachineFacts
+
+from autoprof.benchmark.options import BaselineOptions, GateOptions
 from autoprof.commands import common
 from autoprof.errors import AutoprofError
 
@@ -96,17 +102,26 @@ def report(result, summaries, ratios) -> dict:
     help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
 )
 @common.excel_safe_option
+@common.declared_flags(BaselineOptions)
+@common.declared_flags(GateOptions)
+@common.fail_if_option
+@click.option(
+    "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="With --save store: label the run."
+)
+@common.store_option
 @click.argument(
     "words", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [-- CMD2 ...]"
 )
 def bench(
     runs, warmup, event_names, events_file, prepare, timeout, startup_correction, events_dir,
-    reserve, export_json, export_csv, output, excel_safe, words,
+    reserve, export_json, export_csv, output, excel_safe, gates, tags, store_text, words,
+    **declared,
 ) -> None:  # fmt: skip
     """Time commands and count their events, many runs each.
 
     Run each COMMAND (separated by --) many times under perf stat: times and counts per
-    run, mean +- sd, outliers, and the ratio of each command to the first."""
+    run, mean +- sd, outliers, and the ratio of each command to the first. With --baseline
+    and --fail-if, a regression gate for CI: exit 1 when a gate fails, 0 when all hold."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from autoprof.analysis import bench as stats
@@ -121,13 +136,25 @@ def bench(
     commands = split_commands(words)
     if output is not None and (output / "manifest.json").exists():
         raise AutoprofError(f"{output} already holds a profile or benchmark; use another -o")
-    names = common.event_names(event_names, events_file) or measure.DEFAULT_EVENTS
-    request = Request(
-        events=names, selection=EventSelection(reserve=reserve), events_dir=events_dir
+    counting = common.declared_values(BaselineOptions, declared)
+    gating = common.declared_values(GateOptions, declared)
+    parsed_gates, baseline = _gates(counting.baseline, gates, commands, store_text)
+    labels = common.key_values(tags, "--tag")
+    named = common.event_names(event_names, events_file)
+    if counting.emulate:
+        planned = None
+        events = measure.emulated_events(commands, named)
+    else:
+        request = Request(
+            events=named or measure.DEFAULT_EVENTS,
+            selection=EventSelection(reserve=reserve),
+            events_dir=events_dir,
+        )
+        planned = planning.plan(request.check(), common.note)
+        events = measure.one_run_events(planned)
+    options = measure.BenchOptions(
+        runs, warmup, prepare, timeout, startup_correction, emulate=counting.emulate
     )
-    planned = planning.plan(request.check(), common.note)
-    events = measure.one_run_events(planned)
-    options = measure.BenchOptions(runs, warmup, prepare, timeout, startup_correction)
     console = common.console(stderr=True)
     with (
         Stopper(),
@@ -172,17 +199,75 @@ def bench(
             f"perf lost {result.lost_runs} run(s) (the command ended before perf waited for it: "
             "no exit status, no rusage); each ran again"
         )
+    for i, _ in enumerate(result.commands):
+        slowdown = result.slowdown(i)
+        if slowdown is not None:
+            console.print(
+                f"{' '.join(result.commands[i].command)[:60]}: counted under {result.emulator} "
+                f"(emulated counts), {slowdown:.1f}x slower than natively"
+            )
     for warning in stats.warnings(result):
         console.print(f"[yellow]warning:[/] {warning}")
     document = report(result, summaries, ratios)
-    if output is not None:
-        from autoprof.benchmark import folder
+    facts: MachineFacts | None = None
+    if output is not None or counting.save is not None:
         from autoprof.catalog import machine
 
-        manifest = folder.write(output, result, machine.read_facts(planned.catalog), document)
+        facts = machine.read_facts(planned.catalog if planned else None)
+    if output is not None:
+        from autoprof.benchmark import folder
+
+        assert facts is not None
+        manifest = folder.write(output, result, facts, document)
         console.print(f"benchmark {manifest.id} in {output}/; store it: autoprof upload {output}")
     for path in _export(result, document, export_json, export_csv, excel_safe):
         console.print(f"wrote {path}")
+    _save(counting.save, result, document, facts, store_text, labels, output, console)
+    if baseline is not None:
+        from autoprof.analysis import gate
+
+        samples, name = baseline
+        now = gate.bench_samples(result, 0)
+        names = (name, shlex.join(commands[0]))
+        found = gate.check(parsed_gates, samples, now, names, gating.confidence)
+        common.report_gates(found, gating, console)
+        if found.failed:
+            sys.exit(1)
+
+
+def _gates(ref, texts, commands, store_text):
+    """The --fail-if gates and the --baseline's samples and name, checked before anything runs
+    (bad input: exit 2)."""
+    from autoprof.analysis import gate
+
+    if bool(texts) != (ref is not None):
+        raise AutoprofError("--fail-if and --baseline go together: a gate compares with a baseline")
+    if ref is None:
+        return [], None
+    if len(commands) != 1:
+        raise AutoprofError(f"--baseline gates one command; {len(commands)} were given")
+    from autoprof.store import baseline
+
+    gates = [gate.parse(t) for t in texts]
+    return gates, baseline.samples(ref, store_text)
+
+
+def _save(target, result, document, facts, store_text, labels, output, console) -> None:
+    """--save: the benchmark as a baseline, in a file or the store."""
+    if target is None:
+        return
+    if len(result.commands) != 1:
+        raise AutoprofError(f"--save keeps a baseline of one command; {len(result.commands)} ran")
+    from autoprof.store import baseline
+
+    if target.startswith(baseline.PREFIX):
+        if target != baseline.PREFIX:
+            raise AutoprofError("--save store: takes no name: the store is --store, labels --tag")
+        uuid = baseline.save(result, document, facts, store_text, labels, output)
+        console.print(f"saved the baseline as stored run {uuid} (--baseline store:{uuid})")
+        return
+    Path(target).write_text(json.dumps(_clean(document), indent=1) + "\n")
+    console.print(f"saved the baseline in {target}")
 
 
 def _export(

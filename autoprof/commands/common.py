@@ -8,6 +8,7 @@ by the functions that use them.
 from __future__ import annotations
 
 import functools
+import json
 import shlex
 import sys
 from collections.abc import Callable
@@ -41,6 +42,7 @@ __all__ = [
     "catalog_request",
     "event_names",
     "event_options",
+    "fail_if_option",
     "key_values",
     "measure_options",
     "metric_catalog_options",
@@ -50,6 +52,7 @@ __all__ = [
     "planning_options",
     "profile_flags",
     "redis_option",
+    "report_gates",
     "reserve_option",
     "selection_options",
     "store_option",
@@ -354,6 +357,16 @@ excel_safe_option = click.option(
 )
 
 # the store's library (SQLAlchemy) is imported inside the store commands; store.url is plain
+fail_if_option = click.option(
+    "--fail-if",
+    "gates",
+    multiple=True,
+    metavar="'METRIC > +N%'",
+    help="Exit 1 when METRIC changed past N% from the baseline (repeatable): an event "
+    "(instructions:u), wall, user, sys or max-rss; exact counts compare exactly, noisy ones "
+    "fail only when significant.",
+)
+
 store_option = click.option(
     "--store",
     "store_text",
@@ -402,3 +415,22 @@ def planning_options(func: Callable) -> Callable:
         metavar="all|GROUP|NAME",
         help="Measure exactly the events these metrics need (repeatable; see `metrics list`).",
     )(func)
+
+
+def report_gates(found, gating, console) -> None:
+    """The gates' table on the terminal, and the --summary and --summary-json files
+    (`bench --baseline`, `analyze compare --fail-if`)."""
+    from autoprof.analysis import gate
+    from autoprof.analysis.renderers.gate import MarkdownSummary, TextSummary
+
+    console.print(TextSummary().render(found), end="", markup=False, highlight=False)
+    if gating.summary == "-":
+        click.echo(MarkdownSummary().render(found), nl=False)
+    elif gating.summary:
+        with open(gating.summary, "a") as fh:  # GitHub's step summary is appended to
+            fh.write(MarkdownSummary().render(found))
+    if gating.summary_json:
+        Path(gating.summary_json).write_text(json.dumps(gate.to_json(found), indent=1) + "\n")
+    failed = [v for v in found.verdicts if v.failed]
+    for verdict in failed:
+        console.print(f"gate failed: {verdict.gate}: {verdict.change:+.2%}", markup=False)
