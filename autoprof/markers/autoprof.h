@@ -4,8 +4,8 @@
  *   autoprof_begin("solve");  ... the code to measure ...  autoprof_end("solve");
  *
  * Under autoprof, AUTOPROF_MARKERS names an inherited file descriptor (a Unix SOCK_SEQPACKET
- * socket). A marker writes one message, "B <tid> <name>" or "E <tid> <name>" (name: 1 to 64
- * bytes, no NUL), and blocks until autoprof answers one byte: autoprof reads every counter
+ * socket). A marker writes one message (one record), "B <tid> <name>" or "E <tid> <name>"
+ * (name: 1 to 64 bytes, no NUL), and blocks until autoprof answers one byte: autoprof reads every counter
  * while the calling thread waits, so what the region counts starts and stops at the call.
  * One thread of a process at a time passes a marker (a spin lock around the write and the
  * read). Not under autoprof (the variable absent or not a number), a marker is a load and a
@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #define AUTOPROF_ENV "AUTOPROF_MARKERS"
 #define AUTOPROF_NAME_MAX 64
@@ -45,7 +46,7 @@ static __attribute__((noinline, cold, unused)) int autoprof_lookup_(void) {
 }
 
 /* Per thread: its message's "X <tid> " prefix, made at its first marker (X: the op). */
-static __thread char autoprof_msg_[2 + 12 + AUTOPROF_NAME_MAX];
+static __thread char autoprof_msg_[2 + 12];
 static __thread int autoprof_prefix_;
 
 static __attribute__((noinline, cold, unused)) int autoprof_prefix_make_(void) {
@@ -61,16 +62,18 @@ static __attribute__((noinline, cold, unused)) int autoprof_prefix_make_(void) {
 }
 
 /* Counted in a region: what runs after the answer to its begin and before the write of its
- * end; so the message is made before the write, the name copied in place after the prefix. */
+ * end; so the message goes out as two pieces of one record (writev): the thread's prefix, made
+ * once, and the name as it is, its length found by the C library's strnlen. */
 static __attribute__((noinline, unused)) void autoprof_mark_(int fd, char op, const char *name) {
     int n = autoprof_prefix_;
     if (__builtin_expect(n == 0, 0)) n = autoprof_prefix_make_();
-    char *msg = autoprof_msg_;
-    msg[0] = op;
-    for (const char *end = name + AUTOPROF_NAME_MAX; *name && name < end;) msg[n++] = *name++;
+    autoprof_msg_[0] = op;
+    struct iovec parts[2] = {{autoprof_msg_, (size_t)n},
+                             {(void *)name, strnlen(name, AUTOPROF_NAME_MAX)}};
+    ssize_t size = (ssize_t)(parts[0].iov_len + parts[1].iov_len);
     while (__atomic_exchange_n(&autoprof_lock_, 1, __ATOMIC_ACQUIRE)) {
     }
-    if (write(fd, msg, (size_t)n) == n) {
+    if (writev(fd, parts, 2) == size) {
         char ack;
         while (read(fd, &ack, 1) < 0 && errno == EINTR) {
         }

@@ -18,6 +18,7 @@ event order; `aggregate` scales them as perf scaled its totals and writes the re
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import socket
@@ -34,6 +35,7 @@ from autoprof.perf.counters import ZERO, Reading
 from autoprof.util.records import file_format, read_json, write_json
 
 REGIONS_FILE = "regions.json"
+CHANNEL_FD = 100  # the workload's end of the marker channel: this descriptor, or the next free
 ALL = "all"  # `--region all`: every region the program enters
 _MESSAGE_MAX = 2 + 20 + NAME_MAX
 
@@ -204,7 +206,14 @@ class Relay:
 
     def __init__(self, asked: list[str]):
         self.tally = Tally(asked)
-        self._ours, self._theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # the workload's end at a fixed number (the lowest free from CHANNEL_FD): its
+        # AUTOPROF_MARKERS, and so the instructions its markers' look-up runs, are the same
+        # in every run
+        self._theirs = socket.socket(
+            fileno=fcntl.fcntl(theirs.fileno(), fcntl.F_DUPFD_CLOEXEC, CHANNEL_FD)
+        )
+        theirs.close()
         self._fds: list[int] = []
         self._thread: threading.Thread | None = None
         self._stop_r, self._stop_w = os.pipe()
