@@ -154,3 +154,19 @@ def test_schedule_shows_the_core_type_plan(cli_run, intel_dir):
     assert {e["pmu"] for run in plan["runs"] for e in run["events"]} == {"cpu_atom", "software"}
     refused = cli_run("schedule", "--cpu", "SKX", "--core-type", "efficiency")
     assert refused.returncode == 2 and "has no cpu_atom PMU (not hybrid)" in refused.stderr
+
+
+@pytest.mark.slow
+def test_bench_pins_its_commands_as_profile_does(tmp_path):
+    """bench takes profile's --pin (declared once): every repetition of the command ran there."""
+    from autoprof.testing.cli import process
+
+    cpu = max(os.sched_getaffinity(0))
+    said = tmp_path / "said"
+    show = f"grep Cpus_allowed_list /proc/self/status >> {said}"
+    done = process("bench", "-n", "2", "--warmup", "1", "--pin", str(cpu), "--", "sh", "-c", show)
+    assert done.returncode == 0, done.stderr
+    assert said.read_text().splitlines() == [f"Cpus_allowed_list:\t{cpu}"] * 3
+    refused = process("bench", "-n", "2", "--pin", "4095", "--", "true")
+    assert refused.returncode == 2
+    assert refused.stderr.endswith("--pin 4095: this machine has no CPU 4095 online\n")

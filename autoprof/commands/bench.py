@@ -57,6 +57,20 @@ def report(result, summaries, ratios) -> dict:
     return _clean(data)
 
 
+def _run_on(pin: str | None, core_type: str | None) -> None:
+    """--pin, --core-type: the benchmark's processes (autoprof, perf and the commands, which
+    inherit it) run on those CPUs only, as `profile` runs its command (`run.pinning`)."""
+    import os
+
+    from autoprof.run import pinning
+    from autoprof.run.options import ProfileOptions
+
+    options = ProfileOptions(pin=pin, core_type=core_type).check()
+    cpus = pinning.workload_cpus(options)
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+
+
 @click.command("bench")
 @click.option(
     "-n", "--runs", default=10, show_default=True, type=click.IntRange(2), help="Timed runs."
@@ -102,6 +116,7 @@ def report(result, summaries, ratios) -> dict:
     help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
 )
 @common.excel_safe_option
+@common.where_flags
 @common.declared_flags(BaselineOptions)
 @common.declared_flags(GateOptions)
 @common.fail_if_option
@@ -114,8 +129,8 @@ def report(result, summaries, ratios) -> dict:
 )
 def bench(
     runs, warmup, event_names, events_file, prepare, timeout, startup_correction, events_dir,
-    reserve, export_json, export_csv, output, excel_safe, gates, tags, store_text, words,
-    **declared,
+    reserve, export_json, export_csv, output, excel_safe, pin, core_type, gates, tags, store_text,
+    words, **declared,
 ) -> None:  # fmt: skip
     """Time commands and count their events, many runs each.
 
@@ -134,6 +149,7 @@ def bench(
     from autoprof.util.renderer import write
 
     commands = split_commands(words)
+    _run_on(pin, core_type)
     if output is not None and (output / "manifest.json").exists():
         raise AutoprofError(f"{output} already holds a profile or benchmark; use another -o")
     counting = common.declared_values(BaselineOptions, declared)
