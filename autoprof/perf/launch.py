@@ -36,6 +36,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
+import math
 import os
 import platform
 import select
@@ -43,7 +45,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -62,6 +64,7 @@ _POLL_S = 0.05
 _POLL_CALLS = {"x86_64": (7, 271), "aarch64": (73,), "riscv64": (73,)}
 
 
+@functools.cache
 def _ptrace() -> Any:
     libc = ctypes.CDLL(None, use_errno=True)
     call = libc.ptrace
@@ -126,6 +129,34 @@ def _in_poll(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return number.isdigit() and int(number) in _POLL_CALLS.get(platform.machine(), ())
+
+
+def _until_ended(pid: int, ended: Callable[[], bool], deadline: float | None) -> bool:
+    """Wait until `ended()` (child `pid` has ended), or until `deadline` (time.monotonic);
+    whether it ended. Woken by the child's pidfd as it ends: a sleep between looks would add
+    its length to every run (where the kernel has none, before Linux 5.3, it sleeps)."""
+    try:
+        poller: select.poll | None = select.poll()
+        fd = os.pidfd_open(pid)
+    except OSError:  # ENOSYS: no pidfd_open; ESRCH: reaped already (ended() says so)
+        poller, fd = None, -1
+    try:
+        if poller is not None:
+            poller.register(fd, select.POLLIN)
+        delay = 0.0005
+        while not ended():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            if poller is not None:
+                poller.poll(None if left is None else max(1, math.ceil(left * 1000)))
+            else:
+                time.sleep(delay if left is None else min(delay, left))
+                delay = min(delay * 2, _POLL_S)
+        return True
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def control_args(pid: int | str | None, ctl: int | str, ack: int | str) -> list[str]:
@@ -271,12 +302,8 @@ class Launch:
     def wait_exit(self, timeout: float | None = None) -> None:
         """Until the workload has ended, leaving it unreaped; TimeoutExpired after `timeout`."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.0005
-        while not self.exited():
-            if deadline is not None and time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(self.workload.args, timeout or 0)
-            time.sleep(delay)
-            delay = min(delay * 2, _POLL_S)
+        if not _until_ended(self.pid, self.exited, deadline):
+            raise subprocess.TimeoutExpired(self.workload.args, timeout or 0)
 
     def kill(self) -> None:
         """Kill the workload, held or running (reaped by `finish`)."""
@@ -292,11 +319,11 @@ class Launch:
             _until_polling(self.perf, time.monotonic() + grace)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.perf.pid, signal.SIGCHLD)
-            try:
-                code = self.perf.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.perf.kill()
-                code = self.perf.wait()
+            perf = self.perf
+            deadline = time.monotonic() + grace
+            if not _until_ended(perf.pid, lambda: perf.poll() is not None, deadline):
+                perf.kill()
+            code = perf.wait()
         self.workload.wait()
         self.close()
         return code

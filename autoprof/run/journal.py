@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,7 +42,7 @@ class Entry:
         return cls(last.run, last.repeat, status, last.end, [r.folder_name for r in records])
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": self.FORMAT, **asdict(self)}
+        return {"format": self.FORMAT, **vars(self), "folders": list(self.folders)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], path: object = outdir.JOURNAL) -> Entry:

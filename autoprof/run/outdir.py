@@ -187,7 +187,12 @@ class RunRecord:
         return run_folder_name(self.run, self.repeat, self.part)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": self.FORMAT, **asdict(self)}
+        """`asdict`'s dict, made by hand: asdict deep-copies every value (0.3 ms a record)."""
+        data = {"format": self.FORMAT, **vars(self)}
+        data["events"] = [vars(e).copy() for e in self.events]
+        data["perf_argv"] = list(self.perf_argv)
+        data["unsupported"] = [u.to_json() for u in self.unsupported]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any], path: object = RUN_RECORD) -> RunRecord:
