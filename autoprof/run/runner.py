@@ -11,6 +11,7 @@ that fails is recorded and the profile goes on (or stops, with fail_fast).
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import subprocess
 import time
@@ -39,8 +40,6 @@ from autoprof.run.outdir import EventRef, RunRecord
 from autoprof.schedule.plan import perf_event_args  # networkx only when a plan is packed
 from autoprof.util.clock import now_iso
 from autoprof.util.status import RunStatus
-
-LOCK_FILE = ".lock"
 
 
 @dataclass(frozen=True)
@@ -99,6 +98,7 @@ class Runner:
         self.command_env = command_env() | dict(env or {})
         self.stopper = Stopper()
         self.journal = Journal(out)
+        self._lock: int | None = None  # the lock file, while `run_all` holds it
 
     def run_all(self, todo: Iterable[Task]) -> list[RunRecord]:
         """Run every task not finished yet; stop early on fail_fast, or on Ctrl-C, SIGTERM or
@@ -106,17 +106,31 @@ class Runner:
 
         Holds an exclusive lock on out/ meanwhile: two profiles never write one folder.
         """
-        with (self.out / LOCK_FILE).open("w") as lock:
+        lock = os.open(self.out / outdir.LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise AutoprofError(f"another profile is running in {self.out}/") from None
             stop_leftovers(self.out)  # the lock was free: whoever held it is dead
+            self._lock = lock
             with self.stopper:
                 try:
                     return self._run_all(todo)
                 finally:
                     self.journal.synced()
+        finally:
+            self._lock = None
+            os.close(lock)
+
+    def _note_running(self, record: RunRecord) -> None:
+        """Name the run's processes in the lock file, for `stop_leftovers` (a runner used
+        without `run_all`, holding no lock, names them nowhere)."""
+        if self._lock is not None:
+            running = outdir.Running(
+                record.folder_name, record.perf_pid, record.workload_pid, record.workload_start
+            )
+            outdir.note_running(self._lock, running)
 
     def _journal(self, records: list[RunRecord]) -> None:
         """Append the entry now: a crashed or killed profiler keeps it (a signal waits for it)."""
@@ -185,8 +199,8 @@ class Runner:
         return outdir.run_dir(self.out, record.run, record.repeat, record.part)
 
     def _invoke(self, task: Task, events: list[Event], part: int) -> tuple[RunRecord, str]:
-        """Run perf once; the record (written once perf started, with its pid, so that
-        `stop_leftovers` can find it; the caller writes the final one) and perf's stderr."""
+        """Run perf once; the record (its processes noted in the lock file as they start, so
+        that `stop_leftovers` can find them; the caller writes the record) and perf's stderr."""
         folder = outdir.run_dir(self.out, task.run, task.repeat, part)
         if folder.exists():
             shutil.rmtree(folder)
@@ -235,14 +249,14 @@ class Runner:
             # inside this try: the run is then stopped and recorded as interrupted)
             with self.stopper.deferred():
                 launch = Launch.spawn(self.command, env=self.command_env, stdout=out, stderr=err)
-                # recorded at once: a profiler killed now leaves a workload to stop
+                # noted at once: a profiler killed now leaves a workload to stop
                 record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
-                outdir.write_run_record(folder, record)
+                self._note_running(record)
                 record.perf_argv = launch.start_perf(
                     argv, attach=counts_workload(self.options), env=self.env, stdout=out, stderr=err
                 )
                 record.perf_pid = launch.perf_pid
-                outdir.write_run_record(folder, record)
+                self._note_running(record)
             if launch.release(deadline):
                 launch.wait_exit(None if deadline is None else max(deadline - time.monotonic(), 0))
             code = launch.finish()
@@ -289,7 +303,7 @@ class Runner:
                 except OSError as error:
                     raise AutoprofError(f"cannot start perf: {error}") from None
                 record.perf_pid = proc.pid
-                outdir.write_run_record(folder, record)
+                self._note_running(record)
             return proc.wait(timeout=self.options.timeout)
         except subprocess.TimeoutExpired:
             assert proc is not None
@@ -331,9 +345,10 @@ def _event_named(events: list[Event], name: str) -> Event | None:
 
 
 def stop_leftovers(root: Path) -> list[int]:
-    """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
-    still unfinished in its run.json. Returns the pids of the perfs stopped."""
-    records = outdir.left_running(root)
-    perfs = [r.perf_pid for r in records if r.perf_pid]
-    workloads = [(r.workload_pid, r.workload_start) for r in records if r.workload_pid]
+    """Kill what a dead profiler left running under `root`: perf (and its workload) of the run
+    each profile folder's lock file names, unless that run has its final record. Returns the
+    pids of the perfs stopped."""
+    left = outdir.left_running(root)
+    perfs = [r.perf_pid for r in left if r.perf_pid]
+    workloads = [(r.workload_pid, r.workload_start) for r in left if r.workload_pid]
     return process.stop_leftovers(perfs, [(p, s) for p, s in workloads if s is not None])
