@@ -125,6 +125,21 @@ def test_unknown_keys_are_ignored_and_missing_ones_defaulted():
     assert entry == journal.Entry(1, 1, "ok")
 
 
+def test_journal_entries_are_read_back_in_order_once_synced(tmp_path):
+    """Entries are written as they come and fsynced by the journal's own thread; once synced
+    the file is closed, and a later append opens it again."""
+    kept = journal.Journal(tmp_path)
+    for repeat in range(1, 51):
+        kept.append(journal.Entry(1, repeat, "ok", folders=[f"run0001-rep{repeat}"]))
+    kept.synced()
+    kept.append(journal.Entry(2, 1, "workload-failed"))
+    kept.synced()
+    entries = journal.read(tmp_path)
+    assert [(e.run, e.repeat) for e in entries] == [(1, r) for r in range(1, 51)] + [(2, 1)]
+    assert entries[0].folders == ["run0001-rep1"]
+    assert journal.finished(tmp_path) >= {(1, 50), (2, 1)}
+
+
 def test_resume_checks_it_is_the_same_profile(old):
     manifest = outdir.read_manifest(old)
     options, machine = manifest.options, manifest.machine

@@ -362,12 +362,11 @@ def test_a_worker_killed_mid_profile_leaves_nothing_running_and_its_job_ends_onc
             time.sleep(0.05)
         horse = worker.horse()
         assert horse is not None
-        runs = worker.workdir / job.id / outdir.RUNS
         perf_pid = None
-        while perf_pid is None:  # the run record names perf once perf is started
-            assert time.monotonic() < deadline, "the run never recorded its perf"
-            records = [json.loads(p.read_text()) for p in runs.glob(f"*/{outdir.RUN_RECORD}")]
-            perf_pid = next((r["perf_pid"] for r in records if r.get("perf_pid")), None)
+        while perf_pid is None:  # the lock file names perf once perf is started
+            assert time.monotonic() < deadline, "the run never noted its perf"
+            running = outdir.left_running(worker.workdir / job.id)
+            perf_pid = next((r.perf_pid for r in running if r.perf_pid), None)
             time.sleep(0.05)
         worker.proc.send_signal(signal.SIGKILL)  # the worker only: its horse must follow
         worker.proc.wait()

@@ -211,10 +211,9 @@ def test_perf_left_by_a_killed_profiler_is_stopped(writes, tmp_path):
     out = tmp_path / "out"
     args = ["profile", *watch_args(writes)[:8], "-o", str(out), "--", str(writes)]
     proc = subprocess.Popen([sys.executable, "-m", "autoprof", *args, "4000000"])
-    folder = outdir.run_dir(out, 1, 1)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        pid = (folder / outdir.RUN_RECORD).exists() and outdir.read_run_record(folder).perf_pid
+        pid = next((r.perf_pid for r in outdir.left_running(out) if r.perf_pid), None)
         if pid and Path(f"/proc/{pid}/comm").read_text().strip() == "perf":
             break
         time.sleep(0.05)

@@ -345,10 +345,10 @@ def test_submit_checks_and_cancel(redis_url):
 
 
 def perf_pids(out: Path) -> list[int]:
-    """perf pids recorded in the run records under `out` whose process still runs perf."""
+    """perf pids the profiles under `out` note as running whose process still runs perf."""
     found = []
-    for path in out.glob(f"**/{outdir.RUNS}/run*/{outdir.RUN_RECORD}"):
-        pid = outdir.read_run_record(path.parent).perf_pid
+    for running in outdir.left_running(out):
+        pid = running.perf_pid
         comm = Path(f"/proc/{pid}/comm")
         if pid and comm.exists() and comm.read_text().strip() == "perf":
             found.append(pid)

@@ -88,11 +88,9 @@ def assert_nothing_left(*groups: int) -> None:
 
 def perf_group(reaper: list[int], out: Path) -> int:
     """The process group of run 1 (led by the workload, with its perf), once both run."""
-    folder = outdir.run_dir(out, 1, 1)
 
     def pid():
-        path = folder / outdir.RUN_RECORD
-        return path.exists() and outdir.read_run_record(folder).workload_pid
+        return next((r.workload_pid for r in outdir.left_running(out) if r.workload_pid), None)
 
     group = poll(pid, what="the workload to start")
     reaper.append(group)

@@ -12,6 +12,7 @@ format.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass, field
 
 from autoprof.catalog import encoding
@@ -67,8 +68,9 @@ class Event:
         elif not self.spec:
             object.__setattr__(self, "spec", self.name)
 
-    @property
+    @functools.cached_property
     def key(self) -> tuple[str, str]:
+        """(pmu, name), made once: the scheduler compares keys millions of times."""
         return (self.pmu, self.name)
 
     @property

@@ -12,13 +12,12 @@ element-wise, a division by zero gives inf or NaN, not an error.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from autoprof.errors import AutoprofError
 
@@ -27,56 +26,66 @@ class FormulaError(AutoprofError):
     """A formula that does not parse, or names a value that is not given."""
 
 
-_BINARY: dict[type[ast.operator], Callable[..., Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: np.divide,
-}
-_COMPARE = {
-    ast.Lt: np.less,
-    ast.LtE: np.less_equal,
-    ast.Gt: np.greater,
-    ast.GtE: np.greater_equal,
-    ast.Eq: np.equal,
-    ast.NotEq: np.not_equal,
-}
-_BOOLEAN: dict[type[ast.boolop], np.ufunc] = {ast.And: np.logical_and, ast.Or: np.logical_or}
-_FUNCTIONS = {"min": np.minimum, "max": np.maximum}
+_BINARY_NODES = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_COMPARE_NODES = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_BOOLEAN_NODES = (ast.And, ast.Or)
+_FUNCTION_NAMES = ("min", "max")
 
 
-def _integer(op: Callable[..., Any]) -> Callable[..., Any]:
-    """perf's ``(long)a OP (long)b`` (expr.y), NaN when either side is NaN."""
-
-    def apply(left, right):
-        left, right = np.asarray(left, np.float64), np.asarray(right, np.float64)
-        valid = np.isfinite(left) & np.isfinite(right)
-        a = np.where(valid, left, 0).astype(np.int64)
-        b = np.where(valid, right, 0).astype(np.int64)
-        return np.where(valid, op(a, b), np.nan)
-
-    return apply
+@dataclass(frozen=True)
+class _Operations:
+    binary: dict[type[ast.operator], Callable[..., Any]]
+    compare: dict[type[ast.cmpop], Callable[..., Any]]
+    boolean: dict[type[ast.boolop], Callable[..., Any]]
+    functions: dict[str, Callable[..., Any]]
 
 
-def _modulo(left, right):
-    """perf's ``(long)a % (long)b``: C's remainder, with the sign of the dividend."""
-    return np.fmod(np.trunc(left), np.trunc(right))
+@functools.cache
+def _operations() -> _Operations:
+    """numpy's function for each operator, imported at the first evaluation: planning parses
+    formulas and evaluates none, and numpy was 0.14 s of every `autoprof profile`'s start."""
+    import numpy as np
+
+    def integer(op: Callable[..., Any]) -> Callable[..., Any]:
+        """perf's ``(long)a OP (long)b`` (expr.y), NaN when either side is NaN."""
+
+        def apply(left, right):
+            left, right = np.asarray(left, np.float64), np.asarray(right, np.float64)
+            valid = np.isfinite(left) & np.isfinite(right)
+            a = np.where(valid, left, 0).astype(np.int64)
+            b = np.where(valid, right, 0).astype(np.int64)
+            return np.where(valid, op(a, b), np.nan)
+
+        return apply
+
+    def modulo(left, right):
+        """perf's ``(long)a % (long)b``: C's remainder, with the sign of the dividend."""
+        return np.fmod(np.trunc(left), np.trunc(right))
+
+    def d_ratio(left, right):
+        """perf's ``d_ratio(a, b)``: a / b, and 0 when b is 0 (expr.y)."""
+        right = np.asarray(right, np.float64)
+        return np.where(right == 0, 0.0, np.divide(left, np.where(right == 0, 1.0, right)))
+
+    compare = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal)
+    return _Operations(
+        binary={
+            ast.Add: operator.add,
+            ast.Sub: operator.sub,
+            ast.Mult: operator.mul,
+            ast.Div: np.divide,
+            # perf's operators and function (only perfexpr builds trees holding them)
+            ast.Mod: modulo,
+            ast.BitOr: integer(np.bitwise_or),
+            ast.BitAnd: integer(np.bitwise_and),
+            ast.BitXor: integer(np.bitwise_xor),
+        },
+        compare=dict(zip(_COMPARE_NODES, compare, strict=True)),
+        boolean={ast.And: np.logical_and, ast.Or: np.logical_or},
+        functions={"min": np.minimum, "max": np.maximum, "d_ratio": d_ratio},
+    )
 
 
-def _d_ratio(left, right):
-    """perf's ``d_ratio(a, b)``: a / b, and 0 when b is 0 (expr.y)."""
-    right = np.asarray(right, np.float64)
-    return np.where(right == 0, 0.0, np.divide(left, np.where(right == 0, 1.0, right)))
-
-
-# perf's operators and functions (only perfexpr builds trees holding them)
-_PERF_BINARY: dict[type[ast.operator], Callable[..., Any]] = {
-    ast.Mod: _modulo,
-    ast.BitOr: _integer(np.bitwise_or),
-    ast.BitAnd: _integer(np.bitwise_and),
-    ast.BitXor: _integer(np.bitwise_xor),
-}
-_PERF_FUNCTIONS = {"d_ratio": _d_ratio}
 _ALLOWED = (
     ast.Expression,
     ast.BinOp,
@@ -90,9 +99,9 @@ _ALLOWED = (
     ast.Name,
     ast.Load,
     ast.Constant,
-    *_BINARY,
-    *_COMPARE,
-    *_BOOLEAN,
+    *_BINARY_NODES,
+    *_COMPARE_NODES,
+    *_BOOLEAN_NODES,
 )
 
 
@@ -142,7 +151,7 @@ def parse(text: str, what: str = "formula") -> Formula:
             raise FormulaError(f"{what} {text!r}: constant {node.value!r} is not a number")
         if isinstance(node, ast.Call) and (
             not isinstance(node.func, ast.Name)
-            or node.func.id not in _FUNCTIONS
+            or node.func.id not in _FUNCTION_NAMES
             or node.keywords
             or len(node.args) < 2
         ):
@@ -158,12 +167,17 @@ def parse(text: str, what: str = "formula") -> Formula:
 
 def evaluate(formula: Formula, values: Mapping[str, object]):
     """The formula's value (a float, or an array for array inputs; NaN for 0/0)."""
+    import numpy as np
+
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         result = _eval(formula.tree.body, values, formula.text)
     return result.item() if isinstance(result, np.ndarray) and result.ndim == 0 else result
 
 
 def _eval(node: ast.AST, values: Mapping[str, object], text: str):
+    import numpy as np
+
+    ops = _operations()
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         return np.float64(node.value)
     if isinstance(node, ast.Name):
@@ -178,20 +192,19 @@ def _eval(node: ast.AST, values: Mapping[str, object], text: str):
     if isinstance(node, ast.BinOp):
         left = _eval(node.left, values, text)
         right = _eval(node.right, values, text)
-        apply = _BINARY.get(type(node.op)) or _PERF_BINARY[type(node.op)]
-        return np.asarray(apply(left, right), dtype=np.float64)
+        return np.asarray(ops.binary[type(node.op)](left, right), dtype=np.float64)
     if isinstance(node, ast.Compare):
         result, left = None, _eval(node.left, values, text)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = _eval(comparator, values, text)
-            step = _COMPARE[type(op)](left, right)
+            step = ops.compare[type(op)](left, right)
             result = step if result is None else np.logical_and(result, step)
             left = right
         return np.asarray(result, dtype=np.float64)
     if isinstance(node, ast.BoolOp):
         result = _eval(node.values[0], values, text)
         for operand in node.values[1:]:
-            result = _BOOLEAN[type(node.op)](result, _eval(operand, values, text))
+            result = ops.boolean[type(node.op)](result, _eval(operand, values, text))
         return np.asarray(result, dtype=np.float64)
     if isinstance(node, ast.IfExp):
         test = _eval(node.test, values, text)
@@ -202,11 +215,12 @@ def _eval(node: ast.AST, values: Mapping[str, object], text: str):
         return np.where(test != 0, body, orelse)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         args = [_eval(a, values, text) for a in node.args]
-        if node.func.id in _PERF_FUNCTIONS:
-            return np.asarray(_PERF_FUNCTIONS[node.func.id](*args), dtype=np.float64)
+        function = ops.functions[node.func.id]
+        if node.func.id not in _FUNCTION_NAMES:  # perf's d_ratio(a, b)
+            return np.asarray(function(*args), dtype=np.float64)
         result = args[0]
         for arg in args[1:]:
-            result = _FUNCTIONS[node.func.id](result, arg)
+            result = function(result, arg)
         return result
     raise FormulaError(f"formula {text!r}: cannot evaluate {type(node).__name__}")
 
@@ -215,6 +229,8 @@ def _needed(node: ast.AST, known: Mapping[str, float]) -> set[str]:
     if isinstance(node, ast.IfExp):
         test_names = _needed(node.test, known)
         if test_names <= set(known):
+            import numpy as np
+
             with np.errstate(all="ignore"):
                 taken = _eval(node.test, known, "")
             if taken.ndim == 0:

@@ -1,8 +1,9 @@
 """The journal of a profile (`out/journal.jsonl`): one line per finished run attempt, so that a
 resumed profile runs only what is not finished.
 
-A line is appended in one write when a (run, repeat) ends, then fsynced while the next run goes
-on: Ctrl-C, SIGTERM or a crash lose at most the run in progress, a power cut at most one more.
+A line is appended in one write when a (run, repeat) ends, then fsynced while the next runs go
+on: Ctrl-C, SIGTERM or a crash lose at most the run in progress, a power cut also the runs that
+ended while the last fsync was under way (one, unless runs are shorter than an fsync).
 A line cut short by a crash is skipped when read.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,7 +44,7 @@ class Entry:
         return cls(last.run, last.repeat, status, last.end, [r.folder_name for r in records])
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": self.FORMAT, **asdict(self)}
+        return {"format": self.FORMAT, **vars(self), "folders": list(self.folders)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], path: object = outdir.JOURNAL) -> Entry:
@@ -85,34 +86,53 @@ def finished(out: Path) -> set[tuple[int, int]]:
 
 
 class Journal:
-    """Appends entries to `out`'s journal; each is fsynced in a thread while the next run goes
-    on, and the next append waits for that fsync, so entries reach the disk in order."""
+    """Appends entries to `out`'s journal, each in one write as its run ends; a thread of the
+    journal's own fsyncs the file while the runs go on, and again as soon as more was written,
+    so the entries reach the disk in order and no run waits for the disk (a thread and an fsync
+    a run, the next run waiting for it, cost 0.4 ms CPU and 1.5-2.5 ms wall a run)."""
 
     def __init__(self, out: Path):
         self.path = out / outdir.JOURNAL
-        self._syncing: threading.Thread | None = None
+        self._fd: int | None = None
+        self._syncer: threading.Thread | None = None
+        self._changed = threading.Condition()
+        self._written = self._synced = 0  # entries written, entries on disk
+        self._closing = False
 
     def append(self, entry: Entry) -> None:
         """Write the entry now (in one write: a killed profiler leaves a whole line or none)."""
-        self.synced()
-        fd = open_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        try:
-            os.write(fd, (json.dumps(entry.to_json()) + "\n").encode())
-        except BaseException:
-            os.close(fd)
-            raise
-        self._syncing = threading.Thread(target=_sync_and_close, args=(fd,), daemon=True)
-        self._syncing.start()
+        if self._fd is None:
+            self._fd = open_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            self._closing = False
+            self._syncer = threading.Thread(target=self._sync, args=(self._fd,), daemon=True)
+            self._syncer.start()
+        os.write(self._fd, (json.dumps(entry.to_json()) + "\n").encode())
+        with self._changed:
+            self._written += 1
+            self._changed.notify_all()
+
+    def _sync(self, fd: int) -> None:
+        while True:
+            with self._changed:
+                while self._synced == self._written and not self._closing:
+                    self._changed.wait()
+                if self._synced == self._written:
+                    return
+                target = self._written
+            try:
+                os.fsync(fd)
+            finally:  # a failed fsync is not retried: the entries were written, the runs go on
+                with self._changed:
+                    self._synced = target
+                    self._changed.notify_all()
 
     def synced(self) -> None:
-        """Wait until the last entry is on disk."""
-        if self._syncing is not None:
-            self._syncing.join()
-            self._syncing = None
-
-
-def _sync_and_close(fd: int) -> None:
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        """Wait until every entry is on disk, and close the file (an append opens it again)."""
+        if self._syncer is None or self._fd is None:
+            return
+        with self._changed:
+            self._closing = True
+            self._changed.notify_all()
+        self._syncer.join()
+        os.close(self._fd)
+        self._fd, self._syncer = None, None

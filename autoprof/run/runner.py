@@ -2,7 +2,8 @@
 
 The journal makes a profile resumable: a (run, repeat) whose run.json reached a final status
 is never run again (unless forced), so Ctrl-C, SIGTERM or a crash cost at most the run in
-progress (a power cut at most one more: entries are fsynced while the next run goes on).
+progress (a power cut also those that ended during the last fsync: entries are fsynced while
+the next runs go on).
 Faults are handled where they happen: an event perf cannot open is split off into a run of
 its own (no room: ENOSPC/EBUSY) or recorded as unsupported with perf's reason; a workload
 that fails is recorded and the profile goes on (or stops, with fail_fast).
@@ -44,8 +45,6 @@ from autoprof.schedule.plan import perf_event_args  # networkx only when a plan 
 from autoprof.util import owned
 from autoprof.util.clock import now_iso
 from autoprof.util.status import RunStatus
-
-LOCK_FILE = ".lock"
 
 
 @dataclass(frozen=True)
@@ -113,6 +112,7 @@ class Runner:
         # --per-thread: a perf per thread of the command (`perf.threads`); --pin, --core-type
         self._launcher = ThreadLaunch if options.per_thread else Launch
         self.cpus = None if options.attached else pinning.workload_cpus(options)
+        self._lock: int | None = None  # the lock file, while `run_all` holds it
 
     def run_all(self, todo: Iterable[Task]) -> list[RunRecord]:
         """Run every task not finished yet; stop early on fail_fast, or on Ctrl-C, SIGTERM or
@@ -120,17 +120,35 @@ class Runner:
 
         Holds an exclusive lock on out/ meanwhile: two profiles never write one folder.
         """
-        with open(owned.open_file(self.out / LOCK_FILE, os.O_WRONLY | os.O_CREAT), "w") as lock:
+        lock = owned.open_file(self.out / outdir.LOCK, os.O_RDWR | os.O_CREAT)
+        try:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise AutoprofError(f"another profile is running in {self.out}/") from None
             stop_leftovers(self.out)  # the lock was free: whoever held it is dead
+            self._lock = lock
             with self.stopper:
                 try:
                     return self._run_all(todo)
                 finally:
                     self.journal.synced()
+        finally:
+            self._lock = None
+            os.close(lock)
+
+    def _note_running(self, record: RunRecord) -> None:
+        """Name the run's processes in the lock file, for `stop_leftovers` (a runner used
+        without `run_all`, holding no lock, names them nowhere)."""
+        if self._lock is not None:
+            running = outdir.Running(
+                record.folder_name,
+                record.perf_pid,
+                record.workload_pid,
+                record.workload_start,
+                record.perf_nonce,
+            )
+            outdir.note_running(self._lock, running)
 
     def _journal(self, records: list[RunRecord]) -> None:
         """Append the entry now: a crashed or killed profiler keeps it (a signal waits for it)."""
@@ -211,8 +229,8 @@ class Runner:
         return outdir.run_dir(self.out, record.run, record.repeat, record.part)
 
     def _invoke(self, task: Task, events: list[Event], part: int) -> tuple[RunRecord, str]:
-        """Run perf once; the record (written once perf started, with its pid, so that
-        `stop_leftovers` can find it; the caller writes the final one) and perf's stderr."""
+        """Run perf once; the record (its processes noted in the lock file as they start, so
+        that `stop_leftovers` can find them; the caller writes the record) and perf's stderr."""
         folder = outdir.run_dir(self.out, task.run, task.repeat, part)
         if folder.exists():
             shutil.rmtree(folder)
@@ -279,9 +297,9 @@ class Runner:
                 if relay:
                     relay.spawned()
                 record.cpus = None if self.cpus is None else sorted(self.cpus)
-                # recorded at once: a profiler killed now leaves a workload to stop
+                # noted at once: a profiler killed now leaves a workload to stop
                 record.workload_pid, record.workload_start = launch.pid, start_time(launch.pid)
-                outdir.write_run_record(folder, record)
+                self._note_running(record)
                 record.perf_argv = launch.start_perf(
                     argv,
                     attach=counts_workload(self.options),
@@ -290,7 +308,7 @@ class Runner:
                     stderr=err,
                 )
                 record.perf_pid = launch.perf_pid
-                outdir.write_run_record(folder, record)
+                self._note_running(record)
             perf_pid = launch.perf_pid
             counting = (lambda: relay.start(perf_pid)) if relay and perf_pid else None
             if launch.release(deadline, counting):
@@ -346,7 +364,7 @@ class Runner:
                 except OSError as error:
                     raise AutoprofError(f"cannot start perf: {error}") from None
                 record.perf_pid = proc.pid
-                outdir.write_run_record(folder, record)
+                self._note_running(record)
             return proc.wait(timeout=self.options.timeout)
         except subprocess.TimeoutExpired:
             assert proc is not None
@@ -388,9 +406,10 @@ def _event_named(events: list[Event], name: str) -> Event | None:
 
 
 def stop_leftovers(root: Path) -> list[int]:
-    """Kill what a dead profiler left running under `root`: perf (and its workload) of every run
-    still unfinished in its run.json. Returns the pids of the perfs stopped."""
-    records = outdir.left_running(root)
-    perfs = [(r.perf_pid, r.perf_nonce) for r in records if r.perf_pid and r.perf_nonce]
-    workloads = [(r.workload_pid, r.workload_start) for r in records if r.workload_pid]
+    """Kill what a dead profiler left running under `root`: perf (and its workload) of the run
+    each profile folder's lock file names, unless that run has its final record. Returns the
+    pids of the perfs stopped."""
+    left = outdir.left_running(root)
+    perfs = [(r.perf_pid, r.perf_nonce) for r in left if r.perf_pid and r.perf_nonce]
+    workloads = [(r.workload_pid, r.workload_start) for r in left if r.workload_pid]
     return process.stop_leftovers(perfs, [(p, s) for p, s in workloads if s is not None])

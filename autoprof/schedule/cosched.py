@@ -104,7 +104,7 @@ class _State:
             trial = [e for e in runs[target] if e.key != other.key] + [event]
             if not self.fits(trial):
                 continue
-            elsewhere = [i for i, r in enumerate(runs) if i != target and other in r]
+            elsewhere = [i for i, r in enumerate(runs) if i != target and _holds(r, other)]
             if elsewhere:
                 runs[target] = trial
                 return True
@@ -116,6 +116,12 @@ class _State:
                     runs[target], runs[home] = trial, moved
                     return True
         return False
+
+
+def _holds(run: list[Event], event: Event) -> bool:
+    """`event in run`, comparing whole events only where the names agree (an Event's __eq__
+    compares every field: a million comparisons were a quarter of a metric plan's time)."""
+    return any(e is event or (e.name == event.name and e == event) for e in run)
 
 
 def coschedule(plan: Plan, groups: dict[str, list[Event]], consistent: bool = False) -> CoSchedule:
