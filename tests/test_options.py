@@ -32,6 +32,8 @@ def accepted(name: str, option: Option, cls: type = ProfileOptions):
     kind, _ = kind_of(name, cls)
     if kind is bool:
         return True
+    if kind is tuple:  # repeatable (--region): one value given
+        return ("hot",)
     if kind is str:
         return option.choices[0] if option.choices else "0-1"
     if option.high is not None:
@@ -51,6 +53,8 @@ def refused(name: str, option: Option, cls: type = ProfileOptions) -> list:
 
 
 def argv(option: Option, value) -> list[str]:
+    if isinstance(value, tuple):
+        return [arg for item in value for arg in (option.flags[-1], item)]
     return [option.flags[-1]] if value is True else [option.flags[-1], str(value)]
 
 
@@ -144,8 +148,8 @@ def test_help_shows_each_range_and_default_as_click_does():
 def test_a_resume_keeps_the_options_that_say_what_the_numbers_mean():
     from autoprof.run.options import measuring_fields
 
-    wanted = ("interval_ms", "system_wide", "cpu_list", "user", "anchor", "per_thread", "pin")
-    wanted += ("core_type", "duration")
+    wanted = ("interval_ms", "system_wide", "cpu_list", "user", "anchor", "regions")
+    wanted += ("per_thread", "pin", "core_type", "duration")
     assert measuring_fields() == wanted
 
 

@@ -146,13 +146,26 @@ def test_a_signal_stops_the_profile_and_its_whole_process_group(tmp_path, reaper
 
 
 def perf_child(proc: subprocess.Popen) -> int:
-    """The pid of the perf that `autoprof record` (`proc`) started, from /proc."""
+    """The pid of the perf that `proc` (autoprof record, bench) started, from /proc: its child,
+    or a descendant (bench starts perf from its rusage helper)."""
+
+    def children(pid: int) -> list[int]:
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+            return [int(c) for t in tasks for c in (t / "children").read_text().split()]
+        except OSError:
+            return []
 
     def child():
-        for task in Path(f"/proc/{proc.pid}/task").iterdir():
-            for pid in (task / "children").read_text().split():
+        todo = children(proc.pid)
+        while todo:
+            pid = todo.pop(0)
+            try:
                 if Path(f"/proc/{pid}/comm").read_text().strip() == "perf":
-                    return int(pid)
+                    return pid
+            except OSError:
+                continue
+            todo += children(pid)
         return None
 
     return poll(child, what="perf record to start")
@@ -306,5 +319,6 @@ def test_a_signal_stops_a_bench_and_keeps_its_repetitions(tmp_path, reaper, sig)
     document = json.loads(exported.read_text())
     assert document["interrupted"] == signal.Signals(sig).name
     assert [len(c["repetitions"]) for c in document["commands"]] == [3, 0]
-    assert len(rows.read_text().splitlines()) == 1 + 3 * 4  # header + 3 x (3 times + task-clock)
+    # header + 3 x (3 times, max RSS, task-clock)
+    assert len(rows.read_text().splitlines()) == 1 + 3 * 5
     assert_nothing_left(group, proc.pid)

@@ -205,6 +205,7 @@ class RunRecord:
         data["events"] = [vars(e).copy() for e in self.events]
         data["perf_argv"] = list(self.perf_argv)
         data["unsupported"] = [u.to_json() for u in self.unsupported]
+        data["threads"] = [vars(t).copy() for t in self.threads]
         return data
 
     @classmethod
