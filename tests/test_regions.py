@@ -182,6 +182,14 @@ def test_analyses_show_regions_side_by_side_or_one_alone(cli_run, tmp_path, prof
     assert whole.loc[event, "total"] == OUTSIDE + TIMES * (HOT + INNER)  # no region row in it
     missing = cli_run("analyze", "stats", out, "--region", "nope")
     assert missing.returncode == 2 and "regions: hot, inner" in missing.stderr
+    metrics = ("analyze", "metrics", out, "--metrics-file", "software")
+    assert cli_run(*metrics, "--region", "hot", "-o", tmp_path / "m").returncode == 0
+    value = pd.read_csv(tmp_path / "m" / "metrics.csv", index_col="METRIC").loc[
+        "PageFaults_per_ms", "VALUE"
+    ]
+    rows = _results(out)
+    hot = rows[rows["REGION"] == "hot"].groupby("EVENT_NAME")["SAMPLE_VALUE"].sum()
+    assert value == pytest.approx(hot["page-faults"] / hot["task-clock"])  # the region's own
     compared = cli_run("analyze", "compare", out, out, "--region", "hot", "-o", tmp_path / "c.csv")
     assert compared.returncode == 0, compared.output
     table = pd.read_csv(tmp_path / "c.csv", index_col="event")
