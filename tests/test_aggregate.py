@@ -13,6 +13,7 @@ import pytest
 
 from autoprof import results
 from autoprof.catalog.facts import MachineFacts
+from autoprof.perf.unsupported import Unsupported
 from autoprof.results import aggregate
 from autoprof.results.sanity_report import RunId
 from autoprof.run import outdir
@@ -119,7 +120,7 @@ def profile(program, tmp_path_factory) -> Path:
     assert refused.returncode != 0
     reason = next(x for x in refused.stderr.splitlines() if "No space left" in x)
     shutil.rmtree(outdir.run_dir(out, 1, 1))
-    unsupported = [{"name": fifth.name, "pmu": fifth.pmu, "reason": reason}]
+    unsupported = [Unsupported(fifth.name, fifth.pmu, reason)]
     perf_run(out, 1, 1, run1, [exe, ADDRESSES, BASE], unsupported=unsupported)
     perf_run(out, 2, 1, run2, [exe, ADDRESSES, BASE])
     perf_run(out, 2, 2, run2, [exe, ADDRESSES, BASE])
