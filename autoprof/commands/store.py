@@ -188,13 +188,21 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
                 f"  regions  {entered}; never entered: {', '.join(never) or 'none'}; "
                 f"{len(report.region_problems)} problems"
             )
-    if any(p["report"] and p["report"].get("regions") for p in info["parts"]):
-        from autoprof.store.summary import region_totals
+    regions = any(p["report"] and p["report"].get("regions") for p in info["parts"])
+    threads = any(p["options"].get("per_thread") for p in info["parts"])
+    if regions or threads:
+        from autoprof.analysis import data
+        from autoprof.store.summary import series_totals
 
         with store.read() as conn:
-            sides = region_totals(conn, [p["part_id"] for p in info["parts"]])
-        click.echo("regions side by side (total per execution):")
-        click.echo(sides.to_string())
+            totals = series_totals(conn, [p["part_id"] for p in info["parts"]])
+        for shown, what, sides in (
+            (regions, "regions", data.region_totals),
+            (threads, "threads", data.thread_totals),
+        ):
+            if shown:
+                click.echo(f"{what} side by side (total per execution):")
+                click.echo(sides(totals).to_string())
     for name, rec in info["functions"].items():
         totals = ", ".join(f"{e} {n:,}" for e, n in rec["totals"].items())
         click.echo(f"recording {name}: {totals}")
