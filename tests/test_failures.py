@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
@@ -51,3 +53,19 @@ def test_store_backup_copies_a_sqlite_store_whole(tmp_path):
     assert got.returncode == 0, got.stderr
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
     one_line(invoke("store", "backup", backup, "--store", store), "exists")
+
+
+# --- 9: a results.csv cut short is refused by every reader alike ---------------------------
+
+
+@pytest.mark.parametrize("line_end", [b"", b"\n"], ids=["cut", "cut-with-line-end"])
+def test_a_truncated_results_file_is_refused_by_every_reader(tmp_path, line_end):
+    """The last row cut at 9 of its 15 fields: `analyze stats` printed a wrong value and exited
+    0, while `upload` refused it."""
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=5)
+    path = out / outdir.RESULTS
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(b"\n".join([*lines[:-1], b",".join(lines[-1].split(b",")[:9])]) + line_end)
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    for command in (["analyze", "stats", out], ["upload", out, "--store", store]):
+        one_line(invoke(*command), str(path), "truncated")
