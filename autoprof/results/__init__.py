@@ -342,9 +342,9 @@ _TAIL_BYTES = 1 << 16
 
 def check_whole(path: str | Path) -> None:
     """ValueError when the file's last line is cut short: fewer fields than the header, or,
-    in a file of autoprof's columns, no line end after it (a disk filled, a copy cut). pandas reads such a line with its
-    missing fields empty, and a wrong count went unnoticed (issue #38, point 9); every reader
-    of a results file checks this first, so all refuse it alike."""
+    in a file of autoprof's columns, no line end after it (a disk filled, a copy cut). pandas
+    reads such a line with its missing fields empty, and a wrong count went unnoticed (issue
+    #38, point 9); every reader of a results file checks this first, so all refuse it alike."""
     with open(path, "rb") as file:
         header = next(csv.reader([file.readline().decode("utf-8", "replace")]), [])
         size = file.seek(0, os.SEEK_END)
