@@ -5,6 +5,8 @@ before the issue."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -69,3 +71,33 @@ def test_a_truncated_results_file_is_refused_by_every_reader(tmp_path, line_end)
     store = f"sqlite:///{tmp_path / 's.db'}"
     for command in (["analyze", "stats", out], ["upload", out, "--store", store]):
         one_line(invoke(*command), str(path), "truncated")
+
+
+# --- 10: one worker per work folder ------------------------------------------------------
+
+
+def test_a_second_worker_of_one_hostname_is_refused(tmp_path, redis_url):
+    """Two workers with one --hostname share its work folder: the second took the first's
+    running perf for a dead worker's leftover and killed it."""
+    from redis import Redis
+
+    from autoprof.testing.workers import WorkerProcess, wait_ready
+
+    first = WorkerProcess(tmp_path, redis_url, f"sqlite:///{tmp_path / 's.db'}", "h1", "true")
+    try:
+        wait_ready(Redis.from_url(redis_url), ["h1"])
+        second = subprocess.run(
+            [sys.executable, "-m", "autoprof", "worker", "--redis", redis_url,
+             "--store", f"sqlite:///{tmp_path / 's.db'}", "--hostname", "h1", "--allow", "true",
+             "--workdir", first.workdir],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert second.returncode == 2, second.stderr
+        assert (
+            second.stderr.strip()
+            .splitlines()[-1]
+            .startswith("autoprof: error: another worker runs in")
+        )
+        assert first.proc.poll() is None
+    finally:
+        first.stop()
