@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,21 @@ def test_a_second_worker_of_one_hostname_is_refused(tmp_path, redis_url):
         assert first.proc.poll() is None
     finally:
         first.stop()
+
+
+# --- 7: a full disk is one line -------------------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["schedule", "--cpu", "SKX", "--json"], ["--version"]])
+def test_standard_output_on_a_full_disk_is_one_line(args):
+    """`schedule --json > /dev/full` printed a traceback (a write of click's, or the last flush)."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "autoprof", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "autoprof: error: No space left on device\n"
