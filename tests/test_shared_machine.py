@@ -129,15 +129,21 @@ def test_an_out_folder_of_another_user_is_refused_and_its_links_never_followed(t
     assert victim.read_text() == "precious\n"
 
 
-@pytest.mark.parametrize("where", ["group", "others", "parent"])
+@pytest.mark.parametrize("where", ["group", "others", "parent", "link"])
 def test_a_folder_others_can_change_is_refused(tmp_path, where):
     """Writable by a group or by everyone, or inside another user's folder (who could rename it
     away and put a link in its place): refused before any file is opened in it."""
-    if where == "parent":
+    if where in ("parent", "link"):
         if os.geteuid() != 0:
             pytest.skip("plays another user: needs root")
         out = nobodys(tmp_path / "atk") / "out"
         says = "owned by nobody"
+        if where == "link":  # nobody's link to a folder of root's: nobody chose where it goes
+            (tmp_path / "mine").mkdir(mode=0o755)
+            out = tmp_path / "link"
+            os.symlink(tmp_path / "mine", out)
+            os.lchown(out, NOBODY, NOBODY)
+            says = "symbolic link of nobody"
     else:
         out = tmp_path / "out"
         out.mkdir()
