@@ -346,3 +346,16 @@ def test_the_web_form_takes_regions_threads_and_cores_with_the_clis_checks() -> 
         JobRequest.from_form({**form, "regions": "hot", "per_thread": True})
     with pytest.raises(AutoprofError, match="a region's name is 1 to 64 bytes"):
         JobRequest.from_form({**form, "regions": "x" * 65})
+
+
+def test_a_variable_naming_another_descriptor_is_not_the_channel(tmp_path) -> None:
+    """AUTOPROF_MARKERS inherited by a program whose descriptor of that number is a file (here
+    its standard output): the markers check it is autoprof's socket and stay off."""
+    if shutil.which("cc") is None:
+        pytest.skip("needs cc")
+    binary = build_regions(tmp_path)
+    env = {**os.environ, "AUTOPROF_MARKERS": "1"}
+    c = subprocess.run([str(binary), "10", "10", "1", "3"], env=env, capture_output=True)
+    script = "from autoprof.markers import region\nwith region('x'):\n    pass\n"
+    py = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
+    assert (c.returncode, c.stdout, py.returncode, py.stdout) == (0, b"", 0, b"")
