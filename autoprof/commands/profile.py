@@ -97,6 +97,8 @@ def profile(event_names, events_file, output, dry_run, as_json, command, **opts)
     if dry_run:
         if not options.attached:
             click.echo(f"autoprof: note: {library.DRY_RUN_NOTE}", err=True)
+        if options.regions:
+            click.echo(f"autoprof: note: {library.regions_note(options)}", err=True)
         for argv in library.dry_run(out, command, planned.plan, options):
             click.echo(f"LC_ALL=C {shlex.join(argv)}")
         return

@@ -87,6 +87,18 @@ DRY_RUN_NOTE = (
 )
 
 
+def regions_note(options: ProfileOptions) -> str:
+    """What a dry run says of --region: the command's marker channel, and no run more."""
+    from autoprof.markers import ENV
+    from autoprof.run.regions import CHANNEL_FD
+
+    named = ", ".join(options.regions)
+    return (
+        f"regions {named}: COMMAND runs with {ENV}={CHANNEL_FD} (its markers' channel, or the "
+        "next free descriptor); every run below counts them too, no run more"
+    )
+
+
 def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) -> list[list[str]]:
     """The argv of every run this profile would execute, exactly as `Runner` executes them, with
     `DRY_RUN_PLACEHOLDERS` for the workload's pid and perf's control pipe."""
