@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import platform
 import re
-import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
+from autoprof.perf import query as perf_query
 
 PROC = Path("/proc")
 SYSFS_PMUS = Path("/sys/bus/event_source/devices")
@@ -113,17 +112,6 @@ def has_core_pmu(sysfs: Path = SYSFS_PMUS) -> bool:
     return any((sysfs / name).is_dir() for name in X86_CORE_PMUS) or any(
         (pmu / "cpus").is_file() for pmu in sysfs.iterdir()
     )
-
-
-def perf_version() -> str:
-    perf = shutil.which("perf")
-    if not perf:
-        return ""
-    try:
-        out = subprocess.run([perf, "--version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip().removeprefix("perf version ").strip()
 
 
 def read_int(path: Path) -> int | None:
@@ -249,7 +237,7 @@ def read_facts(catalog: Catalog | None = None) -> MachineFacts:
         model_name=model_name(),
         hostname=socket.gethostname(),
         kernel=platform.release(),
-        perf_version=perf_version(),
+        perf_version=perf_query.version(),
         smt=smt_active(),
         nmi_watchdog=nmi_watchdog() == 1,
         perf_event_paranoid=perf_event_paranoid(),
