@@ -19,7 +19,7 @@ import pytest
 from autoprof import __version__
 from autoprof.catalog import host
 from autoprof.commands import COMMANDS, SUMMARIES, common
-from autoprof.testing.cli import process
+from autoprof.testing.cli import one_error_line, process
 from autoprof.testing.synthetic_out import make_out
 
 # libraries a command imports inside its functions, never at the top of its module (#11)
@@ -136,15 +136,6 @@ print(json.dumps({"loaded": loaded, "help": out.getvalue()}))
 
 def test_help_names_the_catalog_variable():
     assert common.ENV_EVENTS_DIR == host.ENV_EVENTS_DIR
-
-
-def one_error_line(proc: subprocess.CompletedProcess) -> str:
-    """The contract for bad input: non-zero, one `autoprof: error:` line, no traceback."""
-    assert proc.returncode != 0, proc.stdout
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize(

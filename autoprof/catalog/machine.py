@@ -135,6 +135,11 @@ def perf_event_paranoid(proc: Path = PROC) -> int | None:
     return read_int(proc / "sys" / "kernel" / "perf_event_paranoid")
 
 
+def max_sample_rate(proc: Path = PROC) -> int | None:
+    """The most samples a second the kernel lets an event take (perf throttles above it)."""
+    return read_int(proc / "sys" / "kernel" / "perf_event_max_sample_rate")
+
+
 def kptr_restrict(proc: Path = PROC) -> int | None:
     return read_int(proc / "sys" / "kernel" / "kptr_restrict")
 

@@ -79,7 +79,8 @@ def skipped(report: Report, journal_lines: list[int]) -> str:
             f"{_count(len(report.runs.broken), 'broken run')} (run {first.run} rep "
             f"{first.repeat}: {first.reason})"
         )
-    files = [b for b in report.broken_files if b.error != "missing"]  # missing: a broken run
+    runs = {str(outdir.run_dir(Path(), b.run, b.repeat)) for b in report.runs.broken}
+    files = [b for b in report.broken_files if str(Path(b.path).parent) not in runs]
     if files:
         parts.append(f"{_count(len(files), 'broken file')} ({files[0].path}: {files[0].error})")
     if journal_lines:

@@ -17,6 +17,7 @@ from autoprof.util.status import RunStatus
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("out/memory"),
     show_default=True,
+    callback=common.existing_parent,
     help="Folder for massif.out, memory.json, memory.png and memory.svg.",
 )
 @click.option(
