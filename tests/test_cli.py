@@ -272,3 +272,28 @@ def test_ctrl_c_exits_130_without_a_traceback(stored_run, cli_run):
     assert proc.returncode == 130
     assert stderr.decode().strip() == "autoprof: interrupted"
     assert run_id in cli_run("runs", "list", "--store", store).stdout  # nothing was deleted
+
+
+def test_every_option_says_what_it_does():
+    """Each option of each command has a help text (#41: report --top, memory --top, serve
+    --port, demo -o and worker --hostname had none)."""
+    import click
+
+    from autoprof.cli import cli
+
+    def commands(group: click.Group, prefix: str):
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            if isinstance(command, click.Group):
+                yield from commands(command, f"{prefix}{name} ")
+            elif command is not None:
+                yield f"{prefix}{name}", command
+
+    bare = [
+        f"{name} {'/'.join(param.opts)}"
+        for name, command in commands(cli, "")
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden and not param.help
+    ]
+    assert not bare, bare
