@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import one_error_line
+from autoprof.testing.cli import one_error_line
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# my events\n   # none yet\n"])
@@ -95,7 +95,8 @@ def test_garbage_perf_csv_files_are_broken_runs_with_a_reason(cli_run, tmp_path)
 def test_one_broken_run_leaves_the_others_ok(cli_run, tmp_path):
     out = _garbled(tmp_path, [None, "text", None])
     run = cli_run("aggregate", out)
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 3, run.stderr  # written, one run skipped (#41)
+    assert "skipped 1 broken run (run 1 rep 2: " in run.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["runs"]["ok"] == 2 and report["runs"]["finished"] == 3
     assert [(b["run"], b["repeat"]) for b in report["runs"]["broken"]] == [(1, 2)]
@@ -146,7 +147,7 @@ def test_a_bad_output_folder_fails_before_the_profiling_banner(cli_run, tmp_path
     (tmp_path / "file").write_text("")
     line = one_error_line(cli_run("profile", "-e", "task-clock", "-o", tmp_path / "file" / "o",
                                   "--", "true"))  # fmt: skip
-    assert "Not a directory" in line
+    assert f"no folder {tmp_path / 'file'}" in line
     first = tmp_path / "first"
     assert cli_run("profile", "-e", "task-clock", "-o", first, "--", "true").returncode == 0
     again = one_error_line(cli_run("profile", "-e", "task-clock", "-o", first, "--", "ls"))

@@ -351,7 +351,7 @@ def bench(
 
     `on_run(command_index, repetition, warmup)` is called after each execution.
     """
-    perf = shutil.which("perf") or ""
+    perf = perf_command.installed() or ""
     if not perf and not options.emulate:
         raise AutoprofError("perf not found (apt-get install linux-perf), or count with --emulate")
     for command in commands:

@@ -110,7 +110,11 @@ def analyze() -> None:
 @_results_argument("results")
 @_out_option
 @click.option(
-    "--method", type=click.Choice(choices.CORRELATION_METHODS), default="pearson", show_default=True
+    "--method",
+    type=click.Choice(choices.CORRELATION_METHODS),
+    default="pearson",
+    show_default=True,
+    help="pearson: linear relation of the counts; spearman: of their ranks (any monotone one).",
 )
 @click.option(
     "--anchor",

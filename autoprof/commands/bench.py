@@ -97,22 +97,30 @@ def _run_on(pin: str | None, core_type: str | None) -> None:
     show_default=True,
     help="Subtract an empty program's wall time (process start and exit) from every wall time.",
 )
-@click.option("--events-dir", type=click.Path(file_okay=False), help="Intel perfmon directory.")
+@click.option(
+    "--events-dir",
+    type=click.Path(file_okay=False),
+    help="A folder of event data to use instead of the one shipped for this CPU (Intel's "
+    "perfmon, perf's AMD or Arm JSON).",
+)
 @common.reserve_option
 @click.option(
     "--export-json",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=common.existing_parent,
     help="Write repetitions, summaries and ratios as JSON.",
 )
 @click.option(
     "--export-csv",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=common.existing_parent,
     help="Write one row per command, repetition and metric.",
 )
 @click.option(
     "-o",
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
+    callback=common.existing_parent,
     help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
 )
 @common.excel_safe_option

@@ -45,6 +45,7 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
     default="out",
     show_default=True,
     type=click.Path(),
+    callback=common.existing_parent,
     help="Folder for the raw outputs (resumes a profile already there).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from autoprof.commands import common
 from autoprof.commands.common import excel_safe_option, key_values, store_option
 from autoprof.errors import AutoprofError
 from autoprof.store import url as store_url
@@ -218,7 +219,8 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
     "--output",
     default="results.csv",
     show_default=True,
-    help="Where to write the CSV; - for standard output.",
+    callback=common.existing_parent,
+    help="Where to write the CSV (a folder: results.csv in it); - for standard output.",
 )
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--partial", is_flag=True, help="Export an incomplete split run's stored parts.")
@@ -239,6 +241,8 @@ def export_command(
     if report:
         return _export_report(run_id, output, force, recording, excel_safe, store_text)
     target = Path(output)
+    if output != "-" and target.is_dir():  # a folder: the file goes in it, by its usual name
+        target = target / "results.csv"
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
     store = engine.open_store(store_text, create=False)
@@ -268,6 +272,8 @@ def _export_report(run_id, output, force, recording, excel_safe, store_text) -> 
     from autoprof.util import spreadsheet
 
     target = Path("functions.csv" if output == "results.csv" else output)
+    if output != "-" and target.is_dir():
+        target = target / "functions.csv"
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
     with engine.open_store(store_text).read() as conn:

@@ -23,6 +23,7 @@ from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_
 from autoprof.flame.inline import Addr2line
 from autoprof.perf.record import PERF_DATA, PERF_DATA_MAGIC, script_output
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
+from autoprof.run import outdir
 from autoprof.util.declared import Declared, declare
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -146,6 +147,17 @@ def resolve(path: Path) -> Path:
     """`path` itself, or the perf.data of a `record` folder; one clear error when unreadable."""
     if path.is_dir() and (path / PERF_DATA).is_file():
         path = path / PERF_DATA
+    elif path.is_dir() and (path / outdir.MANIFEST).is_file():
+        raise AutoprofError(
+            f"{path} is a profile folder (autoprof profile: counts, no samples): read it with "
+            f"autoprof aggregate {path}, then autoprof analyze stats {path / outdir.RESULTS}; "
+            "for functions, sample the command with autoprof record"
+        )
+    elif path.is_dir():
+        raise AutoprofError(
+            f"{path} is a folder without {PERF_DATA}: give an autoprof record folder, a "
+            "perf.data or perf script text"
+        )
     if not path.is_file():
         raise AutoprofError(f"{path}: no such file")
     if path.stat().st_size == 0:

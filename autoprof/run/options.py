@@ -140,8 +140,8 @@ class ProfileOptions(Declared):
         flags=("--anchor",),
         metavar="EVENT",
         spec=True,
-        help="Count this software event (task-clock) in every run, so analyses can normalise "
-        "events of different runs by it.",
+        help="Count this event in every run (task-clock; a hardware one holds a counter in "
+        "every run), so analyses can normalise events of different runs by it.",
     )
     regions: tuple[str, ...] = declare(
         (),

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import __version__
-from autoprof.catalog import machine, modifiers
+from autoprof.catalog import machine
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
-from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf.launch import control_args
 from autoprof.run import attach, outdir
@@ -61,19 +60,11 @@ class Outcome:
 
 
 def tasks(plan: Plan, options: ProfileOptions) -> Iterator[Task]:
-    """The (run, repeat) tasks of this part (all of them for a plain profile), each with the
-    anchor event added to the runs the plan did not put it in; made as the runner asks."""
-    name = options.anchor
-    if name and options.user:
-        name = modifiers.named(name, modifiers.USER)
-    anchor = [e for run in plan.runs for e in run.events if name in (e.name, e.spec)]
-    if options.anchor and not anchor:
-        raise AutoprofError(f"anchor event {options.anchor} is not in the plan")
-    runs = [
-        tuple(run.events) + tuple(e for e in anchor if e not in run.events) for run in plan.runs
-    ]
+    """The (run, repeat) tasks of this part (all of them for a plain profile), each counting
+    its run's events as the plan lists them (the anchor is in every run there); made as the
+    runner asks."""
     return (
-        Task(run, rep, runs[run - 1])
+        Task(run, rep, tuple(plan.runs[run - 1].events))
         for run, rep in outdir.planned(len(plan.runs), options.repeat, options.part, options.parts)
     )
 

@@ -352,17 +352,7 @@ class Runner:
         proc: subprocess.Popen | None = None
         try:
             with self.stopper.deferred():  # a signal now is raised once perf's pid is known
-                try:
-                    proc = subprocess.Popen(
-                        argv,
-                        stdout=out,
-                        stderr=err,
-                        stdin=subprocess.DEVNULL,
-                        env=perf_env(self.env, record),
-                        start_new_session=True,
-                    )
-                except OSError as error:
-                    raise AutoprofError(f"cannot start perf: {error}") from None
+                proc = process.start_perf(argv, out, err, perf_env(self.env, record))
                 record.perf_pid = proc.pid
                 self._note_running(record)
             return proc.wait(timeout=self.options.timeout)
