@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autoprof.emulate import EMULATED_PMUS
 from autoprof.errors import AutoprofError
 
 ALIASES = {"wall": "wall_s", "user": "user_s", "sys": "sys_s", "max-rss": "max_rss_kib"}
-EMULATORS = ("cachegrind", "qemu")  # the PMU names of emulated counts (autoprof.emulate)
 _EXPR = re.compile(r"^\s*(\S+)\s*([<>])\s*([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*%\s*$")
 
 
@@ -63,7 +63,7 @@ class Sample:
 
     @property
     def emulated(self) -> bool:
-        return self.source in EMULATORS
+        return self.source in EMULATED_PMUS
 
     @property
     def steady(self) -> bool:

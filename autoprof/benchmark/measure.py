@@ -282,6 +282,7 @@ def run_emulated(
     names = [e.name for e in events]
     with tempfile.TemporaryDirectory(prefix="autoprof-emulate-") as tmp:
         argv = engine.argv(command, names, Path(tmp))
+        engine.begin(Path(tmp))
         try:
             usage = rusage.run(argv, timeout, shlex.join(command))
         finally:

@@ -129,8 +129,8 @@ def _run_on(pin: str | None, core_type: str | None) -> None:
 )
 def bench(
     runs, warmup, event_names, events_file, prepare, timeout, startup_correction, events_dir,
-    reserve, export_json, export_csv, output, excel_safe, pin, core_type, gates, tags, store_text,
-    words, **declared,
+    reserve, export_json, export_csv, output, excel_safe, pin, core_type, emulate, gates, tags,
+    store_text, words, **declared,
 ) -> None:  # fmt: skip
     """Time commands and count their events, many runs each.
 
@@ -157,7 +157,7 @@ def bench(
     parsed_gates, baseline = _gates(counting.baseline, gates, commands, store_text)
     labels = common.key_values(tags, "--tag")
     named = common.event_names(event_names, events_file)
-    if counting.emulate:
+    if emulate:
         planned = None
         events = measure.emulated_events(commands, named)
     else:
@@ -169,7 +169,7 @@ def bench(
         planned = planning.plan(request.check(), common.note)
         events = measure.one_run_events(planned)
     options = measure.BenchOptions(
-        runs, warmup, prepare, timeout, startup_correction, emulate=counting.emulate
+        runs, warmup, prepare, timeout, startup_correction, emulate=emulate
     )
     console = common.console(stderr=True)
     with (
