@@ -222,6 +222,8 @@ def bench(
                 f"{' '.join(result.commands[i].command)[:60]}: counted under {result.emulator} "
                 f"(emulated counts), {slowdown:.1f}x slower than natively"
             )
+    if result.energy_note:
+        console.print(f"note: {result.energy_note}")
     for warning in stats.warnings(result):
         console.print(f"[yellow]warning:[/] {warning}")
     document = report(result, summaries, ratios)

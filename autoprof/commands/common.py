@@ -376,8 +376,8 @@ fail_if_option = click.option(
     multiple=True,
     metavar="'METRIC > +N%'",
     help="Exit 1 when METRIC changed past N% from the baseline (repeatable): an event "
-    "(instructions:u), wall, user, sys or max-rss; exact counts compare exactly, noisy ones "
-    "fail only when significant.",
+    "(instructions:u), wall, user, sys, max-rss or energy; exact counts compare exactly, noisy "
+    "ones fail only when significant.",
 )
 
 store_option = click.option(
