@@ -9,13 +9,18 @@ import csv
 import json
 import shutil
 import subprocess
+import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from autoprof.emulate import cachegrind
-from autoprof.run import outdir
+from autoprof.errors import AutoprofError
+from autoprof.queue.spec import JobSpec, Refused
+from autoprof.run import outdir, planning
 from autoprof.testing.cli import process
+from autoprof.web.jobs import JobRequest
 
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None or shutil.which("cc") is None,
@@ -145,3 +150,23 @@ def test_an_emulated_profile_counts_the_pmu_lanes_loop_exactly(tmp_path):
     profiled(out, "--repeat", "2", "--", loop, "100000")
     found = [(r["EVENT_NAME"], r["PMU"], r["SAMPLE_VALUE"]) for r in rows(out)]
     assert found == [("instructions:u", "qemu", str(5 * 100_000 + 5 * 6 + 15))] * 2
+
+
+@needs_valgrind
+def test_the_queue_and_the_web_form_carry_emulate(program):
+    """--emulate is a ProfileOptions field a job spec carries (`submit --emulate`) and the new
+    measurement form sets; the worker plans the emulator's events as `profile` does."""
+    form = JobRequest.from_form(
+        {"tool": "profile", "command": [str(program), "10"], "emulate": "on"}
+    )
+    request = replace(form.measurement(), profile_id=str(uuid.uuid4()))
+    spec = JobSpec.from_json(json.loads(json.dumps(JobSpec.of(request).to_json())))
+    assert spec.options["emulate"] is True
+    planned = planning.plan(spec.request())
+    assert [e.name for e in planned.catalog.events] == list(cachegrind.COUNTERS)
+    assert {e.pmu for e in planned.catalog.events} == {"cachegrind"}
+    assert len(planned.plan.runs) == 1
+    with pytest.raises(AutoprofError, match="choose the profile tool"):
+        JobRequest.from_form({"tool": "stat", "command": "true", "emulate": True})
+    with pytest.raises(Refused, match="not with --per-thread"):
+        JobSpec.from_json(spec.to_json() | {"options": spec.options | {"per_thread": True}})
