@@ -257,14 +257,14 @@ def profile_flags(*, spec: bool) -> Callable[[Callable], Callable]:
 
 
 def where_flags(func: Callable) -> Callable:
-    """--pin and --core-type as `profile` declares them (ProfileOptions), for `bench`: where
-    the benchmarked commands run."""
+    """--pin, --core-type and --emulate as `profile` declares them (ProfileOptions), for
+    `bench`: where the benchmarked commands run, and what counts them."""
     return _apply(
         func,
         [
             _flag(ProfileOptions, f.name, f.default, o)
             for f, o in option_fields(ProfileOptions)
-            if f.name in ("pin", "core_type")
+            if f.name in ("pin", "core_type", "emulate")
         ],
     )
 
@@ -390,8 +390,8 @@ fail_if_option = click.option(
     multiple=True,
     metavar="'METRIC > +N%'",
     help="Exit 1 when METRIC changed past N% from the baseline (repeatable): an event "
-    "(instructions:u), wall, user, sys or max-rss; exact counts compare exactly, noisy ones "
-    "fail only when significant.",
+    "(instructions:u), wall, user, sys, max-rss or energy; exact counts compare exactly, noisy "
+    "ones fail only when significant.",
 )
 
 

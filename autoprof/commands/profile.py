@@ -96,12 +96,13 @@ def profile(event_names, events_file, output, dry_run, as_json, command, **opts)
         click.echo(planning.plan_json(planned))
         return
     if dry_run:
-        if not options.attached:
+        if not options.attached and not options.emulate:
             click.echo(f"autoprof: note: {library.DRY_RUN_NOTE}", err=True)
         if options.regions:
             click.echo(f"autoprof: note: {library.regions_note(options)}", err=True)
+        prefix = "" if options.emulate else "LC_ALL=C "  # perf runs so, a command as it is
         for argv in library.dry_run(out, command, planned.plan, options):
-            click.echo(f"LC_ALL=C {shlex.join(argv)}")
+            click.echo(f"{prefix}{shlex.join(argv)}")
         return
     _run(measure, request, planned, out, resume)
 
@@ -156,6 +157,8 @@ def _run(measure, request, planned, out, resume) -> None:
         sys.exit(interrupted.exit_code)
     outcome = done.outcome
     failed = outcome.failed
+    if options.emulate:
+        _say_emulated(out, outcome)
     hint = common.next_hint("autoprof", "aggregate", out)
     click.echo(f"profile {outcome.manifest.id} in {out}/; {hint}", err=True)
     if outcome.missing:
@@ -175,6 +178,16 @@ def _run(measure, request, planned, out, resume) -> None:
             else "their output is"
         )
         raise AutoprofError(f"{outcome.failure()}; {kept} kept in {out}/")
+
+
+def _say_emulated(out: Path, outcome) -> None:
+    """What counted an emulated profile, and at what cost."""
+    from autoprof.run import emulated
+
+    engine = outcome.manifest.plan.get("cpu", "an emulator")
+    slowdown = emulated.slowdown(out, outcome.records)
+    cost = f", {slowdown:.1f}x slower than natively (median run)" if slowdown else ""
+    click.echo(f"counted under {engine} (emulated counts, user mode only){cost}", err=True)
 
 
 class _Lines:

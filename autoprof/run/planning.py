@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from autoprof import emulate
 from autoprof.catalog import host, machine, modifiers
 from autoprof.catalog.encoding import HYBRID_CORE_PMUS
 from autoprof.catalog.model import Catalog, Event, Exclusion
@@ -96,9 +97,10 @@ def catalog_for(request: Request, note: Callable[[str], None] = _ignore) -> Cata
 
 
 def chosen_events(draft: Draft) -> Draft:
-    """The events asked for by name (-e), and the anchor; every event when none is named."""
+    """The events asked for by name (-e), and the anchor; every event when none is named (an
+    emulated profile's catalog holds the chosen events already)."""
     request, anchor = draft.request, draft.request.options.anchor
-    if request.by_metrics or not request.events:
+    if request.by_metrics or not request.events or request.options.emulate:
         return draft
     names = [*request.events, *([anchor] if anchor and anchor not in request.events else [])]
     return replace(draft, catalog=host.resolve_events(draft.catalog, names))
@@ -187,8 +189,9 @@ def core_type(draft: Draft) -> Draft:
 
 
 def user_mode(draft: Draft) -> Draft:
-    """--user: every event counted in user mode only (`modifiers.user_only`)."""
-    if not draft.request.options.user:
+    """--user: every event counted in user mode only (`modifiers.user_only`); an emulator
+    counts nothing else (its events are named NAME:u already)."""
+    if not draft.request.options.user or draft.request.options.emulate:
         return draft
     return replace(draft, catalog=modifiers.user_only(draft.catalog))
 
@@ -371,10 +374,13 @@ def plan_catalog(
 
 
 def plan(request: Request, note: Callable[[str], None] = _ignore) -> Planned:
-    """The request's plan on the machine it names (this one, or --cpu's). `note` hears what
-    planning says (a CPU no event data knows, a kernel without a hardware PMU, metrics left
-    out)."""
-    return plan_catalog(catalog_for(request.check(), note), request, note)
+    """The request's plan on the machine it names (this one, or --cpu's), or, with --emulate,
+    on the emulator the command needs (`emulate.catalog`). `note` hears what planning says (a
+    CPU no event data knows, a kernel without a hardware PMU, metrics left out)."""
+    request = request.check()
+    if request.options.emulate:
+        return plan_catalog(emulate.catalog(request.command, request.events), request, note)
+    return plan_catalog(catalog_for(request, note), request, note)
 
 
 def plan_json(planned: Planned) -> str:
@@ -385,8 +391,12 @@ def plan_json(planned: Planned) -> str:
 def check(request: Request, planned: Planned) -> list[str]:
     """That this machine can run the planned profile: raises AutoprofError (one line) for what
     cannot work (perf unusable, CPUs the machine lacks, a catalog of another CPU, hardware
-    events without a PMU, the command or target not found); returns the warnings."""
+    events without a PMU, the command or target not found); returns the warnings. An
+    emulated profile needs no perf and no counter: only its command."""
     options = request.options
+    if options.emulate:
+        launch.resolve(request.command[0])
+        return []
     findings = preflight.check(
         system_wide=options.system_wide or bool(options.cpu_list or options.cgroup),
         kernel=False,

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from autoprof import __version__
+from autoprof import __version__, emulate
 from autoprof.catalog import machine
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
 from autoprof.perf import command as perf_command
 from autoprof.perf.launch import control_args
 from autoprof.run import attach, outdir
+from autoprof.run.emulated import EmulatedRunner
 from autoprof.run.journal import finished
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import Manifest, RunRecord
@@ -92,7 +93,14 @@ def regions_note(options: ProfileOptions) -> str:
 
 def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) -> list[list[str]]:
     """The argv of every run this profile would execute, exactly as `Runner` executes them, with
-    `DRY_RUN_PLACEHOLDERS` for the workload's pid and perf's control pipe."""
+    `DRY_RUN_PLACEHOLDERS` for the workload's pid and perf's control pipe (--emulate: the
+    emulator's, as `EmulatedRunner` runs it after the command's native run)."""
+    if options.emulate:  # the emulator's command line, in each run's folder
+        engine = emulate.engine_for(command)
+        return [
+            engine.argv(command, [e.name for e in t.events], outdir.run_dir(out, t.run, t.repeat))
+            for t in tasks(plan, options)
+        ]
     perf = perf_command.perf_path()
     found = []
     for t in tasks(plan, options):
@@ -171,7 +179,8 @@ def profile(
         outdir.write_manifest(out, manifest)
     if options.attached:
         attach.start(out, manifest, options, resume)
-    records = Runner(out, command, options, on_event, env).run_all(tasks(plan, options))
+    runner = EmulatedRunner if options.emulate else Runner
+    records = runner(out, command, options, on_event, env).run_all(tasks(plan, options))
     if options.attached:
         attach.record_runs(out, manifest, records, options)
     done = finished(out)

@@ -228,14 +228,19 @@ class Runner:
     def _folder(self, record: RunRecord) -> Path:
         return outdir.run_dir(self.out, record.run, record.repeat, record.part)
 
-    def _invoke(self, task: Task, events: list[Event], part: int) -> tuple[RunRecord, str]:
-        """Run perf once; the record (its processes noted in the lock file as they start, so
-        that `stop_leftovers` can find them; the caller writes the record) and perf's stderr."""
+    def _fresh_folder(self, task: Task, part: int) -> Path:
+        """The run's folder, made empty."""
         folder = outdir.run_dir(self.out, task.run, task.repeat, part)
         if folder.exists():
             shutil.rmtree(folder)
         folder.parent.mkdir(owned.FOLDER_MODE, exist_ok=True)
         folder.mkdir(owned.FOLDER_MODE)
+        return folder
+
+    def _invoke(self, task: Task, events: list[Event], part: int) -> tuple[RunRecord, str]:
+        """Run perf once; the record (its processes noted in the lock file as they start, so
+        that `stop_leftovers` can find them; the caller writes the record) and perf's stderr."""
+        folder = self._fresh_folder(task, part)
         argv = perf_argv(folder, events, self.command, self.options, self.perf)
         record = RunRecord(
             run=task.run,

@@ -282,6 +282,7 @@ def _where_fields(options: ProfileOptions) -> dict:
         "per_thread": options.per_thread,
         "pin": options.pin or "",
         "core_type": options.core_type or "",
+        "emulate": options.emulate,
     }
 
 

@@ -223,6 +223,7 @@ async function initNew() {
     const body = Object.fromEntries(["tool", "command", "env", "pid", "duration", "interval_ms", "repeat", "tags",
       "regions", "pin", "core_type"].map((k) => [k, form.get(k)]));
     body.per_thread = form.get("per_thread") === "on";
+    body.emulate = form.get("emulate") === "on";
     body.pid = body.pid ? Number(body.pid) : null;
     body.events = [...chosen];
     const error = document.getElementById("form-error");
