@@ -73,7 +73,8 @@ def test_the_sqlite_reader_imports_nothing_of_the_working_folder(tmp_path, monke
 def test_a_web_job_imports_nothing_of_the_servers_folder(tmp_path, monkeypatch):
     marker = tmp_path / "pwned"
     monkeypatch.chdir(plant(tmp_path / "shared", marker, "shlex"))  # autoprof.web.jobs imports it
-    queue = LocalQueue(Path("data"), None)  # relative: the server's folder
+    # relative: the server's folder; a store of the test's own (not the user's default store)
+    queue = LocalQueue(Path("data"), f"sqlite:///{tmp_path / 'store.db'}")
     try:
         job = queue.submit(JobRequest("stat", ["true"], ["task-clock"]))
         deadline = time.monotonic() + 120
@@ -159,12 +160,12 @@ def test_a_folder_others_can_change_is_refused(tmp_path, where):
 def test_a_new_out_folder_is_made_private_whatever_the_umask(tmp_path):
     old = os.umask(0)
     try:
-        out = tmp_path / "new" / "out"
+        out = tmp_path / "out"  # its parent must exist: a typo'd one is refused
         result = cli.invoke("profile", "-e", "task-clock", "-o", out, "--", "true")
     finally:
         os.umask(old)
     assert result.returncode == 0, result.stderr
-    for folder in (out.parent, out, *(out / outdir.RUNS).iterdir()):
+    for folder in (out, out / outdir.RUNS, *(out / outdir.RUNS).iterdir()):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o755, folder
 
 

@@ -43,7 +43,7 @@ def test_no_tracepoints_says_why(tmp_path, monkeypatch, made, says):
     for folder in made:
         (tmp_path / folder).mkdir()
     monkeypatch.setattr(host, "TRACEFS", tmp_path / "tracing" / "events")
-    monkeypatch.setattr(host, "_perf_tracepoints", list)  # perf cannot list them either
+    monkeypatch.setattr(host.perf_query, "tracepoints", list)  # perf cannot list them either
     assert says in host.tracepoint_hint()
     catalog = host.host_catalog(with_tracepoints=True)
     assert catalog.note == f"--tracepoints: {host.tracepoint_hint()}"

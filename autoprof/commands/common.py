@@ -96,6 +96,8 @@ def existing_parent(ctx: click.Context, param: click.Parameter, value: Any) -> A
     if ctx.get_parameter_source(param.name) is click.core.ParameterSource.DEFAULT:
         return value
     parent = Path(value).expanduser().absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise click.BadParameter(f"{value}: {parent}: Not a directory")
     if not parent.is_dir():
         raise click.BadParameter(f"{value}: no folder {parent} (a typo? create it first)")
     return value
@@ -405,6 +407,8 @@ def existing_store_folder(ctx: click.Context, param: click.Parameter, value: Any
     if ctx.get_parameter_source(param.name) is not click.core.ParameterSource.COMMANDLINE:
         return value
     parent = Path(path).expanduser().absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise AutoprofError(f"no store at {path}: {parent}: Not a directory")
     if not parent.is_dir():
         raise AutoprofError(
             f"no store at {path} and no folder {parent} to make one in (a typo? create it first)"
