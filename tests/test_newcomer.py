@@ -147,7 +147,7 @@ def test_a_bad_output_folder_fails_before_the_profiling_banner(cli_run, tmp_path
     (tmp_path / "file").write_text("")
     line = one_error_line(cli_run("profile", "-e", "task-clock", "-o", tmp_path / "file" / "o",
                                   "--", "true"))  # fmt: skip
-    assert f"no folder {tmp_path / 'file'}" in line
+    assert f"{tmp_path / 'file'}: Not a directory" in line
     first = tmp_path / "first"
     assert cli_run("profile", "-e", "task-clock", "-o", first, "--", "true").returncode == 0
     again = one_error_line(cli_run("profile", "-e", "task-clock", "-o", first, "--", "ls"))
