@@ -328,3 +328,15 @@ def test_make_demo_installs_only_what_the_demo_uses():
     test = subprocess.run(["make", "-n", "test"], cwd=REPO, capture_output=True, text=True)
     [needs] = [line for line in test.stdout.splitlines() if "apt-need" in line]
     assert {"linux-perf:perf", "chromium:chromium", "valgrind:valgrind"} <= set(needs.split())
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_demo_on_a_fresh_machine_keeps_pip_quiet(tmp_path):
+    """Issue #41: one -q still let pip print ~50 warnings and setuptools' editable-install
+    banner during `make demo`; -qq keeps its errors only."""
+    fresh = f"VENV={tmp_path / 'venv'}"
+    demo = subprocess.run(["make", "-n", "demo", fresh], cwd=REPO, capture_output=True, text=True)
+    pips = [line for line in demo.stdout.splitlines() if " pip " in line]
+    assert len(pips) == 2 and all(" install -qq " in line for line in pips), pips
+    said = [line for line in demo.stdout.splitlines() if line.startswith("echo ")]
+    assert said and "installing autoprof" in said[0]
