@@ -137,6 +137,13 @@ def test_user_text_is_escaped(web, stored):
     assert XSS not in run_page
 
 
+def test_the_run_page_shows_options_as_their_flags(web, stored):
+    """Issue #41: the page showed Python's reprs ("system_wide=False cpu_list=None")."""
+    page = web.get(f"/runs/{stored[1][0]}").text
+    assert "<code>--interval 100 --repeat " in page
+    assert "system_wide" not in page and "=None" not in page and "=False" not in page
+
+
 def test_refusals(web, stored, tmp_path):
     _, ids = stored
     assert web.delete(f"/api/runs/{ids[2]}").status_code == 403  # no token
@@ -372,3 +379,11 @@ def test_run_metrics_give_the_top_down_tree_of_the_recorded_cpu(tmp_path):
     assert tree["notes"][0].startswith("16 of 73 metrics computed")
     assert "error" not in other and other["cpu"] == "GenuineIntel-6-55-4"
     assert '<section id="topdown">' in page
+
+
+def test_options_autoprof_would_not_have_written_show_as_their_json():
+    assert views._flags({"repeat": "3; rm", "parts": "x"}) == '{"repeat": "3; rm", "parts": "x"}'
+    assert views._flags(["not", "a", "dict"]) == '["not", "a", "dict"]'
+    assert views._flags({"repeat": 2, "system_wide": True}) == (
+        "--interval 100 --repeat 2 --system-wide"
+    )
