@@ -340,3 +340,21 @@ def test_make_demo_on_a_fresh_machine_keeps_pip_quiet(tmp_path):
     assert len(pips) == 2 and all(" install -qq " in line for line in pips), pips
     said = [line for line in demo.stdout.splitlines() if line.startswith("echo ")]
     assert said and "installing autoprof" in said[0]
+
+
+def test_the_readmes_profiles_each_have_a_folder_of_their_own():
+    """Issue #41: two README examples profiled different commands into `-o out`; the second,
+    run after the first, was refused ("out holds a profile of another command")."""
+    import re
+    import shlex
+
+    profiles: dict[str, list[str]] = {}
+    text = (REPO / "README.md").read_text().replace("\\\n", " ")
+    for line in text.splitlines():
+        found = re.search(r"autoprof (?:profile|record|memory) (.*)", line)
+        if found and " -- " in found[1]:
+            words = shlex.split(found[1].split("#")[0].replace("$(", "").replace(")", ""))
+            folder = words[words.index("-o") + 1] if "-o" in words else "out"
+            profiles.setdefault(folder, []).append(" ".join(words[words.index("--") + 1 :]))
+    assert len(profiles) >= 4
+    assert {f: c for f, c in profiles.items() if len(set(c)) > 1} == {}

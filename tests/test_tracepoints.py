@@ -99,9 +99,7 @@ def test_a_search_says_how_many_in_words_and_never_prints_an_empty_table(cli_run
     assert one.returncode == 0 and "1 event of" in one.stdout and "1 events" not in one.stdout
     none = cli_run("events", "search", "no_such_event_anywhere", "--cpu", "SKX")
     assert none.returncode == 0 and none.stdout == ""
-    [said] = none.stderr.splitlines()
-    assert said.startswith("autoprof: note: no event of ")
-    assert said.endswith(" matches 'no_such_event_anywhere'")
+    assert none.stderr == "autoprof: note: no event of SKX matches 'no_such_event_anywhere'\n"
     here = cli_run("events", "search", "no_such_event_anywhere")
     assert here.returncode == 0 and here.stdout == ""
-    assert "autoprof: note: no event of" in here.stderr and "matches" in here.stderr
+    assert here.stderr.startswith("autoprof: note: no event matches 'no_such_event_anywhere'")

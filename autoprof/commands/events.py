@@ -112,12 +112,12 @@ def search_events(pattern: str, **options) -> None:
     catalog = build_catalog(**options)
     chosen = [e for e in catalog.events if regex.search(e.name) or regex.search(e.description)]
     if not chosen:
-        _no_match(pattern, regex, catalog, options)
+        _no_match(pattern, regex, options)
         return
     _table(catalog, chosen, _uncountable(catalog, chosen, options))
 
 
-def _no_match(pattern: str, regex: re.Pattern, catalog, options) -> None:
+def _no_match(pattern: str, regex: re.Pattern, options) -> None:
     """An empty search says so in one note instead of an empty table; on this machine it
     adds the tracepoints that match (listed only with --tracepoints, there are thousands),
     or why there are none."""
@@ -125,10 +125,10 @@ def _no_match(pattern: str, regex: re.Pattern, catalog, options) -> None:
 
     from autoprof.catalog import host
 
-    said = f"autoprof: note: no event of {catalog.cpu} matches {pattern!r}"
     if options.get("cpu"):
-        click.echo(said, err=True)
+        click.echo(f"autoprof: note: no event of {options['cpu']} matches {pattern!r}", err=True)
         return
+    said = f"autoprof: note: no event matches {pattern!r}"
     hint = host.tracepoint_hint()
     found = [] if hint or options.get("tracepoints") else host.tracepoints()
     found = [t for t in found if regex.search(t)]
