@@ -165,6 +165,7 @@ def test_a_single_run_that_times_out_says_so(cli_run, tmp_path):
         "autoprof: error: the run failed (timed out after --timeout 1 s: perf and the command "
         f"were stopped); its output is kept in {tmp_path / 'out'}/"
     )
+    assert "next:" not in run.stderr  # nothing to aggregate
 
 
 @pytest.mark.needs_perf
