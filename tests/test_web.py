@@ -387,3 +387,17 @@ def test_options_autoprof_would_not_have_written_show_as_their_json():
     assert views._flags({"repeat": 2, "system_wide": True}) == (
         "--interval 100 --repeat 2 --system-wide"
     )
+
+
+def test_the_top_down_tree_of_a_run_without_hardware_events_says_why_it_is_empty(tmp_path):
+    """Issue #41: a PMU-less VM's run showed "0 of 13 metrics computed" and nothing else."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(Path(__file__).parent / "data" / "profile-ed64973", out)
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    run = upload.upload(engine.open_store(url), out).uuid
+    with client(url, tmp_path / "d") as web:
+        metrics = web.get(f"/api/runs/{run}/metrics").json()
+    assert metrics["notes"][0].startswith("these results count no hardware event")
+    assert metrics["notes"][1].startswith("0 of ")
