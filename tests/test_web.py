@@ -142,6 +142,7 @@ def test_the_run_page_shows_options_as_their_flags(web, stored):
     page = web.get(f"/runs/{stored[1][0]}").text
     assert "<code>--interval 100 --repeat " in page
     assert "system_wide" not in page and "=None" not in page and "=False" not in page
+    assert "Total per execution" in page and "total x executions = mean x intervals" in page
 
 
 def test_refusals(web, stored, tmp_path):
