@@ -359,8 +359,10 @@ def analyze_metrics(
     known, sources = constants.gather(machine, found.cpu, constants.parse_sets(sets), names)
     directory = host.events_dir(events_dir)
     retire = catalog.retire_latencies(directory, found.cpu) if directory else {}
-    values = analysis.compute(data.load(path, region=region), chosen, known, retire)
+    frame = data.load(path, region=region)
+    values = analysis.compute(frame, chosen, known, retire)
     shown = analysis.Metrics(values, found.title, show_all, found.refines, tree_only, sources)
+    shown.hardware = analysis.counted_hardware(frame)
     _show(shown, out, path.parent / "analysis")
 
 

@@ -111,6 +111,7 @@ def _run(measure, request, planned, out, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
     from autoprof.perf.process import Interrupted
     from autoprof.run import attach
+    from autoprof.run import profile as library
 
     options, plan = request.options, planned.plan
     what = attach.describe(options) if options.attached else shlex.join(request.command)
@@ -122,6 +123,9 @@ def _run(measure, request, planned, out, resume) -> None:
                 f"profiling {what}: {len(planned.catalog.events)} events in "
                 f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
             )
+            skipped, pairs = library.already_done(out, plan, options)
+            if skipped:
+                report.say(f"resuming: {_resumed(skipped, pairs)}")
 
         def on_event(kind, task, record):
             if kind == "start":
@@ -160,7 +164,6 @@ def _run(measure, request, planned, out, resume) -> None:
     if options.emulate:
         _say_emulated(out, outcome)
     hint = common.next_hint("autoprof", "aggregate", out)
-    click.echo(f"profile {outcome.manifest.id} in {out}/; {hint}", err=True)
     if outcome.missing:
         listed = ", ".join(f"{run}.{rep}" for run, rep in outcome.missing[:20])
         more = " ..." if len(outcome.missing) > 20 else ""
@@ -177,7 +180,32 @@ def _run(measure, request, planned, out, resume) -> None:
             if len(failed) < outcome.planned
             else "their output is"
         )
-        raise AutoprofError(f"{outcome.failure()}; {kept} kept in {out}/")
+        rest = (
+            f": {hint.removeprefix('next: ')} reads them" if len(failed) < outcome.planned else ""
+        )
+        raise AutoprofError(f"{outcome.failure()}; {kept} kept in {out}/{rest}")
+    measured = len({(r.run, r.repeat) for r in outcome.records})
+    skipped = outcome.planned - measured
+    done = f": {_measured(measured, skipped)}" if skipped else ""
+    click.echo(f"profile {outcome.manifest.id} in {out}/{done}; {hint}", err=True)
+
+
+def _resumed(skipped: int, planned: int) -> str:
+    """What a resume said before its runs: how many it skips, or that it measures nothing."""
+    if skipped == planned:
+        return f"all {planned} runs are done already: nothing to measure (--force runs them again)"
+    are = "is" if skipped == 1 else "are"
+    return (
+        f"{skipped} of {planned} runs {are} done already; measuring the other {planned - skipped}"
+    )
+
+
+def _measured(measured: int, skipped: int) -> str:
+    """What a resume measured, said in its last line."""
+    if not measured:
+        return f"nothing measured, all {skipped} runs were done already"
+    runs = "run" if measured == 1 else "runs"
+    return f"measured {measured} {runs}, {skipped} {'was' if skipped == 1 else 'were'} done already"
 
 
 def _say_emulated(out: Path, outcome) -> None:

@@ -12,6 +12,7 @@ nothing heavy: `autoprof --help` reads it.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,6 +283,25 @@ class ProfileOptions(Declared):
             for f, option in option_fields(ProfileOptions)
             if option.recorded and f.name not in skip
         }
+
+    def as_flags(self) -> str:
+        """What the manifest records, as the flags that give it (`--interval 100 --repeat 3
+        --system-wide`): how a person reads a profile's options (the web's run page). A switch
+        shows when on, an unset value not at all; a split profile adds its part."""
+        recorded = self.to_json()
+        words: list[str] = []
+        for f, option in option_fields(ProfileOptions):
+            value = getattr(self, f.name)
+            if f.name not in recorded or not option.flags or value is None or value is False:
+                continue
+            flag = option.flags[-1]
+            if value is True:
+                words.append(flag)
+            else:
+                for one in value if isinstance(value, tuple) else (value,):
+                    words += [flag, str(one)]
+        text = shlex.join(words)
+        return f"{text} (part {self.part} of {self.parts})" if self.parts > 1 else text
 
     def spec_json(self) -> dict[str, Any]:
         """What a job spec carries (`queue.spec`): the options a submitter may set."""

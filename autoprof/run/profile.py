@@ -70,6 +70,14 @@ def tasks(plan: Plan, options: ProfileOptions) -> Iterator[Task]:
     )
 
 
+def already_done(out: Path, plan: Plan, options: ProfileOptions) -> tuple[int, int]:
+    """(how many of this part's (run, repeat) pairs `out` holds finished already, how many it
+    has): what a resume skips (none with --force, which runs them again)."""
+    done = set() if options.force else finished(out)
+    pairs = [(task.run, task.repeat) for task in tasks(plan, options)]
+    return sum(pair in done for pair in pairs), len(pairs)
+
+
 # what `dry_run` prints for the values only a run knows: the pid of the workload autoprof starts
 # and the two ends of perf's control pipe (`perf.launch`)
 DRY_RUN_PLACEHOLDERS = ("WORKLOAD_PID", "CTL_FD", "ACK_FD")

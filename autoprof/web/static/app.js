@@ -118,7 +118,7 @@ async function initRun() {
     fillEventTable(analysis.stats);
     const stats = document.getElementById("stats");
     stats.replaceChildren(analysis.stats.length ? table(analysis.stats,
-      ["event", "pmu", "runs", "repeats", "rows", "samples", "intervals", "total", "mean", "cv", "min_percent_running"])
+      ["event", "pmu", "unit", "runs", "repeats", "rows", "samples", "intervals", "total", "mean", "cv", "min_percent_running"])
       : el("p", "no stats"));
     ["regions", "threads"].forEach((kind) => {  // side by side: the whole program and each
       const sides = analysis[kind];
