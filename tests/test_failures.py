@@ -4,9 +4,12 @@ before the issue."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +123,68 @@ def test_standard_output_on_a_full_disk_is_one_line(args):
         )
     assert done.returncode == 2, done.stderr
     assert done.stderr == "autoprof: error: No space left on device\n"
+
+
+# --- 12: a frozen PostgreSQL ends an upload in one line ------------------------------------
+
+
+def backend_of(admin, database: str, query: str, deadline_s: float = 60) -> tuple[int, str]:
+    """The pid and wait event of the backend of `database` running a statement that starts
+    with `query` (polled until `deadline_s`)."""
+    until = time.monotonic() + deadline_s
+    while time.monotonic() < until:
+        row = admin.execute(
+            "SELECT pid, coalesce(wait_event_type, '') FROM pg_stat_activity"
+            " WHERE datname = %s AND query LIKE %s AND pid <> pg_backend_pid()",
+            (database, query + "%"),
+        ).fetchone()
+        if row is not None:
+            return row
+        time.sleep(0.02)
+    raise AssertionError(f"no backend ran {query!r} in {deadline_s} s")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="stops a PostgreSQL backend: needs root")
+def test_an_upload_to_a_frozen_postgresql_ends_in_one_line(tmp_path, pg_url):
+    """The server frozen (its backend SIGSTOPped) in the middle of the COPY: its kernel still
+    acknowledges, so the upload waited forever (a worker's until the job's timeout)."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    assert invoke("upload", make_out(tmp_path / "first", seed=1), "--store", pg_url).returncode == 0
+    out = make_out(tmp_path / "out", seed=2, intervals=4000)  # 24 MB: past the socket buffers
+    database = make_url(pg_url).database
+    env = {**os.environ, "AUTOPROF_STORE_TIMEOUT": "3"}
+    argv = [sys.executable, "-m", "autoprof", "upload", str(out), "--store", pg_url]
+    with (
+        psycopg.connect(pg_url) as locker,
+        psycopg.connect(pg_url, autocommit=True) as admin,  # out of a transaction: fresh stats
+    ):
+        locker.execute("LOCK TABLE measurement IN SHARE MODE")  # the COPY waits for it
+        upload = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            pid, _ = backend_of(admin, database, "COPY measurement")
+            locker.rollback()
+            while backend_of(admin, database, "COPY measurement")[1] == "Lock":
+                time.sleep(0.01)  # the rows start to flow: freeze the server mid-COPY
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                _, stderr = upload.communicate(timeout=120)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        finally:
+            if upload.poll() is None:
+                upload.kill()
+                upload.wait()
+    result = subprocess.CompletedProcess(argv, upload.returncode, "", stderr)
+    one_line(result, "no answer from the server in 3 s")
+    listed = invoke("runs", "list", "--store", pg_url)
+    assert outdir.read_manifest(out).id not in listed.stdout  # nothing stored
+    done = invoke("upload", out, "--store", pg_url)  # and the same upload, run again, stores it
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "inf"])
+def test_a_store_timeout_that_is_no_number_of_seconds_is_one_line(pg_url, value):
+    listed = invoke("runs", "list", "--store", pg_url, env={"AUTOPROF_STORE_TIMEOUT": value})
+    one_line(listed, f"AUTOPROF_STORE_TIMEOUT={value!r} is not a number of seconds")
