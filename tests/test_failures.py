@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,150 @@ def test_standard_output_on_a_full_disk_is_one_line(args):
         )
     assert done.returncode == 2, done.stderr
     assert done.stderr == "autoprof: error: No space left on device\n"
+
+
+# --- 7: a full disk is one line naming the file; nothing half written; resume completes -------
+
+
+@dataclass
+class SmallDisk:
+    """A tmpfs of `size` at `path`, mounted in a mount namespace of its own (held by a sleeping
+    process, `pid`): commands run in it (`run`), its files are read through /proc/PID/root."""
+
+    path: Path
+    pid: int
+
+    def run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+        argv = ["nsenter", "-t", str(self.pid), "-m", "--", *map(str, args)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+
+    def autoprof(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+        return self.run(sys.executable, "-m", "autoprof", *args)
+
+    def seen(self, path: Path) -> Path:
+        """`path` (inside the tmpfs) as this process sees it."""
+        return Path(f"/proc/{self.pid}/root{path}")
+
+    def fill(self, free_kib: int) -> None:
+        """Leave about `free_kib` KiB free (a file of zeros takes the rest)."""
+        self.run("rm", "-f", self.path / "fill")
+        avail = int(self.run("df", "-k", "--output=avail", self.path).stdout.split()[-1])
+        size = max(avail - free_kib, 0) * 1024
+        self.run("sh", "-c", f"head -c {size} /dev/zero > {self.path / 'fill'}")
+
+    def files(self, folder: Path) -> list[str]:
+        return sorted(str(p.relative_to(self.seen(folder))) for p in self.seen(folder).rglob("*"))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nsenter"):
+        pytest.skip("mounts a tmpfs in a mount namespace: needs root, unshare and nsenter")
+    path = tmp_path / "disk"
+    path.mkdir()
+    script = f"mount -t tmpfs -o size=1m,mode=0755 tmpfs {path} && echo ready && exec sleep 600"
+    holder = subprocess.Popen(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if holder.stdout is None or holder.stdout.readline().strip() != "ready":
+            pytest.skip("cannot mount a tmpfs in a mount namespace here")
+        yield SmallDisk(path, holder.pid)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def no_space(result, disk: SmallDisk) -> str:
+    """The one error line of a full disk, naming a file on it, and no traceback (a profile
+    says what it profiles first)."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert [x for x in lines if x.startswith("autoprof: error: ")] == lines[-1:], lines
+    assert "Traceback" not in result.stderr, result.stderr
+    assert f" {disk.path}/" in lines[-1], lines[-1]
+    assert lines[-1].endswith(": No space left on device"), lines[-1]
+    return lines[-1]
+
+
+def no_scratch(names: list[str]) -> None:
+    assert not [n for n in names if n.endswith((".tmp", ".partial"))], names
+
+
+PROFILE = ("profile", "-e", "task-clock", "-e", "page-faults", "--interval", "10",
+           "--repeat", "3")  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+def test_a_profile_on_a_full_disk_is_one_line_and_resumes(small_disk):
+    """`profile -o` on a full tmpfs: `No space left on device`, naming no file (the run record,
+    the journal, the lock file's note); a journal line cut short by the disk."""
+    failed = 0
+    for free in (0, 4, 8, 16):
+        out = small_disk.path / f"out{free}"
+        small_disk.fill(free)
+        argv = [*PROFILE, "-o", out, "--", "sh", "-c", "seq 1 20000 | sort -n > /dev/null"]
+        first = small_disk.autoprof(*argv)
+        if first.returncode != 0:
+            no_space(first, small_disk)
+            failed += 1
+        small_disk.run("rm", "-f", small_disk.path / "fill")
+        if not small_disk.seen(out).is_dir():
+            continue  # refused before it made the folder
+        no_scratch(small_disk.files(out))
+        resumed = small_disk.autoprof(*argv)
+        assert resumed.returncode == 0, resumed.stderr
+        journal = small_disk.seen(out / outdir.JOURNAL).read_text().splitlines()
+        assert len(journal) == 3 and all(line.endswith("}") for line in journal), journal
+        done = small_disk.autoprof("aggregate", out)
+        assert done.returncode == 0, done.stderr
+    assert failed >= 3
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+def test_aggregate_on_a_nearly_full_disk_leaves_no_half_result(small_disk, tmp_path):
+    """`aggregate` with a few KiB free: its results.csv was written and its report.json was
+    not (or results.csv failed, naming no file)."""
+    source = tmp_path / "src"
+    workload = ["--", "sh", "-c", "seq 1 100000 | sort -n > /dev/null"]
+    made = subprocess.run([sys.executable, "-m", "autoprof", *PROFILE, "-o", source, *workload],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    failed = 0
+    for free in (0, 2, 4, 6, 8, 12):
+        out = small_disk.path / f"out{free}"
+        assert small_disk.run("cp", "-a", source, out).returncode == 0
+        small_disk.fill(free)
+        first = small_disk.autoprof("aggregate", out)
+        names = small_disk.files(out)
+        no_scratch(names)
+        if first.returncode != 0:
+            no_space(first, small_disk)
+            assert outdir.RESULTS not in names or outdir.REPORT in names, names
+            failed += 1
+        small_disk.run("rm", "-f", small_disk.path / "fill")
+        again = small_disk.autoprof("aggregate", out)
+        assert again.returncode == 0, again.stderr
+        assert {outdir.RESULTS, outdir.REPORT} <= set(small_disk.files(out))
+    assert failed >= 2
+
+
+def test_exports_on_a_full_disk_name_their_file_and_leave_none(small_disk, tmp_path):
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    out = make_out(tmp_path / "out", runs=2, repeats=2, intervals=400)
+    assert invoke("upload", out, "--store", store).returncode == 0
+    run_id = outdir.read_manifest(out).id
+    small_disk.fill(16)
+    target = small_disk.path / "x.csv"
+    no_space(small_disk.autoprof("runs", "export", run_id, "-o", target, "--store", store),
+             small_disk)  # fmt: skip
+    small_disk.fill(0)
+    analysis = small_disk.path / "stats.txt"
+    no_space(small_disk.autoprof("analyze", "stats", out / outdir.RESULTS, "-o", analysis),
+             small_disk)  # fmt: skip
+    assert small_disk.files(small_disk.path) == ["fill"]
 
 
 # --- 12: a frozen PostgreSQL ends an upload in one line ------------------------------------
