@@ -108,6 +108,83 @@ def test_a_second_worker_of_one_hostname_is_refused(tmp_path, redis_url):
         first.stop()
 
 
+# --- 6: the queue's Redis restarted mid-batch ----------------------------------------------
+
+
+def redis_server(port: int, folder: Path) -> subprocess.Popen:
+    """A redis-server of this test's own, on loopback, its data kept (appendfsync always), so
+    that a restart loses none of the queue."""
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+            "--appendonly", "yes", "--appendfsync", "always", "--save", ""]  # fmt: skip
+    with (folder / "redis.log").open("ab") as log:
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    import redis
+
+    client = redis.Redis(port=port, socket_connect_timeout=1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            client.ping()
+            return server
+        except redis.RedisError:
+            time.sleep(0.05)
+    server.kill()
+    raise AssertionError("redis-server did not start")
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+def test_workers_ride_out_a_redis_restart(tmp_path, pg_url):
+    """Redis killed for 5 s while two workers each run a job: every worker printed RQ's
+    tracebacks and quit, and the jobs ended as RQ's AbandonedJobError. They go on now, a line
+    per attempt, and every job is stored once."""
+    from redis import Redis
+
+    from autoprof.queue import jobs
+    from autoprof.testing.workers import WorkerProcess, wait_ready
+    from tests.test_security_web import free_port
+
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = redis_server(port, tmp_path)
+    workers = [WorkerProcess(tmp_path, url, pg_url, f"h{i}", "sleep [0-9]+") for i in range(2)]
+    try:
+        wait_ready(Redis.from_url(url), ["h0", "h1"])
+        ids = []
+        for name in ("h0", "h1"):
+            done = invoke("submit", "--redis", url, "--host", name, "-e", "task-clock",
+                          "--retry", "1", "--", "sleep", "4")  # fmt: skip
+            assert done.returncode == 0, done.output
+            ids += [line.split()[1] for line in done.output.splitlines() if "  job " in line]
+        conn = Redis.from_url(url)
+        deadline = time.monotonic() + 120
+        while {j.status for j in jobs.list_jobs(conn)} != {"started"}:
+            assert time.monotonic() < deadline, "the jobs did not start"
+            time.sleep(0.1)
+        server.kill()  # as a crash, or a restart, would
+        server.wait()
+        time.sleep(5)
+        server = redis_server(port, tmp_path)
+        deadline = time.monotonic() + 180
+        while True:
+            ended = {j.id: j for j in jobs.list_jobs(conn) if j.status in jobs.ENDED}
+            if len(ended) == len(ids) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        alive = [w.proc.poll() is None for w in workers]
+    finally:
+        for worker in workers:
+            worker.stop()
+        server.kill()
+        server.wait()
+    logs = [w.log.read_text() for w in workers]
+    assert alive == [True, True], logs
+    assert all("Traceback" not in log for log in logs), logs
+    assert all("does not answer" in log for log in logs), logs
+    assert {j.status for j in ended.values()} == {"finished"}, ended
+    listed = invoke("runs", "list", "--store", pg_url).output
+    assert all(j.result.run_id in listed for j in ended.values()), listed
+
+
 # --- 7: a full disk is one line -------------------------------------------------------------
 
 

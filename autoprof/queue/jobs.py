@@ -17,7 +17,12 @@ from dataclasses import dataclass, field, replace
 import redis
 from rq import Queue, Retry
 from rq.command import send_stop_job_command
-from rq.exceptions import DeserializationError, InvalidJobOperation, NoSuchJobError
+from rq.exceptions import (
+    AbandonedJobError,
+    DeserializationError,
+    InvalidJobOperation,
+    NoSuchJobError,
+)
 from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.results import Result
@@ -195,7 +200,27 @@ def _clean_started(conn: redis.Redis, jobs: list[Job]) -> None:
     """RQ's abandoned-job handling for the queues of unfinished jobs: a job whose worker stopped
     sending heartbeats is moved to failed, or requeued when it has retries left."""
     for name in sorted({job.origin for job in jobs if job.get_status(refresh=False) in ACTIVE}):
-        StartedJobRegistry(name, connection=conn, serializer=JSONSerializer).cleanup()
+        clean_started(StartedJobRegistry(name, connection=conn, serializer=JSONSerializer))
+
+
+def clean_started(registry: StartedJobRegistry) -> None:
+    """RQ's cleanup of a started-job registry, each job it abandons told why (`abandoned`)."""
+    registry.cleanup(exception_handlers=[abandoned])
+
+
+def abandoned(job: Job, kind: type, error: BaseException, _traceback: object) -> bool:
+    """RQ's exception handler: a job whose worker's heartbeats stopped says why in autoprof's
+    words (RQ records only "AbandonedJobError"), and whether it runs again (--retry). Any other
+    failure goes on to the next handler."""
+    if not issubclass(kind, AbandonedJobError):
+        return True
+    again = f"; it runs again ({job.retries_left} retries left)" if job.retries_left else ""
+    job.meta["error"] = (
+        f"abandoned: worker {job.worker_name or '?'} sent no heartbeat in time (it died, or "
+        f"lost the queue's Redis); nothing stored{again}"
+    )
+    job.save_meta()
+    return True
 
 
 def list_jobs(conn: redis.Redis) -> list[JobInfo]:
