@@ -4,6 +4,8 @@ before the issue."""
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 import os
 import shutil
 import signal
@@ -183,6 +185,47 @@ def test_workers_ride_out_a_redis_restart(tmp_path, pg_url):
     assert {j.status for j in ended.values()} == {"finished"}, ended
     listed = invoke("runs", "list", "--store", pg_url).output
     assert all(j.result.run_id in listed for j in ended.values()), listed
+
+
+# --- 11: --retry waits before each try, longer each time -----------------------------------
+
+
+HALF_S = dt.timedelta(seconds=0.5)
+
+
+def test_a_retried_job_waits_longer_before_each_try(tmp_path, redis_url):
+    """`--retry 3` ran a failed job again at once: three tries in three seconds, all lost to a
+    store that was restarting. Now `--retry-wait 1` waits 1 s, then 2 s."""
+    from redis import Redis
+
+    from autoprof.queue import jobs
+    from autoprof.testing.workers import WorkerProcess, wait_ready
+
+    conn = Redis.from_url(redis_url)
+    worker = WorkerProcess(tmp_path, redis_url, f"sqlite:///{tmp_path / 's.db'}", "r1", "true")
+    try:
+        wait_ready(conn, ["r1"])
+        done = invoke("submit", "--redis", redis_url, "--host", "r1", "-e", "NO_SUCH.EVENT",
+                      "--retry", "2", "--retry-wait", "1", "--", "true")  # fmt: skip
+        assert done.returncode == 0, done.output
+        [job_id] = [line.split()[1] for line in done.output.splitlines() if "  job " in line]
+        starts: list = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            [job] = [j for j in jobs.list_jobs(conn) if j.id == job_id]
+            if job.started is not None and job.started not in starts:
+                starts.append(job.started)
+            if job.status == "failed" and job.retries_left == 0:
+                break
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+    assert job.status == "failed" and "NO_SUCH.EVENT" in (job.error or ""), job
+    # RQ writes a try's start twice, some milliseconds apart (taking it, then running it)
+    tries = [b for a, b in itertools.pairwise([None, *starts]) if a is None or b - a > HALF_S]
+    assert len(tries) == 3, [t.isoformat() for t in starts]
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(tries)]
+    assert gaps[0] >= 1 and gaps[1] >= 2, gaps
 
 
 # --- 7: a full disk is one line -------------------------------------------------------------

@@ -44,7 +44,7 @@ from redis import Redis
 from rq import Worker, get_current_job
 from rq.exceptions import DeserializationError
 from rq.job import Job, JobStatus
-from rq.registry import StartedJobRegistry
+from rq.registry import ScheduledJobRegistry, StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from autoprof.catalog import machine
@@ -305,7 +305,9 @@ class ProfileWorker(Worker):
         return self._ride_out(lambda: super(ProfileWorker, self).check_for_suspension(burst))
 
     def run_maintenance_tasks(self) -> None:
-        return self._ride_out(super().run_maintenance_tasks)
+        self._ride_out(super().run_maintenance_tasks)
+        for job_id in self._ride_out(lambda: enqueue_due(self.connection, self.queues)):
+            self.log.info("Worker %s: job %s waited its turn: it runs again", self.name, job_id)
 
     def maintain_heartbeats(self, job: Job, execution: Any) -> None:
         """The running job's heartbeat; while Redis does not answer, one line, and the job
@@ -368,6 +370,24 @@ class ProfileWorker(Worker):
         if job.timeout and job.timeout > 0:
             interval = max(1, min(interval, int(job.timeout - working_time)))
         return interval + self.job_monitoring_interval * (HEARTBEAT_MISSES - 1)
+
+
+def enqueue_due(conn: Redis, queues: list[Any]) -> list[str]:
+    """The jobs of `queues` whose wait before running again (`submit --retry-wait`) is over,
+    put back on their queue (RQ's scheduler does it in a process of its own, which would
+    outlive a killed worker, holding its work folder's lock); each by one worker only (the
+    one whose ZREM takes it off the schedule). Their ids."""
+    due = []
+    for queue in queues:
+        registry = ScheduledJobRegistry(queue=queue)
+        for job_id in registry.get_jobs_to_schedule():
+            if not conn.zrem(registry.key, job_id):
+                continue  # another worker took it
+            job = queue.fetch_job(job_id)
+            if job is not None:
+                queue.enqueue_job(job)
+                due.append(job_id)
+    return due
 
 
 def queue_names(hostname: str, extra: list[str]) -> list[str]:
