@@ -109,6 +109,8 @@ def load(path: str = CACHE) -> dict[str, Any] | None:
 def printed(argv: list[str], prog: str) -> bool:
     """Print `prog ARGV`'s help from the cache, when it holds it and it is current; whether it
     did (False: click must run)."""
+    if not 0 < len(argv) <= 2 or argv[-1] not in HELP_OPTIONS:
+        return False  # not a help: any other command does not read the cache
     cache = load()
     text = None if cache is None else lookup(cache, argv, prog, os.environ)
     if text is None:
