@@ -70,7 +70,8 @@ QEMU = ("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a76", "-smp", "1", 
 QEMU += ("-icount", "shift=0", "-nographic", "-no-reboot", "-monitor", "none")
 CMDLINE = "console=ttyAMA0 rdinit=/init quiet loglevel=1"
 LAUNCHER = "launcher-aarch64"  # autoprof/perf/launch.py's LAUNCHER in the guest
-NATIVE_LAUNCHERS = "perf/launcher-*"  # this machine's, built by make install: not the guest's
+# what make install builds for this machine, not for the guest: the launcher, the help cache
+HOST_BUILT = ("perf/launcher-*", "commands/help.cache")
 MARK = "@@AUTOPROF-LANE"
 BOOT_TIMEOUT_S = 1500.0
 # what apt, mmdebstrap and pip print when a registry cannot be reached
@@ -385,7 +386,9 @@ def _package_files(package: Path) -> Iterator[tuple[str, bytes]]:
 
     same = sys.version_info[:2] == (3, 11)
     for path in sorted(package.rglob("*")):
-        if not path.is_file() or "__pycache__" in path.parts or path.match(NATIVE_LAUNCHERS):
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        if any(path.match(pattern) for pattern in HOST_BUILT):
             continue
         rel = path.relative_to(package.parent)
         data = path.read_bytes()
