@@ -14,8 +14,8 @@ a digest of its inputs, so a changed input builds that piece again and nothing e
 - per boot, ``payload.cpio``: this checkout's autoprof and pyproject.toml, ``guest.py``,
   ``/init``, ``loop`` assembled from loop.S (binutils-aarch64-linux-gnu), ``regions``
   compiled from autoprof's examples/regions.c with autoprof.h, and autoprof's native launcher
-  (perf/launcher.c, where `make install` would build it: the guest has no compiler) compiled
-  for it (gcc-aarch64-linux-gnu).
+  (perf/launcher.c, by `make launcher` as `make install` builds it, with the cross compiler:
+  the guest has none), where the guest's autoprof finds it (gcc-aarch64-linux-gnu).
 
 The kernel unpacks concatenated cpio archives one after the other, so a boot's initrd is the
 cached system archive followed by the payload. Uncompressed: gzip costs ~30 s of emulated
@@ -334,7 +334,7 @@ def build(root: Path | None = None, log=lambda text: None) -> Built:
 def payload(out: Path, work: Path) -> None:
     """The per-boot archive: /init, guest.py, loop (assembled now), regions (the region
     example, compiled now against this checkout's autoprof.h), this checkout's autoprof with
-    its native launcher (compiled now, static)."""
+    its native launcher (compiled now)."""
     obj, loop = work / "loop.o", work / "loop"
     _run(["aarch64-linux-gnu-as", "-o", str(obj), str(HERE / "loop.S")], "assembling loop.S")
     _run(["aarch64-linux-gnu-ld", "-static", "-o", str(loop), str(obj)], "linking loop")
@@ -353,12 +353,14 @@ def payload(out: Path, work: Path) -> None:
         ],
         "compiling regions.c",
     )
-    launcher = work / LAUNCHER
+    launcher = work / LAUNCHER  # as `make install` builds it, for the guest's machine
     _run(
-        ["aarch64-linux-gnu-gcc", "-O2", "-static", "-o", str(launcher),
-         str(REPO / "autoprof" / "perf" / "launcher.c")],
+        ["make", "-s", "-C", str(REPO), "launcher", "CC=aarch64-linux-gnu-gcc",
+         f"LAUNCHER={launcher}"],
         "compiling launcher.c",
     )  # fmt: skip
+    if not launcher.is_file():
+        raise RuntimeError("make launcher built no aarch64 launcher")
     files = {
         "opt/lane/guest.py": (HERE / "guest.py").read_bytes(),
         "opt/lane/src/pyproject.toml": (REPO / "pyproject.toml").read_bytes(),
