@@ -232,10 +232,14 @@ class Runner:
         """Run perf once; the record (its processes noted in the lock file as they start, so
         that `stop_leftovers` can find them; the caller writes the record) and perf's stderr."""
         folder = outdir.run_dir(self.out, task.run, task.repeat, part)
-        if folder.exists():
+        try:  # one system call a run where two or three would look first
+            folder.mkdir(owned.FOLDER_MODE)
+        except FileExistsError:  # left by a run that never ended: made anew
             shutil.rmtree(folder)
-        folder.parent.mkdir(owned.FOLDER_MODE, exist_ok=True)
-        folder.mkdir(owned.FOLDER_MODE)
+            folder.mkdir(owned.FOLDER_MODE)
+        except FileNotFoundError:  # the first run: runs/ is made now
+            folder.parent.mkdir(owned.FOLDER_MODE, exist_ok=True)
+            folder.mkdir(owned.FOLDER_MODE)
         argv = perf_argv(folder, events, self.command, self.options, self.perf)
         record = RunRecord(
             run=task.run,

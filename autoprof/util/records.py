@@ -33,11 +33,14 @@ def write_json(path: Path, data: Any, *, compact: bool = False, mode: int = 0o66
     entry). Errors are raised, the temp file removed."""
     text = json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2) + "\n"
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
-        tmp.unlink(missing_ok=True)  # a crashed writer's: the new file must get `mode`
-        with open(
-            os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "w", encoding="utf-8"
-        ) as f:
+        try:
+            fd = os.open(tmp, create, mode)
+        except FileExistsError:  # a crashed writer's: the new file must get `mode`
+            tmp.unlink()
+            fd = os.open(tmp, create, mode)
+        with open(fd, "w", encoding="utf-8") as f:
             f.write(text)
         tmp.replace(path)
     except BaseException:
