@@ -25,14 +25,39 @@ TEST_PKGS := $(DEMO_PKGS) chromium:chromium graphviz:dot valgrind:valgrind \
 APT_LOCK_WAIT ?= 600
 export APT_LOCK_WAIT
 
-.PHONY: install system-deps demo-deps test-deps test test-fast test-pmu lint bench demo clean
+.PHONY: install launcher helpcache system-deps demo-deps test-deps test test-fast test-pmu lint bench demo clean
 
 # The package and what the tests and linters use (pytest, ruff, mypy, Playwright). pip compiles
 # what it installs, not an editable install's own source: compiled here (at once, and again for
 # what changed since), or an environment that sets PYTHONDONTWRITEBYTECODE compiles every module
 # of autoprof at every start (0.17 s of a profile's 0.5 s).
-install: $(STAMP)
+install: $(STAMP) launcher
 	@$(PY) -m compileall -q -j 0 autoprof
+	@$(PY) -c 'from autoprof.cli import write_help_cache as w; w()'
+
+# `autoprof COMMAND --help` printed without importing click (autoprof/commands/helpcache.py):
+# click's texts, written again whenever what they were rendered from has changed.
+helpcache: $(RUNTIME_STAMP)
+	@$(PY) -c 'from autoprof.cli import write_help_cache as w; w()'
+
+# The native launcher (autoprof/perf/launcher.c): it starts each run's workload held at its exec
+# for ~2 ms less CPU and ~4 ms less wall time per run than Python's fork. Built where a C
+# compiler is (`make demo` and the tests install gcc): with no C library where it can
+# (LAUNCHER_BARE: x86_64, aarch64), else static, else as the compiler can; without a compiler
+# autoprof forks from Python, with the same counts.
+LAUNCHER := autoprof/perf/launcher-$(shell uname -m)
+LAUNCHER_FLAGS := -O2 -Wall -Wextra
+LAUNCHER_BARE := -static -nostdlib -ffreestanding -fno-stack-protector \
+                 -fno-tree-loop-distribute-patterns -DAUTOPROF_NOLIBC
+launcher:
+	@if [ -f $(LAUNCHER) ] && [ $(LAUNCHER) -nt autoprof/perf/launcher.c ]; then :; \
+	elif command -v $(CC) >/dev/null 2>&1; then \
+	  { $(CC) $(LAUNCHER_FLAGS) $(LAUNCHER_BARE) -o $(LAUNCHER).tmp autoprof/perf/launcher.c \
+	    || $(CC) $(LAUNCHER_FLAGS) -static -o $(LAUNCHER).tmp autoprof/perf/launcher.c \
+	    || $(CC) $(LAUNCHER_FLAGS) -o $(LAUNCHER).tmp autoprof/perf/launcher.c; } 2>/dev/null \
+	  && mv -f $(LAUNCHER).tmp $(LAUNCHER) \
+	  || echo "note: autoprof/perf/launcher.c does not compile: autoprof forks from Python"; \
+	else echo "note: no C compiler ($(CC)): autoprof starts workloads from Python (slower)"; fi
 
 # pip runs with -qq: one -q still prints each warning (a find-links folder it cannot read, the
 # build backend's banner on editable installs: ~50 lines in `make demo`); errors still show.
@@ -62,17 +87,17 @@ system-deps: test-deps
 # PYTHONDONTWRITEBYTECODE it rewrites and compiles every module again on each run (~15 s).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
-test: install test-deps
+test: install test-deps launcher
 	$(PYTEST) -q
 
 # Everything but the tests marked slow (real profiles, workers): under a minute, on two
 # processes (pytest-xdist; the fast tests share nothing: own tmp paths, databases, Redis indexes).
-test-fast: install test-deps
+test-fast: install test-deps launcher
 	$(PYTEST) -q -m "not slow" -n 2
 
 # The PMU lane alone: builds (once, cached in $XDG_CACHE_HOME/autoprof-pmu-lane) and boots a
 # Debian 12 arm64 kernel under qemu-system-aarch64 -icount shift=0; `make test` runs it too.
-test-pmu: install test-deps
+test-pmu: install test-deps launcher
 	$(PYTEST) -q tests/test_pmu_lane.py
 
 lint: install
@@ -83,8 +108,9 @@ lint: install
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-demo: $(RUNTIME_STAMP) demo-deps
+demo: $(RUNTIME_STAMP) demo-deps launcher helpcache
 	$(VENV)/bin/autoprof demo
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .ruff_cache
+	rm -rf $(VENV) out .pytest_cache .ruff_cache autoprof/perf/launcher-* \
+	  autoprof/commands/help.cache

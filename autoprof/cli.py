@@ -149,6 +149,14 @@ def main() -> None:
         gc.freeze()
 
 
+def write_help_cache(path: str | None = None) -> None:
+    """`make install`: the help cache (`commands.helpcache`) written again, to `path` or beside
+    its module, unless it is current. Run in a fresh interpreter: no command imported yet."""
+    from autoprof.commands import helpcache
+
+    helpcache.refresh(cli, path or helpcache.CACHE)
+
+
 def main_analyze(name: str, argv: list[str]) -> None:
     """Entry point of the `analyze/<name>.py` scripts: `autoprof analyze <name> ARGS...`, with
     autoperf's own calling forms (`correlation.py ./out`, `event_detail.py --resultdir ./out

@@ -6,7 +6,8 @@
 Prints the median wall and CPU time of each and its target (#11: help under 0.2 s, the
 Skylake-X plan under 0.6 s), then `autoprof --help` over `autoprof schedule --help` (#30:
 within 1.3x; the listing imports no command module), then every `--help` over `python -c pass`
-(#40: within 1.5x, CPU). The schedule row needs Intel perfmon
+(#40: within 1.5x, CPU: a help comes from the help cache that `make install` writes, which the
+table's head says when it is not current). The schedule row needs Intel perfmon
 data (--events-dir, $AUTOPROF_EVENTS_DIR or ../shared/events/intel) and is skipped without
 it. Wall times on a shared, loaded machine are noisy: the CPU time column is steadier there.
 """
@@ -22,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from autoprof.commands import COMMANDS
+from autoprof.commands import COMMANDS, helpcache
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "events" / "intel"
 HELP_TARGET_S = 0.2
@@ -70,6 +71,9 @@ def main() -> int:
     else:
         print(f"schedule row skipped: no Intel perfmon data at {events_dir} (pass --events-dir)")
     print(f"medians of {args.runs} runs; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+    cache = helpcache.load()
+    if cache is None or not helpcache.current(cache, env, list(COMMANDS)):
+        print("help cache missing or not current (a source edited since): run make install")
     print(f"{'command':<40} {'wall s':>8} {'cpu s':>8} {'target s':>9}  verdict (wall)")
     missed = 0
     measured = {}

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
-from autoprof.catalog import cache, intel
+from autoprof.catalog import cache, intel, yaml
 from autoprof.errors import AutoprofError
 
 
@@ -107,3 +109,29 @@ def test_every_vendors_catalog_reads_back_as_parsed(own_cache, kind, cpu):
     assert [e.spec for e in cache.load(directory, cpu, kind=kind).events] == [
         e.spec for e in parsed.events
     ]
+
+
+def test_a_yaml_catalog_is_cached_and_parsed_again_when_changed(own_cache, tmp_path):
+    """autoprof's software events come from the cache: a profile's start imports no PyYAML
+    (~13 ms); an edited file is parsed again, and a broken one is an error, never cached."""
+    parsed = yaml.load_builtin("software", "SKX")
+    assert cache.load_yaml(yaml.BUILTIN_DIR / "software.yaml", "SKX") == parsed
+    [entry] = own_cache.iterdir()
+    assert cache.load_yaml(yaml.BUILTIN_DIR / "software.yaml", "SKX") == parsed
+    assert list(own_cache.iterdir()) == [entry]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("pmu: {name: software}\nevents:\n  - {name: task-clock}\n")
+    assert [e.name for e in cache.load_yaml(mine).events] == ["task-clock"]
+    mine.write_text("pmu: {name: software}\nevents:\n  - {name: page-faults}\n")
+    assert [e.name for e in cache.load_yaml(mine).events] == ["page-faults"]
+    mine.write_text("pmu: [")
+    with pytest.raises(AutoprofError, match="malformed YAML catalog"):
+        cache.load_yaml(mine)
+    code = (
+        "import sys\nfrom autoprof.catalog import host\nhost.host_catalog()\n"
+        "print('yaml' in sys.modules)"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for imported in ("True", "False"):  # parsed (and cached) by the first start only
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert run.stdout.split() == [imported], run.stderr

@@ -11,18 +11,23 @@ instructions on a real PMU.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from autoprof import results
 from autoprof.catalog import machine
-from autoprof.perf import process
+from autoprof.errors import AutoprofError
+from autoprof.perf import launch, process
 from autoprof.run import outdir
 from autoprof.testing import cli
 from autoprof.util.status import RunStatus
@@ -276,3 +281,109 @@ def test_a_run_whose_counting_was_switched_off_is_flagged(tmp_path):
     assert record.status == RunStatus.PERF_FAILED, record
     assert record.error is not None and "counting was switched off" in record.error
     assert proc.returncode == 2 and "switched off" in proc.stderr.splitlines()[-1]
+
+
+HELD = (
+    "grep -E '^Cpus_allowed_list' /proc/$$/status; echo \"$0|$1|$MARK\";"
+    " [ -e /proc/$$/fd/100 ] && echo kept"
+)
+
+
+def _status(pid: int) -> dict[str, str]:
+    rows = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(row.split(":\t", 1) for row in rows if ":\t" in row)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["launcher", "python"])
+def test_the_workload_is_held_at_its_own_exec_then_runs_as_itself(tmp_path, native):
+    """Both ways of starting a workload (the native launcher, vfork'd; Python's fork with a
+    preexec_fn) give the same process: held in a ptrace stop at its own program's exec, traced
+    by this thread, with its own argv, its environment, the CPUs asked for and the descriptor
+    kept at a fixed number (the region marker channel's), then counted by the perf attached."""
+    if native and launch.native_launcher() is None:
+        pytest.skip("the native launcher is not built (make install, with a C compiler)")
+    ours, theirs = socket.socketpair()
+    kept = fcntl.fcntl(theirs.fileno(), fcntl.F_DUPFD_CLOEXEC, 100)
+    cpu = min(os.sched_getaffinity(0))
+    out = tmp_path / "stdout"
+    with out.open("wb") as stdout:
+        held = launch.Launch.spawn(
+            ["sh", "-c", HELD, "zero", "one"],
+            env={**os.environ, "MARK": "kept"},
+            stdout=stdout,
+            stderr=stdout,
+            cpus=frozenset({cpu}),
+            pass_fds=(kept,),
+            native=native,
+        )
+    os.close(kept)
+    try:
+        status = _status(held.pid)
+        assert status["State"].startswith("t") and status["TracerPid"] == str(
+            threading.get_native_id()
+        )
+        assert Path(f"/proc/{held.pid}/exe").resolve() == Path(shutil.which("sh")).resolve()
+        cmdline = Path(f"/proc/{held.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+        assert cmdline == [b"sh", b"-c", HELD.encode(), b"zero", b"one"]
+        perf_out = tmp_path / "perf.csv"
+        held.start_perf(
+            ["perf", "stat", "-x,", "-e", "task-clock", "-o", str(perf_out)],
+            attach=True,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+        assert held.release(time.monotonic() + 60)
+        held.wait_exit(60)
+        assert held.finish() == 0 and held.workload_status == 0
+    finally:
+        held.stop()
+        ours.close()
+        theirs.close()
+    assert out.read_text().splitlines() == [f"Cpus_allowed_list:\t{cpu}", "zero|one|kept", "kept"]
+    assert "task-clock" in perf_out.read_text()
+
+
+def test_the_launcher_is_built_where_a_compiler_is():
+    """`make install` builds it (the test targets run it first)."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler: autoprof forks workloads from Python")
+    assert launch.native_launcher() == str(launch.LAUNCHER)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+@pytest.mark.parametrize("native", [True, False], ids=["launcher", "python"])
+def test_ptrace_refused_is_one_line_either_way(native):
+    """Under a tracer the kernel refuses PTRACE_TRACEME, from the launcher as from Python."""
+    if native and launch.native_launcher() is None:
+        pytest.skip("the native launcher is not built (make install, with a C compiler)")
+    code = (
+        "import os, sys\nfrom autoprof.errors import AutoprofError\n"
+        "from autoprof.perf.launch import Launch\n"
+        "try:\n    Launch.spawn(['true'], env=os.environ, native=sys.argv[1] == 'y')\n"
+        "except AutoprofError as err:\n    print(err)\n"
+    )
+    proc = subprocess.run(
+        ["strace", "-f", "-qq", "-o", "/dev/null", sys.executable, "-c", code,
+         "y" if native else "n"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert proc.stdout.splitlines() == [
+        "cannot start true held at its exec: PTRACE_TRACEME refused "
+        "(a seccomp filter, or autoprof itself under a tracer?)"
+    ], proc.stderr
+
+
+def test_the_launcher_says_why_it_did_not_exec(tmp_path):
+    """Its exit status before the exec: CPUs the kernel refuses, a program it cannot exec
+    (exec's errno), a call of another protocol (a launcher older or newer than launch.py)."""
+    if launch.native_launcher() is None:
+        pytest.skip("the native launcher is not built (make install, with a C compiler)")
+    with pytest.raises(AutoprofError, match=r"^cannot run true on CPUs 4000: the kernel refused"):
+        launch.Launch.spawn(["true"], env=os.environ, cpus=frozenset({4000}))
+    script = tmp_path / "no-interpreter"
+    script.write_text("#!/no/such/interpreter\n")
+    script.chmod(0o755)
+    with pytest.raises(AutoprofError, match=rf"^cannot run {script}: No such file or directory$"):
+        launch.Launch.spawn([str(script)], env=os.environ)
+    other = subprocess.run([str(launch.LAUNCHER), "autoprof-launcher/0", "-", "/bin/true", "true"])
+    assert other.returncode == 253

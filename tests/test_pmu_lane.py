@@ -89,6 +89,11 @@ def test_the_kernel_counts_with_the_real_armv8_pmuv3_driver(guest):
     assert found["midr"] == "0x00000000414fd0b1"  # -cpu cortex-a76
 
 
+def test_the_guests_profiles_start_their_workloads_with_the_native_launcher(guest):
+    """Every count checked here was taken with the launcher the lane compiled for the guest."""
+    assert check(guest, "machine")["launcher"] == f"/opt/lane/src/autoprof/perf/{lane.LAUNCHER}"
+
+
 def test_bare_perf_counts_the_loop_exactly(guest):
     """The ground truth first: bare perf's user-mode count is the loop's own, every time."""
     for n in (*NS, LONG):

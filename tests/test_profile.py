@@ -3,6 +3,7 @@ breakpoints, so every number below is known before the run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -214,17 +215,23 @@ def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_p
 @pytest.mark.slow
 def test_perf_left_by_a_killed_profiler_is_stopped(writes, tmp_path):
     """perf has a session of its own (a timeout stops perf and workload together), so it
-    outlives `autoprof profile` killed with SIGKILL; `stop_leftovers` (which a resumed profile
-    and a queue worker call) stops it. `writes 4000000` runs ~50 s on a quiet machine (longer on
-    a loaded one), so its end within the 30 s we wait for it is the stop's doing."""
+    outlives `autoprof profile` killed with SIGKILL once it counts (killed before, while the
+    workload is held, perf ends at its broken control channel); `stop_leftovers` (which a
+    resumed profile and a queue worker call) stops it. `writes 4000000` runs ~50 s on a quiet
+    machine (longer on a loaded one), so its end within the 30 s we wait for it is the stop's
+    doing."""
     out = tmp_path / "out"
     args = ["profile", *watch_args(writes)[:8], "-o", str(out), "--", str(writes)]
     proc = subprocess.Popen([sys.executable, "-m", "autoprof", *args, "4000000"])
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        pid = next((r.perf_pid for r in outdir.left_running(out) if r.perf_pid), None)
-        if pid and Path(f"/proc/{pid}/comm").read_text().strip() == "perf":
-            break
+    while time.monotonic() < deadline:  # until perf counts: the workload no longer held
+        noted = next((r for r in outdir.left_running(out) if r.perf_pid), None)
+        pid = noted.perf_pid if noted else None
+        if noted and pid and Path(f"/proc/{pid}/comm").read_text().strip() == "perf":
+            with contextlib.suppress(OSError):
+                state = Path(f"/proc/{noted.workload_pid}/stat").read_text().rsplit(")", 1)[1]
+                if state.split()[0] not in ("t", "T"):
+                    break
         time.sleep(0.05)
     proc.kill()
     proc.wait()

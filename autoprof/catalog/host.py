@@ -222,7 +222,7 @@ def host_catalog(
             if cpu:  # the user asked for this CPU: say it is unknown
                 raise
             catalog.note = f"{err}: software events only"
-    software = yaml.load_builtin("software", target)
+    software = cache.load_yaml(yaml.BUILTIN_DIR / "software.yaml", target)
     if target != here and cpu:
         return catalog.merge(software)
     catalog = without_absent_pmus(catalog, SYSFS_PMUS)

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 
@@ -22,6 +20,10 @@ BUILTIN_DIR = Path(__file__).resolve().parents[1] / "events"
 
 
 def load_file(path: Path, cpu: str = "") -> Catalog:
+    """Parse one YAML catalog (PyYAML imported only now: `catalog.cache.load_yaml` keeps the
+    builtin ones parsed, and a profile's start does without it)."""
+    import yaml
+
     try:
         data = yaml.safe_load(Path(path).read_text())
         block = data["pmu"]

@@ -239,10 +239,14 @@ class Runner:
     def _fresh_folder(self, task: Task, part: int) -> Path:
         """The run's folder, made empty."""
         folder = outdir.run_dir(self.out, task.run, task.repeat, part)
-        if folder.exists():
+        try:  # one system call a run where two or three would look first
+            folder.mkdir(owned.FOLDER_MODE)
+        except FileExistsError:  # left by a run that never ended: made anew
             shutil.rmtree(folder)
-        folder.parent.mkdir(owned.FOLDER_MODE, exist_ok=True)
-        folder.mkdir(owned.FOLDER_MODE)
+            folder.mkdir(owned.FOLDER_MODE)
+        except FileNotFoundError:  # the first run: runs/ is made now
+            folder.parent.mkdir(owned.FOLDER_MODE, exist_ok=True)
+            folder.mkdir(owned.FOLDER_MODE)
         return folder
 
     def _invoke(self, task: Task, events: list[Event], part: int) -> tuple[RunRecord, str]:

@@ -31,9 +31,14 @@ def replacing(
         with open(path, **open_args) as file:
             yield file
         return
+    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
-        tmp.unlink(missing_ok=True)  # a crashed writer's: the new file must get `mode`
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), **open_args) as file:
+        try:
+            fd = os.open(tmp, create, mode)
+        except FileExistsError:  # a crashed writer's: the new file must get `mode`
+            tmp.unlink()
+            fd = os.open(tmp, create, mode)
+        with open(fd, **open_args) as file:
             yield file
         tmp.replace(path)
     except OSError as err:

@@ -127,6 +127,13 @@ def kernel_log() -> str:
     return "\n".join(lines)
 
 
+def native_launcher() -> str | None:
+    """The native launcher every profile here starts its workloads with (None: Python's fork)."""
+    from autoprof.perf import launch
+
+    return launch.native_launcher()
+
+
 def machine() -> None:
     kmsg = kernel_log()
     pmus = sorted(os.listdir("/sys/bus/event_source/devices"))
@@ -141,6 +148,7 @@ def machine() -> None:
         pmus=pmus,
         formats=sorted(p.name for p in (core / "format").iterdir()) if core.is_dir() else [],
         midr=Path("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1").read_text().strip(),
+        launcher=native_launcher(),
     )
 
 

@@ -12,8 +12,10 @@ a digest of its inputs, so a changed input builds that piece again and nothing e
   --python-version 3.11``, ``pip install --target``, tests and headers left out).
   Keyed on the Debian sources, the package lists and the Python requirements.
 - per boot, ``payload.cpio``: this checkout's autoprof and pyproject.toml, ``guest.py``,
-  ``/init``, ``loop`` assembled from loop.S (binutils-aarch64-linux-gnu), and ``regions``
-  compiled from autoprof's examples/regions.c with autoprof.h (gcc-aarch64-linux-gnu).
+  ``/init``, ``loop`` assembled from loop.S (binutils-aarch64-linux-gnu), ``regions``
+  compiled from autoprof's examples/regions.c with autoprof.h, and autoprof's native launcher
+  (perf/launcher.c, by `make launcher` as `make install` builds it, with the cross compiler:
+  the guest has none), where the guest's autoprof finds it (gcc-aarch64-linux-gnu).
 
 The kernel unpacks concatenated cpio archives one after the other, so a boot's initrd is the
 cached system archive followed by the payload. Uncompressed: gzip costs ~30 s of emulated
@@ -67,6 +69,9 @@ TOOLS = {
 QEMU = ("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a76", "-smp", "1", "-m", "3072")
 QEMU += ("-icount", "shift=0", "-nographic", "-no-reboot", "-monitor", "none")
 CMDLINE = "console=ttyAMA0 rdinit=/init quiet loglevel=1"
+LAUNCHER = "launcher-aarch64"  # autoprof/perf/launch.py's LAUNCHER in the guest
+# what make install builds for this machine, not for the guest: the launcher, the help cache
+HOST_BUILT = ("perf/launcher-*", "commands/help.cache")
 MARK = "@@AUTOPROF-LANE"
 BOOT_TIMEOUT_S = 1500.0
 # what apt, mmdebstrap and pip print when a registry cannot be reached
@@ -328,7 +333,8 @@ def build(root: Path | None = None, log=lambda text: None) -> Built:
 
 def payload(out: Path, work: Path) -> None:
     """The per-boot archive: /init, guest.py, loop (assembled now), regions (the region
-    example, compiled now against this checkout's autoprof.h), this checkout's autoprof."""
+    example, compiled now against this checkout's autoprof.h), this checkout's autoprof with
+    its native launcher (compiled now)."""
     obj, loop = work / "loop.o", work / "loop"
     _run(["aarch64-linux-gnu-as", "-o", str(obj), str(HERE / "loop.S")], "assembling loop.S")
     _run(["aarch64-linux-gnu-ld", "-static", "-o", str(loop), str(obj)], "linking loop")
@@ -347,6 +353,14 @@ def payload(out: Path, work: Path) -> None:
         ],
         "compiling regions.c",
     )
+    launcher = work / LAUNCHER  # as `make install` builds it, for the guest's machine
+    _run(
+        ["make", "-s", "-C", str(REPO), "launcher", "CC=aarch64-linux-gnu-gcc",
+         f"LAUNCHER={launcher}"],
+        "compiling launcher.c",
+    )  # fmt: skip
+    if not launcher.is_file():
+        raise RuntimeError("make launcher built no aarch64 launcher")
     files = {
         "opt/lane/guest.py": (HERE / "guest.py").read_bytes(),
         "opt/lane/src/pyproject.toml": (REPO / "pyproject.toml").read_bytes(),
@@ -355,10 +369,12 @@ def payload(out: Path, work: Path) -> None:
     with out.open("wb") as handle:
         cpio = Cpio(handle)
         cpio.file("init", (HERE / "init").read_bytes(), executable=True)
-        for name in _directories([*files, "opt/lane/loop", "opt/lane/regions"]):
+        guest_launcher = f"opt/lane/src/autoprof/perf/{LAUNCHER}"
+        for name in _directories([*files, "opt/lane/loop", "opt/lane/regions", guest_launcher]):
             cpio.directory(name)
         cpio.file("opt/lane/loop", loop.read_bytes(), executable=True)
         cpio.file("opt/lane/regions", regions.read_bytes(), executable=True)
+        cpio.file(guest_launcher, launcher.read_bytes(), executable=True)
         for path, data in files.items():
             cpio.file(path, data)
         cpio.close()
@@ -373,6 +389,8 @@ def _package_files(package: Path) -> Iterator[tuple[str, bytes]]:
     same = sys.version_info[:2] == (3, 11)
     for path in sorted(package.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        if any(path.match(pattern) for pattern in HOST_BUILT):
             continue
         rel = path.relative_to(package.parent)
         data = path.read_bytes()
