@@ -9,9 +9,12 @@ import itertools
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -453,3 +456,78 @@ def test_an_upload_to_a_frozen_postgresql_ends_in_one_line(tmp_path, pg_url):
 def test_a_store_timeout_that_is_no_number_of_seconds_is_one_line(pg_url, value):
     listed = invoke("runs", "list", "--store", pg_url, env={"AUTOPROF_STORE_TIMEOUT": value})
     one_line(listed, f"AUTOPROF_STORE_TIMEOUT={value!r} is not a number of seconds")
+
+
+# --- 13 and 16: the server's connections, held to their promise --------------------------
+
+
+def answer_from(
+    port: int, source: str, path: str = "/api/runs", timeout: float = 30, close: bool = True
+) -> str:
+    """The status code (text) of one GET from client address `source`, or why none came; the
+    connection closed after the status line (asked to close, or kept alive: then the client
+    leaves first)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                      source_address=(source, 0)) as s:  # fmt: skip
+            keep = "close" if close else "keep-alive"
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                      f"Connection: {keep}\r\n\r\n".encode())  # fmt: skip
+            head = s.recv(64)
+            return head.split()[1].decode() if head else "closed"
+    except OSError as err:
+        return type(err).__name__
+
+
+def test_two_hundred_clients_at_once_are_all_answered(tmp_path):
+    """200 clients (the promised number), each asking again and again: uvicorn's cap counted
+    connections already closing, and a live one was closed (or a request met 503)."""
+    from tests.test_security_web import start_serve, stop
+
+    proc, port, log = start_serve(tmp_path)
+    try:
+        with ThreadPoolExecutor(max_workers=200) as pool:
+            codes = Counter(pool.map(
+                lambda i: answer_from(port, f"127.0.1.{1 + i % 200}", close=i % 2 == 0),
+                range(200 * 20),
+            ))  # fmt: skip
+    finally:
+        stop(proc)
+    assert codes == {"200": 4000}, codes
+    said = log.read_text()
+    assert "connections" not in said and "Exceeded" not in said, said
+
+
+def test_slow_request_bodies_lock_no_one_out(tmp_path):
+    """250 POSTs without the token that announce 100 KB and send one byte held every slot: a
+    request from another client address got nothing. One client address holds at most 100
+    connections now, and a body that has not arrived in time is cut."""
+    from tests.test_security_web import start_serve, stop
+
+    proc, port, log = start_serve(tmp_path, "--header-timeout", "3")
+    slow: list[socket.socket] = []
+    head = (f"POST /api/jobs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
+            "application/json\r\nContent-Length: 100000\r\n\r\n{").encode()  # fmt: skip
+    try:
+        for _ in range(250):
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                s.sendall(head)
+                slow.append(s)
+            except OSError:
+                continue  # the server's backlog is full: that connection never was
+        assert answer_from(port, "127.0.0.2", timeout=10) == "200"
+        deadline = time.monotonic() + 60  # every slow body is cut (3 s each, then some)
+        for s in slow:
+            s.settimeout(max(deadline - time.monotonic(), 0.1))
+            try:
+                while s.recv(65536):
+                    pass  # a 4xx answer, then the end
+            except ConnectionResetError:
+                pass
+    finally:
+        for s in slow:
+            s.close()
+        stop(proc)
+    said = log.read_text()
+    assert "Traceback" not in said, said

@@ -73,8 +73,9 @@ def test_the_sqlite_reader_imports_nothing_of_the_working_folder(tmp_path, monke
 def test_a_web_job_imports_nothing_of_the_servers_folder(tmp_path, monkeypatch):
     marker = tmp_path / "pwned"
     monkeypatch.chdir(plant(tmp_path / "shared", marker, "shlex"))  # autoprof.web.jobs imports it
-    # relative: the server's folder; a store of the test's own (not the user's default store)
-    queue = LocalQueue(Path("data"), f"sqlite:///{tmp_path / 'store.db'}")
+    # relative: the server's folder; a store of the test's own (the user's default one may be
+    # at another schema, made by another autoprof)
+    queue = LocalQueue(Path("data"), f"sqlite:///{tmp_path / 's.db'}")
     try:
         job = queue.submit(JobRequest("stat", ["true"], ["task-clock"]))
         deadline = time.monotonic() + 120

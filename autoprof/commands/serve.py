@@ -81,6 +81,7 @@ def read_token(path: Path | None) -> str:
     help="Folder for jobs (their out/ folders, logs and flame graphs).",
 )
 @click.option("--max-connections", default=200, type=click.IntRange(1), hidden=True)
+@click.option("--max-client-connections", default=100, type=click.IntRange(1), hidden=True)
 @click.option("--header-timeout", default=10.0, type=click.FloatRange(0.1), hidden=True)
 @click.option("--write-timeout", default=15.0, type=click.FloatRange(0.1), hidden=True)
 def serve(
@@ -93,6 +94,7 @@ def serve(
     token_file,
     data_dir,
     max_connections,
+    max_client_connections,
     header_timeout,
     write_timeout,
 ) -> None:
@@ -134,6 +136,7 @@ def serve(
         hosts=host_names(host, allow_hosts),
         limits=Limits(
             max_connections=max_connections,
+            max_connections_per_client=max_client_connections,
             header_timeout_s=header_timeout,
             write_timeout_s=write_timeout,
         ),

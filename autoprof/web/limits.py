@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 @dataclass(frozen=True)
 class Limits:
     max_connections: int = 200
+    max_connections_per_client: int = 100  # from one client address: others still get in
     header_timeout_s: float = 10.0  # a request's headers must arrive within this
     keep_alive_s: int = 5
     max_header_bytes: int = 16 * 1024  # request line and headers, as they arrived

@@ -5,13 +5,17 @@ filling its log with tracebacks.
 uvicorn (h11) waits for a request's headers without a deadline, waits for a reader to take its
 answer without one either, and accepts connections until the process runs out of file
 descriptors, then logs a traceback per failed accept(). Here:
-- a connection must complete its request's headers within `header_timeout_s` (the first one and
-  each next one on a kept-alive connection), else it is closed;
+- a connection must send its whole request, headers and body, within `header_timeout_s` (the
+  first one and each next one on a kept-alive connection), else it is closed: 250 POSTs that
+  announced 100 KB and sent one byte held every slot;
 - an answer whose reader takes nothing of it for `write_timeout_s` (the transport's buffer stays
   over its high-water mark: a client that asked for a large file and reads nothing) is cut;
-- at most `max_connections` are open: one more evicts the oldest that is still waiting for its
-  headers, else the one whose reader has stalled longest (so neither idle nor stalled ones can
-  starve real clients), or is closed when all are busy;
+- at most `max_connections` are open, and `max_connections_per_client` from one client address:
+  one more evicts the oldest (of all, or of that address) that is still waiting for its request,
+  else the one whose reader has stalled longest (so neither idle nor stalled ones can starve
+  real clients), or is closed when all are busy. Connections already closing do not count
+  (uvicorn's own cap counted them: 200 clients met 503s, or lost a live connection); uvicorn's
+  503 cap is off, one task runs per connection;
 - the descriptor limit is raised to the hard limit, and every refusal is one log line, once a
   minute per kind, never a traceback.
 """
@@ -90,25 +94,36 @@ class LimitedH11(H11Protocol):
         self.stalled_since: float | None = None  # the reader took nothing of the answer since
         self.write_timer: asyncio.TimerHandle | None = None
         self._arm()
-        if len(self.connections) > self.limits.max_connections:
-            self._evict()
+        live = [c for c in self.connections if isinstance(c, LimitedH11) and c._open()]
+        mine = [c for c in live if c._address() == self._address()]
+        if len(live) > self.limits.max_connections:
+            self._evict(live, f"over {self.limits.max_connections} connections")
+        elif len(mine) > self.limits.max_connections_per_client:
+            cap = self.limits.max_connections_per_client
+            self._evict(mine, f"over {cap} connections from {self._address()}")
 
-    def _evict(self) -> None:
-        """Close the oldest connection waiting for its headers, else the one whose reader
-        stalled first, else this new one."""
-        ours = [c for c in self.connections if isinstance(c, LimitedH11) and c is not self]
+    def _open(self) -> bool:
+        """Not closing already (its connection_lost comes an event-loop turn later)."""
+        return not self.transport.is_closing()
+
+    def _address(self) -> str:
+        return self.client[0] if self.client else "?"
+
+    def _evict(self, pool: list[LimitedH11], why: str) -> None:
+        """Close the oldest connection of `pool` waiting for its request, else the one whose
+        reader stalled first, else this new one."""
+        ours = [c for c in pool if c is not self]
         idle = [c for c in ours if c._waiting()]
         stalled = [c for c in ours if c.stalled_since is not None]
         if idle:
-            victim, which = min(idle, key=lambda c: c.waiting_since), "waiting for its headers"
+            victim, which = min(idle, key=lambda c: c.waiting_since), "waiting for its request"
         elif stalled:
             victim, which = min(stalled, key=lambda c: c.stalled_since or 0), "reading nothing"
         else:
             victim, which = self, ""
         REFUSALS.note(
             "connections",
-            f"over {self.limits.max_connections} connections: closed "
-            + (f"the oldest one {which}" if which else "a new one"),
+            f"{why}: closed " + (f"the oldest one {which}" if which else "a new one"),
         )
         victim._drop()
 
@@ -149,8 +164,10 @@ class LimitedH11(H11Protocol):
         self._arm()  # the next request on this connection gets its own deadline
 
     def _waiting(self) -> bool:
-        """No request in progress: its headers have not all arrived (or none was sent)."""
-        return self.cycle is None or self.cycle.response_complete
+        """No whole request in progress: its headers, or its body, have not all arrived (or
+        none was sent)."""
+        cycle = self.cycle
+        return cycle is None or cycle.response_complete or cycle.more_body
 
     def _arm(self) -> None:
         if self.header_timer is not None:
@@ -234,7 +251,7 @@ def serve(app: Any, sock: socket.socket, limits: Limits) -> None:
         log_level="warning",
         timeout_graceful_shutdown=3,  # open live streams must not hold the server up on Ctrl-C
         timeout_keep_alive=limits.keep_alive_s,
-        limit_concurrency=limits.max_connections + 10,  # past it: 503, not a queue
+        limit_concurrency=None,  # LimitedH11 caps the connections (uvicorn counted closing ones)
         h11_max_incomplete_event_size=limits.max_header_bytes,
         backlog=limits.max_connections,
     )
