@@ -59,17 +59,21 @@ launcher:
 	  || echo "note: autoprof/perf/launcher.c does not compile: autoprof forks from Python"; \
 	else echo "note: no C compiler ($(CC)): autoprof starts workloads from Python (slower)"; fi
 
+# pip runs with -qq: one -q still prints each warning (a find-links folder it cannot read, the
+# build backend's banner on editable installs: ~50 lines in `make demo`); errors still show.
 $(STAMP): $(RUNTIME_STAMP)
-	$(PY) -m pip install -q -e '.[dev]'
-	touch $@
+	@echo "make: installing the tests' and linters' packages into $(VENV)"
+	@$(PY) -m pip install -qq -e '.[dev]'
+	@touch $@
 
 # The package alone: what `make demo` needs.
 $(RUNTIME_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
-	$(PY) -m compileall -q -j 0 autoprof
-	touch $@
+	@echo "make: installing autoprof into $(VENV) (a minute or two the first time)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -qq --upgrade pip
+	@$(PY) -m pip install -qq -e .
+	@$(PY) -m compileall -q -j 0 autoprof
+	@touch $@
 
 demo-deps:
 	@sh scripts/apt-need $(DEMO_PKGS)

@@ -55,6 +55,11 @@ class _Group(click.Group):
             return super().parse_args(ctx, args)
         except click.ClickException as err:
             _click_error(err)
+        except BrokenPipeError:  # --help or --version into a closed pipe
+            _silence_stdout()
+            sys.exit(0)
+        except OSError as err:  # --help or --version printed to a full disk
+            _os_failure(err)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -73,9 +78,15 @@ class _Group(click.Group):
             _silence_stdout()
             sys.exit(0)
         except OSError as err:
-            if err.filename is not None:
-                _fail(_file_refused(err))
-            raise
+            _os_failure(err)
+
+
+def _os_failure(err: OSError) -> NoReturn:
+    """A full disk, an I/O error: the path (if known) and the system's reason, in one line."""
+    if err.filename is not None:
+        _fail(_file_refused(err))
+    _silence_stdout()  # standard output, most likely: its last flush would fail again
+    _fail(err.strerror or str(err))
 
 
 def _fail(message: str, status: int = 2) -> NoReturn:
@@ -129,6 +140,9 @@ def main() -> None:
             sys.stdout.flush()
         except BrokenPipeError:  # the pipe closed after the command's last write
             _silence_stdout()
+        except OSError as err:  # a full disk under standard output (> /dev/full)
+            _silence_stdout()
+            _fail(f"standard output: {err.strerror or err}")
         # the process ends here: the interpreter's collections on the way out would trace every
         # object the command imported or made (0.1-0.4 s after a store command); frozen, they
         # are left to the exit, which frees the memory anyway

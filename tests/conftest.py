@@ -161,6 +161,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    """A SQLite store in a folder of its own (made: a --store in a missing folder is refused)."""
+    (tmp_path / "store").mkdir(exist_ok=True)
+    return f"sqlite:///{tmp_path / 'store' / 'results.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request) -> str:
+    """Each test of a store runs on SQLite and on PostgreSQL (skipped without a server)."""
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+
+
+def count(url: str, table: str) -> int:
+    """The rows of `table` in the store at `url`."""
+    from autoprof.store import engine
+
+    store = engine.connect(url)
+    with store.read() as conn:
+        value = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one()
+    store.engine.dispose()
+    return value
+
+
+@pytest.fixture
 def cli_run() -> Callable[..., CliResult]:
     """`cli_run("schedule", "--cpu", "SKX")` -> CliResult (returncode, stdout, stderr)."""
     return invoke

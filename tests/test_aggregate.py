@@ -13,6 +13,7 @@ import pytest
 
 from autoprof import results
 from autoprof.catalog.facts import MachineFacts
+from autoprof.perf.unsupported import Unsupported
 from autoprof.results import aggregate
 from autoprof.results.sanity_report import RunId
 from autoprof.run import outdir
@@ -119,7 +120,7 @@ def profile(program, tmp_path_factory) -> Path:
     assert refused.returncode != 0
     reason = next(x for x in refused.stderr.splitlines() if "No space left" in x)
     shutil.rmtree(outdir.run_dir(out, 1, 1))
-    unsupported = [{"name": fifth.name, "pmu": fifth.pmu, "reason": reason}]
+    unsupported = [Unsupported(fifth.name, fifth.pmu, reason)]
     perf_run(out, 1, 1, run1, [exe, ADDRESSES, BASE], unsupported=unsupported)
     perf_run(out, 2, 1, run2, [exe, ADDRESSES, BASE])
     perf_run(out, 2, 2, run2, [exe, ADDRESSES, BASE])
@@ -212,7 +213,9 @@ def test_failed_missing_and_broken_runs_are_reported(aggregated):
 def test_cli_writes_results_and_report(profile, tmp_path):
     target = tmp_path / "r.csv"
     proc = invoke("aggregate", str(profile), "-o", str(target))
-    assert proc.returncode == 0, proc.stderr
+    # the profile has a broken run and a broken file: the rest is written, status 3 says so
+    assert proc.returncode == 3, proc.stderr
+    assert "skipped 1 broken run" in proc.stderr and "holds the rest (status 3)" in proc.stderr
     assert "sanity report" in proc.stdout
     written = results.read_csv(target)
     report = json.loads((profile / outdir.REPORT).read_text())

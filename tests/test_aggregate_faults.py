@@ -178,7 +178,11 @@ def test_cli_keeps_the_good_lines_of_a_cut_file(tmp_path):
     events.append(ref("instructions", "cpu"))
     out = make_profile(tmp_path / "out", [(events, cut, RunStatus.OK)])
     proc = invoke("aggregate", out)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr  # written, with a line skipped (#41)
+    assert proc.stderr.splitlines() == [
+        f"autoprof: warning: {out}: skipped 1 broken file (runs/run0001-rep1/perf.csv: "
+        "line 8: partial last line (interrupted run?)); results.csv holds the rest (status 3)"
+    ]
     frame = results.read_csv(out / outdir.RESULTS)
     assert len(frame) == 3  # the counted lines of the first interval (instructions: no value)
     report = json.loads((out / outdir.REPORT).read_text())
@@ -262,3 +266,32 @@ def test_exact_only_keeps_rows_counted_all_the_time(tmp_path):
     assert set(exact["STATUS"]) == {RowStatus.OK}
     assert list(every["STATUS"]).count(RowStatus.MULTIPLEXED) == 1
     assert "instructions" not in set(every["EVENT_NAME"])  # <not supported>: no sample
+
+
+def test_aggregate_says_what_it_skipped_and_exits_3(tmp_path):
+    """A run whose perf.csv is missing, a journal line that is garbage: the rest is aggregated,
+    one line says what was skipped, and the status (3) tells a script so (#41); a folder that
+    does not exist is one line of its own."""
+    data = (DATA / "interval_idle.csv").read_bytes()
+    events = [ref("mem:0x406000:w", "breakpoint"), ref("task-clock"), ref("msr/tsc/", "msr")]
+    events.append(ref("instructions", "cpu"))
+    out = make_profile(tmp_path / "out", [(events, data, RunStatus.OK)] * 2)
+    (outdir.run_dir(out, 2, 1) / outdir.PERF_OUTPUT).unlink()
+    with (out / outdir.JOURNAL).open("a") as journal:
+        journal.write("garbage{\n")
+    lines = (out / outdir.JOURNAL).read_text().count("\n")
+    proc = invoke("aggregate", out)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"autoprof: warning: {out}: skipped 1 broken run (run 2 rep 1: perf.csv is missing); "
+        f"1 unreadable line of journal.jsonl ({lines}); results.csv holds the rest (status 3)"
+    ]
+    assert set(results.read_csv(out / outdir.RESULTS)["RUN"]) == {1}
+    whole = make_profile(tmp_path / "whole", [(events, data, RunStatus.OK)])
+    assert invoke("aggregate", whole).returncode == 0
+    missing = invoke("aggregate", tmp_path / "nosuchdir")
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        f"autoprof: error: {tmp_path / 'nosuchdir'}: no such folder (give the -o folder of "
+        "autoprof profile)\n"
+    )

@@ -534,3 +534,39 @@ def test_scripts_give_one_clear_line_on_bad_input(tmp_path, script, case, messag
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), lines
     assert message in lines[0]
+
+
+def test_stats_total_mean_and_intervals_agree_and_say_their_unit(tmp_path):
+    """Issue #41: "total" was a mean over repeats, "mean" divided by the distinct interval
+    numbers (303) while "samples" counted rows (301). Now total x executions = mean x intervals,
+    intervals counts what mean divides by, and each event has its unit."""
+    from autoprof.testing.synthetic_out import make_out
+
+    out = make_out(tmp_path / "out", runs=1, repeats=3, intervals=20, cpus=2)
+    frame = data.load(out / "results.csv")
+    keep = ~((frame["REPEAT"] == 2) & (frame["INDEX"] >= 17))  # 3 idle intervals in repeat 2
+    table = stats.event_table(frame[keep].reset_index(drop=True))
+    by_interval = frame[keep].groupby(["EVENT_NAME", "REPEAT", "INDEX"], observed=True)
+    sums = by_interval["SAMPLE_VALUE"].sum(min_count=1).dropna()  # intervals with a number
+    assert table.loc["task-clock", "intervals"] == 20 * 3 - 3
+    for event, row in table.iterrows():
+        executions = row["runs"] * row["repeats"]
+        assert row["intervals"] == len(sums[event])
+        assert row["total"] * executions == pytest.approx(row["mean"] * row["intervals"])
+        assert row["cv"] == pytest.approx(sums[event].std(ddof=0) / abs(sums[event].mean()))
+    assert table.loc["task-clock", "unit"] == "msec"
+    assert "total x executions = mean x intervals" in stats.COLUMNS_NOTE
+
+
+def test_stats_says_an_uncounted_events_intervals_are_of_several_runs():
+    """Issue #41: "2 of 198 intervals" for 3 repeats, as `runs=['run0001-rep1', ...]`."""
+    from autoprof.results.sanity_report import Report, Uncounted
+
+    report = Report()
+    runs = ["run0001-rep1", "run0001-rep2", "run0001-rep3", "run0002-rep1"]
+    report.events.idle_intervals.append(Uncounted("x", "cpu", 2, 198, runs))
+    [detail] = stats.sanity_from_report(report)["detail"]
+    assert detail == (
+        "uncounted in 2 of 198 intervals of 4 runs together, pmu=cpu, "
+        "run0001-rep1 run0001-rep2 run0001-rep3 +1"
+    )

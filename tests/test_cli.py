@@ -19,7 +19,7 @@ import pytest
 from autoprof import __version__
 from autoprof.catalog import host
 from autoprof.commands import COMMANDS, SUMMARIES, common
-from autoprof.testing.cli import process
+from autoprof.testing.cli import one_error_line, process
 from autoprof.testing.synthetic_out import make_out
 
 # libraries a command imports inside its functions, never at the top of its module (#11)
@@ -136,15 +136,6 @@ print(json.dumps({"loaded": loaded, "help": out.getvalue()}))
 
 def test_help_names_the_catalog_variable():
     assert common.ENV_EVENTS_DIR == host.ENV_EVENTS_DIR
-
-
-def one_error_line(proc: subprocess.CompletedProcess) -> str:
-    """The contract for bad input: non-zero, one `autoprof: error:` line, no traceback."""
-    assert proc.returncode != 0, proc.stdout
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -281,3 +272,28 @@ def test_ctrl_c_exits_130_without_a_traceback(stored_run, cli_run):
     assert proc.returncode == 130
     assert stderr.decode().strip() == "autoprof: interrupted"
     assert run_id in cli_run("runs", "list", "--store", store).stdout  # nothing was deleted
+
+
+def test_every_option_says_what_it_does():
+    """Each option of each command has a help text (#41: report --top, memory --top, serve
+    --port, demo -o and worker --hostname had none)."""
+    import click
+
+    from autoprof.cli import cli
+
+    def commands(group: click.Group, prefix: str):
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            if isinstance(command, click.Group):
+                yield from commands(command, f"{prefix}{name} ")
+            elif command is not None:
+                yield f"{prefix}{name}", command
+
+    bare = [
+        f"{name} {'/'.join(param.opts)}"
+        for name, command in commands(cli, "")
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden and not param.help
+    ]
+    assert not bare, bare

@@ -9,19 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.testing.cli import CliResult, invoke
+from autoprof.testing.cli import invoke, one_error_line
+from tests.conftest import SAMPLES
 
 DATA = Path(__file__).parent / "data"
 INLINE = DATA / "perf61-dwarf-inline.script"
 TWO_EVENTS = DATA / "perf61-dd-two-events.script"
-
-
-def one_error_line(proc: CliResult) -> str:
-    assert proc.returncode != 0
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
-    return lines[0]
 
 
 def test_folded_output_of_gzip_input_matches_stackcollapse(samples_dir: Path):
@@ -131,3 +124,51 @@ def test_every_declared_option_is_a_flag_and_checked_as_declared(tmp_path: Path)
     proc = invoke("flamegraph", str(INLINE), "--width", "50", "-o", str(tmp_path / "f.svg"))
     assert one_error_line(proc) == "autoprof: error: --width 50 is not in the range x>=100"
     assert not (tmp_path / "f.svg").exists()
+
+
+def test_report_of_a_profile_folder_says_what_reads_it(tmp_path: Path):
+    """`report out` of a profile folder said "out: no such file" (#41): it holds counts, no
+    samples; the line names the commands that read it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "manifest.json").write_text("{}")
+    one_error_line(invoke("report", out), "is a profile folder", f"autoprof aggregate {out}")
+    one_error_line(invoke("flamegraph", out), "is a profile folder")
+    one_error_line(invoke("report", tmp_path), "is a folder without perf.data")
+
+
+def test_a_sampling_rate_above_the_kernels_limit_is_refused(tmp_path: Path):
+    """`record -F 99999999999` was accepted, and perf sampled at the kernel's limit (#41)."""
+    limit = int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
+    line = one_error_line(
+        invoke("record", "-F", str(limit + 1), "-o", tmp_path / "r", "--", "true")
+    )
+    assert f"above this kernel's limit of {limit} samples a second" in line
+    assert not (tmp_path / "r").exists()
+    one_error_line(invoke("record", "-F", "0", "--", "true"), "-F")
+
+
+def test_stacks_that_lose_the_program_say_what_to_record_instead():
+    """Issue #41: a Python program's flame graph showed `[unknown]` stacks (128 deep on some
+    machines) and no hint. A real recording of CPython 3.11 here, then the deep case."""
+    from autoprof.flame.fold import read_folded
+    from autoprof.flame.source import unwinding_notes
+
+    real = read_folded((SAMPLES / "python311-fp.folded").read_text().splitlines())
+    lost, python = unwinding_notes(real)
+    assert lost.startswith("27% of the samples have [unknown] frames (up to 2 in one stack)")
+    assert "--call-graph dwarf" in lost
+    assert "python3 -X perf" in python and "3.12" in python
+    deep = read_folded([f"myprog;main;{';'.join(['[unknown]'] * 127)} 90", "myprog;main;f 10"])
+    [note] = unwinding_notes(deep)
+    assert note.startswith("90% of the samples have [unknown] frames (up to 127 in one stack)")
+    named = read_folded(["python3;_PyEval_EvalFrameDefault;py::work:/w.py 5", "python3;main 5"])
+    assert unwinding_notes(named) == []
+    fine = read_folded((SAMPLES / "perf61-fib.folded").read_text().splitlines())
+    assert unwinding_notes(fine) == []
+
+
+def test_flamegraph_gives_the_hint_for_a_python_recording(tmp_path):
+    run = invoke("flamegraph", SAMPLES / "python311-fp.folded", "-o", tmp_path / "f.svg")
+    assert run.returncode == 0, run.output
+    assert "python3 -X perf" in run.stderr and "--call-graph dwarf" in run.stderr

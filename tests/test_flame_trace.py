@@ -23,7 +23,6 @@ from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
 from tests.callgrind import call_tree, exclusive_ir
-from tests.test_store import sqlite_url  # noqa: F401 (a fixture)
 
 DATA = Path(__file__).parent / "data" / "trace"
 # QEMU 7.2 (Debian 12) `qemu-x86_64 -singlestep -d exec,nochain` of calls.c: main calls once()
@@ -447,7 +446,7 @@ def test_flamegraph_trace_writes_folded_and_svg(calls: Path, tmp_path: Path):
 def test_a_kept_trace_flame_graph_is_uploaded_with_its_profile(
     calls: Path,
     tmp_path: Path,
-    sqlite_url: str,  # noqa: F811
+    sqlite_url: str,
 ):
     """--save keeps the stacks in a profile's folder: `upload` stores the functions' exact
     instruction counts, `runs show` gives them back, `flamegraph DIR` draws them again."""

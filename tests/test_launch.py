@@ -49,6 +49,7 @@ def bare(command: list[str]) -> dict[str, float]:
 
 
 def profiled(tmp_path: Path, command: list[str], *args: str) -> tuple[dict[str, float], Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # -o's folder must exist (a typo is refused)
     out = tmp_path / "out"
     events = [arg for name in EVENTS for arg in ("-e", name)]
     proc = subprocess.run(

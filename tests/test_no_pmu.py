@@ -9,6 +9,7 @@ import re
 import pandas as pd
 import pytest
 
+from autoprof.analysis import metrics as analysis_metrics
 from autoprof.catalog import host, machine
 from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
@@ -181,3 +182,33 @@ def test_the_web_api_refuses_a_job_of_hardware_events(tmp_path):
         assert web.get("/api/jobs").json() == []
         picker = {e["pmu"] for e in web.get("/api/events").json()}
         assert picker and picker <= set(host.HOST_PMUS)
+
+
+def test_metrics_of_a_profile_without_hardware_events_say_why_none_is_computed(cli_run, tmp_path):
+    """Issue #41: a PMU-less VM's profile gave "0 of 13 metrics computed" and an empty tree;
+    the first note now says why, and what such a profile answers."""
+    import shutil
+    from pathlib import Path
+
+    out = tmp_path / "out"
+    shutil.copytree(Path(__file__).parent / "data" / "profile-ed64973", out)  # this VM's
+    run = cli_run("analyze", "metrics", out)
+    assert run.returncode == 0, run.stderr
+    said = run.stdout.splitlines()
+    first = next(i for i, line in enumerate(said) if "metrics computed" in line)
+    assert said[first - 1].startswith("these results count no hardware event")
+    assert "autoprof analyze stats" in said[first - 1]
+    frame = pd.read_csv(out / "results.csv")
+    assert not analysis_metrics.counted_hardware(frame)
+    frame.loc[0, "PMU"] = "cpu"
+    assert analysis_metrics.counted_hardware(frame)
+
+
+@NO_PMU_HERE
+def test_metrics_list_here_says_up_front_that_none_can_be_computed(cli_run):
+    listed = cli_run("metrics", "list")
+    assert listed.returncode == 0
+    assert listed.stderr.startswith("autoprof: note: this machine's kernel offers no hardware PMU")
+    assert "a profile made here computes none of them" in listed.stderr
+    other = cli_run("metrics", "list", "--cpu", "SKX")
+    assert "no hardware PMU" not in other.stderr

@@ -148,7 +148,7 @@ def test_help_shows_each_range_and_default_as_click_does():
 def test_a_resume_keeps_the_options_that_say_what_the_numbers_mean():
     from autoprof.run.options import measuring_fields
 
-    wanted = ("interval_ms", "system_wide", "cpu_list", "user", "anchor", "regions")
+    wanted = ("interval_ms", "system_wide", "cpu_list", "user", "emulate", "anchor", "regions")
     wanted += ("per_thread", "pin", "core_type", "duration")
     assert measuring_fields() == wanted
 

@@ -12,6 +12,7 @@ import pytest
 
 from autoprof.catalog import host, probe
 from autoprof.errors import AutoprofError
+from autoprof.perf import query
 
 SAMPLES = Path(__file__).parent / "data" / "samples"
 
@@ -43,13 +44,13 @@ def test_perfs_answer_to_a_group_is_read_as_the_kernel_gave_it():
     in one group count; seven are refused (six <not counted>, one <not supported>)."""
     fits = sample_block("perf stat -x, -e {r08,r08,r08,r08,r08,r08}:u -- loop 3000000 (fit6)")
     over = sample_block("perf stat -x, -e {r08,r08,r08,r08,r08,r08,r08}:u -- loop 3000000 (over7)")
-    assert probe.group_counted(fits, 6) and not probe.group_counted(fits, 7)
-    assert not probe.group_counted(over, 7) and not probe.group_counted(over, 6)
+    assert query.group_counted(fits, 6) and not query.group_counted(fits, 7)
+    assert not query.group_counted(over, 7) and not query.group_counted(over, 6)
     muxed = sample_block(
         "perf stat -x, -e r08:u -e r08:u -e r08:u -e r08:u -e r08:u -e r08:u -e r08:u -e r08:u "
         "-e r08:u -- loop 3000000 (mux9)"
     )
-    assert not probe.group_counted(muxed, 9)  # counted part of the time only
+    assert not query.group_counted(muxed, 9)  # counted part of the time only
 
 
 def test_a_pmu_that_counts_nothing_probes_zero():

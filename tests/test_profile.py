@@ -112,6 +112,10 @@ def test_interrupted_profile_resumes_without_rerunning(writes, tmp_path):
     assert 1 <= len(first) < 6
     resumed = subprocess.run(args, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
+    resuming = r"resuming: (\d) of 6 runs (?:is|are) done already; measuring the other (\d)\n"
+    said = re.search(resuming, resumed.stderr)
+    assert said and int(said[1]) + int(said[2]) == 6
+    assert f"measured {said[2]} run" in resumed.stderr and f"{said[1]} w" in resumed.stderr
     entries = [json.loads(line) for line in journal.read_text().splitlines()]
     assert entries[: len(first)] == first
     keys = {(e["run"], e["repeat"]) for e in entries}
@@ -130,6 +134,8 @@ def test_failing_workload_is_recorded_and_the_rest_collected(writes, tmp_path):
     )
     assert proc.returncode == 2
     assert "1 of 3 runs failed (run.repeat 2.1; 2.1: workload exited with status 1)" in proc.stderr
+    assert proc.stderr.endswith(f"kept in {out}/: autoprof aggregate {out} reads them\n")
+    assert "next:" not in proc.stderr  # before the error, as if all went well
     assert proc.stderr.count("autoprof: error") == 1
     records = {
         outdir.read_run_record(f).run: outdir.read_run_record(f) for f in outdir.run_folders(out)
@@ -199,8 +205,11 @@ def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_p
     assert corr.returncode == 0, corr.stderr
     matrix = pd.read_csv(tmp_path / "corr" / "correlation_matrix.csv", index_col=0)
     assert {f"mem:{a}:w" for a in slot_addresses(writes)} & set(matrix.columns)
-    refused = process("profile", *args[:-4], "--anchor", "mem:0x1000:w", "--dry-run", "--", "true")
-    assert refused.returncode == 2 and "software event" in refused.stderr
+    # a breakpoint anchor takes one of the 4 debug registers in every run: planned, and said
+    hardware = process("profile", *args[:-4], "--anchor", "mem:0x1000:w", "--dry-run", "--", "true")
+    assert hardware.returncode == 0, hardware.stderr
+    assert all(" -e mem:0x1000:w " in line for line in hardware.stdout.splitlines())
+    assert "anchor mem:0x1000:w takes one of breakpoint's 4 generic counters" in hardware.stderr
 
 
 @pytest.mark.slow
@@ -306,3 +315,33 @@ def test_demo_checks_every_breakpoint_count_and_can_run_again(writes, tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert "12 of 12 breakpoint counts exact" in proc.stdout
     assert len(outdir.run_folders(out)) == 3
+
+
+@pytest.mark.needs_perf
+def test_a_resume_says_what_it_skipped_and_what_it_measured(tmp_path):
+    """Issue #41: `profile` into a folder that held the profile said "profiling ... x 2" and
+    "next:" whether it measured anything or not."""
+    out = tmp_path / "out"
+    args = ("profile", "-e", "task-clock", "--repeat", "2", "-o", str(out), "--", "true")
+    first = process(*args)
+    assert (
+        first.returncode == 0
+        and "resuming" not in first.stderr
+        and "done already" not in first.stderr
+    )
+    again = process(*args)
+    assert again.returncode == 0
+    assert (
+        "resuming: all 2 runs are done already: nothing to measure (--force runs them"
+        in again.stderr
+    )
+    assert (
+        ": nothing measured, all 2 runs were done already; next: autoprof aggregate" in again.stderr
+    )
+    journal = out / outdir.JOURNAL
+    journal.write_text(journal.read_text().splitlines(keepends=True)[0])
+    half = process(*args)
+    assert "resuming: 1 of 2 runs is done already; measuring the other 1\n" in half.stderr
+    assert ": measured 1 run, 1 was done already; next: autoprof aggregate" in half.stderr
+    forced = process(*args[:-2], "--force", "--", "true")
+    assert forced.returncode == 0 and "done already" not in forced.stderr

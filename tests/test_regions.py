@@ -182,6 +182,14 @@ def test_analyses_show_regions_side_by_side_or_one_alone(cli_run, tmp_path, prof
     assert whole.loc[event, "total"] == OUTSIDE + TIMES * (HOT + INNER)  # no region row in it
     missing = cli_run("analyze", "stats", out, "--region", "nope")
     assert missing.returncode == 2 and "regions: hot, inner" in missing.stderr
+    metrics = ("analyze", "metrics", out, "--metrics-file", "software")
+    assert cli_run(*metrics, "--region", "hot", "-o", tmp_path / "m").returncode == 0
+    value = pd.read_csv(tmp_path / "m" / "metrics.csv", index_col="METRIC").loc[
+        "PageFaults_per_ms", "VALUE"
+    ]
+    rows = _results(out)
+    hot = rows[rows["REGION"] == "hot"].groupby("EVENT_NAME")["SAMPLE_VALUE"].sum()
+    assert value == pytest.approx(hot["page-faults"] / hot["task-clock"])  # the region's own
     compared = cli_run("analyze", "compare", out, out, "--region", "hot", "-o", tmp_path / "c.csv")
     assert compared.returncode == 0, compared.output
     table = pd.read_csv(tmp_path / "c.csv", index_col="event")
@@ -338,3 +346,16 @@ def test_the_web_form_takes_regions_threads_and_cores_with_the_clis_checks() -> 
         JobRequest.from_form({**form, "regions": "hot", "per_thread": True})
     with pytest.raises(AutoprofError, match="a region's name is 1 to 64 bytes"):
         JobRequest.from_form({**form, "regions": "x" * 65})
+
+
+def test_a_variable_naming_another_descriptor_is_not_the_channel(tmp_path) -> None:
+    """AUTOPROF_MARKERS inherited by a program whose descriptor of that number is a file (here
+    its standard output): the markers check it is autoprof's socket and stay off."""
+    if shutil.which("cc") is None:
+        pytest.skip("needs cc")
+    binary = build_regions(tmp_path)
+    env = {**os.environ, "AUTOPROF_MARKERS": "1"}
+    c = subprocess.run([str(binary), "10", "10", "1", "3"], env=env, capture_output=True)
+    script = "from autoprof.markers import region\nwith region('x'):\n    pass\n"
+    py = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
+    assert (c.returncode, c.stdout, py.returncode, py.stdout) == (0, b"", 0, b"")

@@ -108,3 +108,17 @@ def test_a_traces_table_is_titled_by_what_the_trace_counted(tmp_path: Path, even
     text = " ".join(shown.stdout.split())  # rich wraps the title and caption to the table
     assert f"self {event} by symbol" in text and "samples" not in text
     assert f"weights are the {event} the trace counted" in text
+
+
+def test_the_terminal_table_gives_a_clock_events_weight_in_ns():
+    """Issue #41: report's cpu-clock weights are nanoseconds, shown without a unit."""
+    from rich.console import Console
+
+    from autoprof.functions.render import TopRenderer
+
+    table = build([sample("cpu-clock:u", 250000, "main", "f"), sample("page-faults", 3, "main")])
+    console = Console(width=200, record=True, file=io.StringIO())
+    TopRenderer(5, "t", console).draw(table, console)
+    shown = console.export_text()
+    assert "cpu-clock:u (ns)" in shown and "page-faults (" not in shown
+    assert read_csv(CsvRenderer().render(table))[0]["cpu-clock:u"] == "250000"  # CSV: bare

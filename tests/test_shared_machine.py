@@ -73,7 +73,8 @@ def test_the_sqlite_reader_imports_nothing_of_the_working_folder(tmp_path, monke
 def test_a_web_job_imports_nothing_of_the_servers_folder(tmp_path, monkeypatch):
     marker = tmp_path / "pwned"
     monkeypatch.chdir(plant(tmp_path / "shared", marker, "shlex"))  # autoprof.web.jobs imports it
-    queue = LocalQueue(Path("data"), None)  # relative: the server's folder
+    # relative: the server's folder; a store of the test's own (not the user's default store)
+    queue = LocalQueue(Path("data"), f"sqlite:///{tmp_path / 'store.db'}")
     try:
         job = queue.submit(JobRequest("stat", ["true"], ["task-clock"]))
         deadline = time.monotonic() + 120
@@ -129,15 +130,21 @@ def test_an_out_folder_of_another_user_is_refused_and_its_links_never_followed(t
     assert victim.read_text() == "precious\n"
 
 
-@pytest.mark.parametrize("where", ["group", "others", "parent"])
+@pytest.mark.parametrize("where", ["group", "others", "parent", "link"])
 def test_a_folder_others_can_change_is_refused(tmp_path, where):
     """Writable by a group or by everyone, or inside another user's folder (who could rename it
     away and put a link in its place): refused before any file is opened in it."""
-    if where == "parent":
+    if where in ("parent", "link"):
         if os.geteuid() != 0:
             pytest.skip("plays another user: needs root")
         out = nobodys(tmp_path / "atk") / "out"
         says = "owned by nobody"
+        if where == "link":  # nobody's link to a folder of root's: nobody chose where it goes
+            (tmp_path / "mine").mkdir(mode=0o755)
+            out = tmp_path / "link"
+            os.symlink(tmp_path / "mine", out)
+            os.lchown(out, NOBODY, NOBODY)
+            says = "symbolic link of nobody"
     else:
         out = tmp_path / "out"
         out.mkdir()
@@ -153,12 +160,12 @@ def test_a_folder_others_can_change_is_refused(tmp_path, where):
 def test_a_new_out_folder_is_made_private_whatever_the_umask(tmp_path):
     old = os.umask(0)
     try:
-        out = tmp_path / "new" / "out"
+        out = tmp_path / "out"  # its parent must exist: a typo'd one is refused
         result = cli.invoke("profile", "-e", "task-clock", "-o", out, "--", "true")
     finally:
         os.umask(old)
     assert result.returncode == 0, result.stderr
-    for folder in (out.parent, out, *(out / outdir.RUNS).iterdir()):
+    for folder in (out, out / outdir.RUNS, *(out / outdir.RUNS).iterdir()):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o755, folder
 
 

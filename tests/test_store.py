@@ -33,25 +33,7 @@ from autoprof.testing.cli import invoke, process
 from autoprof.testing.synthetic_out import machine as synthetic_machine
 from autoprof.testing.synthetic_out import make_out
 from autoprof.util.records import read_json, write_json
-from tests.conftest import SECRET, admin_connection
-
-
-@pytest.fixture
-def sqlite_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'store' / 'results.db'}"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request) -> str:
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-
-
-def count(url: str, table: str) -> int:
-    store = engine.connect(url)
-    with store.read() as conn:
-        value = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one()
-    store.engine.dispose()
-    return value
+from tests.conftest import SECRET, admin_connection, count
 
 
 def run_ids(url: str) -> list[str]:
@@ -556,7 +538,7 @@ def test_read_only_commands_never_create_a_store(args, tmp_path):
 def test_read_only_commands_leave_an_empty_database_empty(store_url):
     if store_url.startswith("sqlite"):  # an empty SQLite file, as another program may leave
         path = Path(store_url.removeprefix("sqlite:///"))
-        path.parent.mkdir(parents=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
     for args in (("runs", "list"), ("store", "info")):
         result = invoke(*args, "--store", store_url)

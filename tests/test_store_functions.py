@@ -13,8 +13,8 @@ import pytest
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
+from tests.conftest import count
 from tests.recordings import hotspots_recording  # noqa: F401 (a fixture)
-from tests.test_store import count, sqlite_url, store_url  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def out_with_recording(hotspots_recording: Path, tmp_path: Path) -> Path:  # noq
 
 
 @pytest.mark.slow
-def test_function_rows_round_trip(out_with_recording: Path, store_url: str, tmp_path: Path):  # noqa: F811
+def test_function_rows_round_trip(out_with_recording: Path, store_url: str, tmp_path: Path):
     up = invoke("upload", out_with_recording, "--store", store_url)
     assert up.returncode == 0, up.output
     run_id = outdir.read_manifest(out_with_recording).id
@@ -47,7 +47,7 @@ def test_function_rows_round_trip(out_with_recording: Path, store_url: str, tmp_
     assert count(store_url, "function_row") == 0
 
 
-def test_a_run_without_recordings(sqlite_url: str, tmp_path: Path):  # noqa: F811
+def test_a_run_without_recordings(sqlite_url: str, tmp_path: Path):
     out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=3)
     assert invoke("upload", out, "--store", sqlite_url).returncode == 0
     run_id = outdir.read_manifest(out).id
@@ -60,7 +60,7 @@ def test_a_run_without_recordings(sqlite_url: str, tmp_path: Path):  # noqa: F81
 @pytest.mark.slow
 def test_several_recordings_are_named_on_export(
     hotspots_recording: Path,  # noqa: F811
-    sqlite_url: str,  # noqa: F811
+    sqlite_url: str,
     tmp_path: Path,
 ):
     out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=3)

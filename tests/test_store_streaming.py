@@ -41,7 +41,7 @@ from tests.conftest import SECRET
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request, tmp_path) -> str:
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store' / 'results.db'}"
+        return request.getfixturevalue("sqlite_url")
     return request.getfixturevalue("pg_url")
 
 

@@ -69,6 +69,25 @@ def test_per_thread_counts_each_thread_exactly(cli_run, threads, tmp_path):
     assert set(frame["STATUS"]) == {"ok"}  # one perf per thread: nothing multiplexed
     report = read_json(out / outdir.REPORT)
     assert report["runs"]["ok"] == 1
+    # the threads side by side: analyze stats, the store's runs show and the run page
+    assert cli_run("analyze", "stats", str(out), "-o", str(tmp_path / "a")).returncode == 0
+    sides = pd.read_csv(tmp_path / "a" / "stats_threads.csv", index_col="event")
+    assert sides.loc[f"mem:{worker_slot}:w"].to_dict() == {main: 0, other: 2 * N}
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    assert cli_run("upload", str(out), "--store", url).returncode == 0
+    run_id = read_json(out / outdir.MANIFEST)["id"]
+    shown = cli_run("runs", "show", run_id, "--store", url).stdout
+    assert "threads side by side" in shown and other in shown
+    from starlette.testclient import TestClient
+
+    from autoprof.store import engine
+    from autoprof.web.app import create_app
+    from autoprof.web.state import Settings
+
+    settings = Settings(engine.open_store(url), tmp_path / "data", "t" * 24, [])
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as web:
+        page = web.get(f"/api/runs/{run_id}/analysis").json()
+    assert page["threads"]["columns"] == ["event", main, other]
 
 
 @pytest.mark.needs_perf

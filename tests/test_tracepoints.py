@@ -43,7 +43,7 @@ def test_no_tracepoints_says_why(tmp_path, monkeypatch, made, says):
     for folder in made:
         (tmp_path / folder).mkdir()
     monkeypatch.setattr(host, "TRACEFS", tmp_path / "tracing" / "events")
-    monkeypatch.setattr(host, "_perf_tracepoints", list)  # perf cannot list them either
+    monkeypatch.setattr(host.perf_query, "tracepoints", list)  # perf cannot list them either
     assert says in host.tracepoint_hint()
     catalog = host.host_catalog(with_tracepoints=True)
     assert catalog.note == f"--tracepoints: {host.tracepoint_hint()}"
@@ -91,3 +91,15 @@ def test_the_readmes_tracepoint_example_works_before_tracefs_is_mounted(tmp_path
         pytest.skip(f"cannot hide tracefs here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
     assert '"syscalls:sys_enter_write"' in proc.stdout
+
+
+def test_a_search_says_how_many_in_words_and_never_prints_an_empty_table(cli_run):
+    """Issue #41: "1 events", and an empty table printed before the note that nothing matched."""
+    one = cli_run("events", "search", "^INST_RETIRED.ANY$", "--cpu", "SKX")
+    assert one.returncode == 0 and "1 event of" in one.stdout and "1 events" not in one.stdout
+    none = cli_run("events", "search", "no_such_event_anywhere", "--cpu", "SKX")
+    assert none.returncode == 0 and none.stdout == ""
+    assert none.stderr == "autoprof: note: no event of SKX matches 'no_such_event_anywhere'\n"
+    here = cli_run("events", "search", "no_such_event_anywhere")
+    assert here.returncode == 0 and here.stdout == ""
+    assert here.stderr.startswith("autoprof: note: no event matches 'no_such_event_anywhere'")

@@ -137,6 +137,14 @@ def test_user_text_is_escaped(web, stored):
     assert XSS not in run_page
 
 
+def test_the_run_page_shows_options_as_their_flags(web, stored):
+    """Issue #41: the page showed Python's reprs ("system_wide=False cpu_list=None")."""
+    page = web.get(f"/runs/{stored[1][0]}").text
+    assert "<code>--interval 100 --repeat " in page
+    assert "system_wide" not in page and "=None" not in page and "=False" not in page
+    assert "Total per execution" in page and "total x executions = mean x intervals" in page
+
+
 def test_refusals(web, stored, tmp_path):
     _, ids = stored
     assert web.delete(f"/api/runs/{ids[2]}").status_code == 403  # no token
@@ -372,3 +380,25 @@ def test_run_metrics_give_the_top_down_tree_of_the_recorded_cpu(tmp_path):
     assert tree["notes"][0].startswith("16 of 73 metrics computed")
     assert "error" not in other and other["cpu"] == "GenuineIntel-6-55-4"
     assert '<section id="topdown">' in page
+
+
+def test_options_autoprof_would_not_have_written_show_as_their_json():
+    assert views._flags({"repeat": "3; rm", "parts": "x"}) == '{"repeat": "3; rm", "parts": "x"}'
+    assert views._flags(["not", "a", "dict"]) == '["not", "a", "dict"]'
+    assert views._flags({"repeat": 2, "system_wide": True}) == (
+        "--interval 100 --repeat 2 --system-wide"
+    )
+
+
+def test_the_top_down_tree_of_a_run_without_hardware_events_says_why_it_is_empty(tmp_path):
+    """Issue #41: a PMU-less VM's run showed "0 of 13 metrics computed" and nothing else."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(Path(__file__).parent / "data" / "profile-ed64973", out)
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    run = upload.upload(engine.open_store(url), out).uuid
+    with client(url, tmp_path / "d") as web:
+        metrics = web.get(f"/api/runs/{run}/metrics").json()
+    assert metrics["notes"][0].startswith("these results count no hardware event")
+    assert metrics["notes"][1].startswith("0 of ")

@@ -3,8 +3,8 @@
 
 A gate is `METRIC OP CHANGE%`: `>` fails when the metric grew by more than CHANGE (`wall >
 +5%`), `<` when it fell below it (`instructions:u < -10%`: a change that is too good to be
-true). METRIC is an event or a metric of `bench` (`wall`, `user`, `sys`, `max-rss`, or their
-names in the results: wall_s, user_s, sys_s, max_rss_kib).
+true). METRIC is an event or a metric of `bench` (`wall`, `user`, `sys`, `max-rss`, `energy`,
+or their names in the results: wall_s, user_s, sys_s, max_rss_kib, energy_j).
 
 How a gate decides, per metric, from its samples on both sides (one per repetition):
 - counted exactly (an emulator's counts, or the same value in every repetition on both sides,
@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autoprof.emulate import EMULATED_PMUS
 from autoprof.errors import AutoprofError
 
 ALIASES = {"wall": "wall_s", "user": "user_s", "sys": "sys_s", "max-rss": "max_rss_kib"}
-EMULATORS = ("cachegrind", "qemu")  # the PMU names of emulated counts (autoprof.emulate)
+ALIASES |= {"energy": "energy_j"}
 _EXPR = re.compile(r"^\s*(\S+)\s*([<>])\s*([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*%\s*$")
 
 
@@ -63,7 +64,7 @@ class Sample:
 
     @property
     def emulated(self) -> bool:
-        return self.source in EMULATORS
+        return self.source in EMULATED_PMUS
 
     @property
     def steady(self) -> bool:
@@ -163,15 +164,12 @@ def check(
 
 def bench_samples(result, index: int = 0) -> dict[str, Sample]:
     """The samples of one command of a `bench` result (`benchmark.measure.BenchResult`)."""
-    from autoprof.benchmark.measure import MAX_RSS, TIMES
-
-    sources = {e.name: e.pmu for e in result.events}
     command = result.commands[index]
     return {
         metric: Sample(
             [float(rep.value(metric)) for rep in command.repetitions],
             result.units.get(metric, ""),
-            "time" if metric in TIMES else "rusage" if metric == MAX_RSS else sources[metric],
+            result.source(metric),
         )
         for metric in result.metrics
     }

@@ -280,6 +280,26 @@ def series(values: dict[str, Value]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+# said first where the results count no hardware event (a VM without a PMU): why the tree is
+# empty, and what such a profile does answer
+NO_HARDWARE = (
+    "these results count no hardware event (a machine without a hardware PMU, such as most "
+    "cloud VMs, counts none): the {n} metrics of {cpu} read hardware events and cannot be "
+    "computed from them; what they answer is their software events, breakpoints, msr and "
+    "tracepoints (autoprof analyze stats), or profile on a machine with a PMU"
+)
+
+
+def counted_hardware(frame: pd.DataFrame) -> bool:
+    """Whether results hold an event of a hardware PMU (not software, tracepoint, breakpoint
+    or msr): without one no CPU metric can be computed."""
+    from autoprof.catalog.host import HOST_PMUS
+
+    if "PMU" not in frame.columns:
+        return True  # an older results file: nothing to say
+    return bool((~frame["PMU"].isin(HOST_PMUS)).any())
+
+
 @dataclass
 class Metrics:
     """The metric values of a results file for the renderers: a terminal shows the top-down
@@ -294,6 +314,7 @@ class Metrics:
     refines: dict[str, list[str]] = field(default_factory=dict)
     tree_only: bool = False
     sources: dict[str, str] = field(default_factory=dict)
+    hardware: bool = True  # the results hold a hardware event (`counted_hardware`)
 
     FIGURES: ClassVar[tuple[str, ...]] = ()
 
@@ -350,7 +371,9 @@ class Metrics:
         constants = [
             f"{name} from {self.sources[name]}" for name in sorted(read & set(self.sources))
         ]
+        no_pmu = [] if self.hardware else [NO_HARDWARE.format(n=len(self.values), cpu=self.cpu)]
         return [
+            *no_pmu,
             f"{len(done)} of {len(self.values)} metrics computed ({same} same-run, "
             f"{len(done) - same} cross-run), {flagged} flagged; {len(self.values) - len(done)} "
             "lack events or constants (MISSING in metrics.csv)",

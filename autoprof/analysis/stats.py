@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
 import pandas as pd
 
 from autoprof.analysis import data
@@ -36,14 +37,25 @@ class Summary:
         return pd.DataFrame(self.metrics, columns=["metric", "value"])
 
 
+# what each column of the per-event table is, said under its tables (issue #41: "Total" was the
+# mean over repeats, "mean" divided by one count of intervals and "samples" showed another)
+COLUMNS_NOTE = (
+    "total per execution: the mean over the executions (runs and repeats) of each one's count; "
+    "mean per interval: over the counted intervals of all executions (total x executions = "
+    "mean x intervals); cv: std / mean over those intervals; unit: perf's (none: a count)"
+)
+
+
 def event_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per event, by label: pmu, runs, repeats, rows, samples (rows with a number),
-    no_value (rows without), intervals, total (mean over executions of the run total), mean and
-    cv over the interval series, all_zero, min_percent_running."""
+    """One row per event, by label: pmu, unit, runs, repeats, rows, samples (rows with a
+    number), no_value (rows without), intervals (the counted intervals of all executions),
+    total (the mean over executions of each one's total), mean and cv over those intervals,
+    all_zero, min_percent_running (see COLUMNS_NOTE)."""
     by_event = frame.groupby(data.EVENT, observed=True)
     facts = pd.DataFrame(
         {
             "pmu": by_event["PMU"].first(),
+            "unit": by_event["VALUE_UNIT"].first(),
             "rows": by_event.size(),
             "samples": by_event["SAMPLE_VALUE"].count(),
             "min_percent_running": by_event["PERCENT_RUNNING"].min(),
@@ -59,23 +71,23 @@ def event_table_of(facts: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame
     per-interval view (`data.per_interval`). A store builds both a chunk of rows at a time."""
     by_event = intervals.groupby(data.EVENT, observed=True)
     table = facts[["pmu"]].copy()
+    table["unit"] = facts["unit"]
     table["runs"] = by_event["RUN"].nunique()
     table["repeats"] = by_event["REPEAT"].nunique()
     table["rows"] = facts["rows"]
     table["samples"] = facts["samples"]
-    table["intervals"] = by_event["INDEX"].nunique()
+    sums = by_event["SUM"]  # one interval of one execution: its count over CPUs and boxes
+    table["intervals"] = sums.count()
     table["min_percent_running"] = facts["min_percent_running"]
     table["no_value"] = table["rows"] - table["samples"]
-    totals = data.run_totals(intervals).groupby(data.EVENT, observed=True)["TOTAL"].mean()
-    series = data.interval_series(intervals)
-    table["total"] = totals
-    table["mean"] = series.mean()
-    table["cv"] = data.variability(series)
+    table["total"] = data.run_totals(intervals).groupby(data.EVENT, observed=True)["TOTAL"].mean()
+    table["mean"] = sums.mean()
+    table["cv"] = (sums.std(ddof=0) / table["mean"].abs().replace(0, np.nan)).fillna(0.0)
     table["all_zero"] = (facts["absmax"] == 0).reindex(table.index, fill_value=False)
     table.index = table.index.astype(str)
     table.index.name = "event"
-    columns = ["pmu", "runs", "repeats", "rows", "samples", "no_value", "intervals", "total"]
-    return table[[*columns, "mean", "cv", "all_zero", "min_percent_running"]]
+    columns = ["pmu", "unit", "runs", "repeats", "rows", "samples", "no_value", "intervals"]
+    return table[[*columns, "total", "mean", "cv", "all_zero", "min_percent_running"]]
 
 
 def sanity_from_status(frame: pd.DataFrame) -> pd.DataFrame:
@@ -115,15 +127,24 @@ def sanity_from_report(report: Report) -> pd.DataFrame:
     rows: list[dict[str, str]] = []
     for kind in SANITY_KINDS:
         for item in getattr(report.events, kind):
-            detail = {k: v for k, v in item.to_json().items() if k != "event"}
-            rows.append(
-                {
-                    "kind": kind,
-                    "event": item.event,
-                    "detail": ", ".join(f"{k}={v}" for k, v in detail.items()),
-                }
-            )
+            rows.append({"kind": kind, "event": item.event, "detail": _detail(item)})
     return pd.DataFrame(rows, columns=["kind", "event", "detail"])
+
+
+def _detail(item) -> str:
+    """One sanity item in words: an uncounted event's intervals over the runs they add up (one
+    interval count over several repeats, said so), the other fields as name=value."""
+    fields = {k: v for k, v in item.to_json().items() if k != "event" and v not in (None, [])}
+    runs = fields.pop("runs", [])
+    if "of" in fields:
+        over = f" of {len(runs)} runs together" if len(runs) > 1 else ""
+        said = [f"uncounted in {fields.pop('intervals')} of {fields.pop('of')} intervals{over}"]
+    else:
+        said = []
+    said += [f"{k}={v}" for k, v in fields.items()]
+    if runs:
+        said.append(" ".join(map(str, runs[:3])) + (f" +{len(runs) - 3}" if len(runs) > 3 else ""))
+    return ", ".join(said)
 
 
 def summarize(frame: pd.DataFrame, table: pd.DataFrame, report: Report | None) -> Summary:
@@ -163,7 +184,12 @@ def summarize(frame: pd.DataFrame, table: pd.DataFrame, report: Report | None) -
 def top(table: pd.DataFrame, column: str, k: int) -> pd.DataFrame:
     """The k events with the largest `column` (total or cv), ignoring events with no value."""
     ranked = table[table["samples"] > 0].sort_values(column, ascending=False, kind="stable")
-    return ranked.head(k)[["pmu", "total", "mean", "cv", "samples"]]
+    shown = ranked.head(k)[["pmu", "unit", "total", "mean", "cv", "intervals"]]
+    return shown.rename(columns=SHOWN_AS)
+
+
+# the headers of the terminal's tables (the CSVs keep the short names)
+SHOWN_AS = {"total": "total per execution", "mean": "mean per interval"}
 
 
 @dataclass
@@ -215,6 +241,7 @@ class Stats:
 
     def notes(self) -> list[str]:
         return [
+            COLUMNS_NOTE,
             f"sanity lists from the {self.summary.source}",
             *(f"warning: {w}" for w in self.summary.warnings),
         ]

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 from autoprof import __version__, results
-from autoprof.benchmark.measure import TIMES, BenchResult
+from autoprof.benchmark.measure import BenchResult
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.run import outdir
@@ -38,7 +38,6 @@ def frame(result: BenchResult):
     """The results.csv rows of a benchmark (see the module docstring)."""
     import pandas as pd
 
-    pmu = {e.name: e.pmu for e in result.events}
     rows = [
         {
             "EVENT_NAME": metric,
@@ -46,7 +45,7 @@ def frame(result: BenchResult):
             "SAMPLE_VALUE": rep.value(metric),
             "RUN": number,
             "REPEAT": rep.index,
-            "PMU": "time" if metric in TIMES else pmu.get(metric, "rusage"),
+            "PMU": result.source(metric),
             "VALUE_UNIT": result.units.get(metric, ""),
             "PERCENT_RUNNING": 100.0,
             "STATUS": RowStatus.OK,

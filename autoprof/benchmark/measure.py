@@ -34,6 +34,11 @@ Each repetition's max RSS (`max_rss_kib`) is the rusage of perf's process tree, 
 small helper of `benchmark.rusage`: perf's own peak (~14 MiB) bounds it from below, and
 `rss_floor_kib` in the results is that floor, measured on `true`.
 
+Where RAPL counts the package energy (`benchmark.energy`: power/energy-pkg/, system-wide
+only), each repetition's perf runs inside a system-wide one that counts it: `energy_j`, Joules
+per repetition, the machine's whole package over the repetition; elsewhere `energy_note` says
+why there is none.
+
 With `emulate` (`autoprof.emulate`) no perf runs: every repetition runs the command natively
 from the helper (wall, user and sys time, max RSS), and each timed one runs it once more under
 the emulator, for its exact counts (the events' PMU is the engine's name); the emulated runs'
@@ -51,7 +56,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autoprof.benchmark import rusage
+from autoprof.benchmark import energy, rusage
 from autoprof.catalog import host
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
@@ -90,9 +95,10 @@ class Repetition:
     sys_s: float
     counts: dict[str, float] = field(default_factory=dict)
     max_rss_kib: float | None = None  # None in a bench.json of an older autoprof
+    energy_j: float | None = None  # the packages' energy (benchmark.energy), where RAPL counts
 
     def value(self, metric: str) -> float:
-        if metric in TIMES or metric == MAX_RSS:
+        if metric in TIMES or metric in (MAX_RSS, energy.METRIC):
             return getattr(self, metric)
         return self.counts[metric]
 
@@ -114,12 +120,25 @@ class BenchResult:
     lost_runs: int = 0  # runs perf lost (ended before perf waited) and that ran again
     rss_floor_kib: float | None = None  # max RSS of `true` measured the same way
     emulator: str | None = None  # the engine that counted the events (--emulate)
+    energy_note: str | None = None  # why no energy was measured (benchmark.energy)
 
     @property
     def metrics(self) -> list[str]:
         reps = [r for c in self.commands for r in c.repetitions]
         rss = [MAX_RSS] if reps and all(r.max_rss_kib is not None for r in reps) else []
-        return [*TIMES, *rss, *(e.name for e in self.events)]
+        joules = [energy.METRIC] if reps and all(r.energy_j is not None for r in reps) else []
+        return [*TIMES, *rss, *joules, *(e.name for e in self.events)]
+
+    def source(self, metric: str) -> str:
+        """What measured `metric`: `time` (perf's tool events, or the helper's clock),
+        `rusage`, `power` (RAPL's PMU), or the event's PMU (an emulator's name when emulated)."""
+        if metric in TIMES:
+            return "time"
+        if metric == MAX_RSS:
+            return "rusage"
+        if metric == energy.METRIC:
+            return "power"
+        return next(e.pmu for e in self.events if e.name == metric)
 
     def slowdown(self, index: int) -> float | None:
         """--emulate: the median emulated run's wall time over the median native one's."""
@@ -130,6 +149,14 @@ class BenchResult:
             return None
         native = statistics.median(r.wall_s + self.startup_s for r in command.repetitions)
         return statistics.median(command.emulated_wall_s) / native if native > 0 else None
+
+
+@dataclass(frozen=True)
+class Joules:
+    """Where a repetition's package energy is counted (`benchmark.energy`)."""
+
+    event: energy.EnergyEvent
+    output: Path
 
 
 class LostWorkload(AutoprofError):
@@ -225,12 +252,20 @@ def _prepare(command: str) -> None:
 
 
 def run_once(
-    command: list[str], events: list[Event], output: Path, timeout: float | None, perf: str
+    command: list[str],
+    events: list[Event],
+    output: Path,
+    timeout: float | None,
+    perf: str,
+    joules: Joules | None = None,
 ) -> tuple[dict[str, float], dict[str, str]]:
     """One `perf stat` of `command` (from the rusage helper, for its max RSS); the workload's
-    output is discarded (as hyperfine does)."""
+    output is discarded (as hyperfine does). With `joules`, inside a system-wide perf that
+    counts the package energy into its file (`benchmark.energy`)."""
     specs = [*TIME_EVENTS, *(e.spec for e in events)]
     argv = perf_command.stat_argv(specs, command, str(output), interval_ms=None, perf=perf)
+    if joules is not None:
+        argv = energy.around(argv, joules.output, joules.event, perf)
     # perf leads a process group of its own with the workload, so that a timeout or a signal
     # (Ctrl-C, SIGTERM, SIGHUP: Interrupted under a Stopper) stops both, never leaving them run
     usage = rusage.run(argv, timeout, shlex.join(command))
@@ -244,6 +279,9 @@ def run_once(
     _check_status(command, usage)
     values, units = read_counts(output.read_bytes(), events)
     values[MAX_RSS], units[MAX_RSS] = float(usage.max_rss_kib), "KiB"
+    if joules is not None:
+        found = energy.read(joules.output.read_bytes(), joules.event)
+        values[energy.METRIC], units[energy.METRIC] = found, "J"
     return values, units
 
 
@@ -282,6 +320,7 @@ def run_emulated(
     names = [e.name for e in events]
     with tempfile.TemporaryDirectory(prefix="autoprof-emulate-") as tmp:
         argv = engine.argv(command, names, Path(tmp))
+        engine.begin(Path(tmp))
         try:
             usage = rusage.run(argv, timeout, shlex.join(command))
         finally:
@@ -318,17 +357,22 @@ def emulated_events(commands: list[list[str]], names: list[str]) -> list[Event]:
 
 
 def _repetition(
-    command: list[str], events: list[Event], output: Path, options: BenchOptions, perf: str
+    command: list[str],
+    events: list[Event],
+    output: Path,
+    options: BenchOptions,
+    perf: str,
+    joules: Joules | None = None,
 ) -> tuple[dict[str, float], dict[str, str], int]:
     """One repetition (after its `--prepare`), run again while perf loses it: its values,
-    units and the number of runs lost."""
+    units and the number of runs lost (`joules`: see `run_once`)."""
     for lost in range(LOST_TRIES):
         if options.prepare:
             _prepare(options.prepare)
         if options.emulate:  # no perf to lose the command
             return (*run_native(command, options.timeout), 0)
         try:
-            return (*run_once(command, events, output, options.timeout, perf), lost)
+            return (*run_once(command, events, output, options.timeout, perf, joules), lost)
         except LostWorkload:
             continue
     raise AutoprofError(
@@ -351,7 +395,7 @@ def bench(
 
     `on_run(command_index, repetition, warmup)` is called after each execution.
     """
-    perf = shutil.which("perf") or ""
+    perf = perf_command.installed() or ""
     if not perf and not options.emulate:
         raise AutoprofError("perf not found (apt-get install linux-perf), or count with --emulate")
     for command in commands:
@@ -359,14 +403,20 @@ def bench(
             raise AutoprofError(f"command not found: {command[0]}")
     results = [CommandResult(list(c)) for c in commands]
     result = BenchResult(events, {}, options, results, emulator=_emulator(events, options))
+    package = energy.usable() if not options.emulate else "energy not measured under --emulate"
+    if isinstance(package, str):
+        result.energy_note = package
     try:
         with tempfile.TemporaryDirectory(prefix="autoprof-bench-") as tmp:
             output = Path(tmp) / "perf.csv"
+            joules = None if isinstance(package, str) else Joules(package, Path(tmp) / "e.csv")
             _startup(result, output, perf)
             for i, entry in enumerate(result.commands):
                 for rep in range(options.warmup + options.runs):
                     warm = rep < options.warmup
-                    values, units, lost = _repetition(entry.command, events, output, options, perf)
+                    values, units, lost = _repetition(
+                        entry.command, events, output, options, perf, joules
+                    )
                     result.units, result.lost_runs = units, result.lost_runs + lost
                     if not warm and options.emulate:
                         counts, emulated_wall = run_emulated(entry.command, events, options.timeout)
@@ -375,14 +425,16 @@ def bench(
                         entry.emulated_wall_s.append(emulated_wall)
                     if not warm:
                         index = rep - options.warmup + 1
-                        others = (*TIMES, MAX_RSS)
+                        others = (*TIMES, MAX_RSS, energy.METRIC)
                         counts = {k: v for k, v in values.items() if k not in others}
                         times = {k: values[k] for k in TIMES}
                         # shorter than an empty program: 0, not a negative time (hyperfine)
                         times["wall_s"] = max(0.0, times["wall_s"] - result.startup_s)
-                        rss = values.get(MAX_RSS)
+                        rss, joule = values.get(MAX_RSS), values.get(energy.METRIC)
                         entry.repetitions.append(
-                            Repetition(index, **times, counts=counts, max_rss_kib=rss)
+                            Repetition(
+                                index, **times, counts=counts, max_rss_kib=rss, energy_j=joule
+                            )
                         )
                     if on_run:
                         on_run(i, rep + 1 if warm else rep - options.warmup + 1, warm)
@@ -428,6 +480,7 @@ def to_json(result: BenchResult) -> dict:
         "lost_runs": result.lost_runs,
         "rss_floor_kib": result.rss_floor_kib,
         "emulator": result.emulator,
+        "energy_note": result.energy_note,
         "commands": [
             {
                 "command": c.command,
@@ -459,6 +512,7 @@ def from_json(data: dict, path: object = "bench.json") -> BenchResult:
         data.get("lost_runs", 0),
         data.get("rss_floor_kib"),
         data.get("emulator"),
+        data.get("energy_note"),
     )
 
 

@@ -1,7 +1,8 @@
-"""`bench`'s options for counting without a PMU and for CI's regression gates
-(`BaselineOptions`, `GateOptions`), each declared once (autoprof.util.declared): the command
-line, a job spec and a page derive them from here. `--fail-if` and `--tag` repeat, which a
-declared field cannot: the commands declare those two themselves."""
+"""`bench`'s options for CI's regression gates (`BaselineOptions`, `GateOptions`), each
+declared once (autoprof.util.declared): the command line, a job spec and a page derive them
+from here (`--emulate` is `profile`'s too: `run.options.ProfileOptions` declares it).
+`--fail-if` and `--tag` repeat, which a declared field cannot: the commands declare those two
+themselves."""
 
 from __future__ import annotations
 
@@ -12,18 +13,8 @@ from autoprof.util.declared import Declared, declare
 
 @dataclass(frozen=True)
 class BaselineOptions(Declared):
-    """`bench`'s: how it counts, where its baseline goes and comes from."""
+    """`bench`'s: where its baseline goes and comes from."""
 
-    emulate: bool = declare(
-        False,
-        flags=("--emulate",),
-        spec=True,
-        measures=True,
-        help="Count under an emulator, exactly and without a PMU: cachegrind for this "
-        "machine's programs, QEMU user mode for another architecture's (slower; see "
-        "REFERENCE.md). Events: instructions:u by default; -e adds loads, stores, branches, "
-        "a cache model's misses.",
-    )
     save: str | None = declare(
         None,
         flags=("--save",),

@@ -11,8 +11,6 @@ import difflib
 import os
 import platform
 import re
-import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -34,6 +32,8 @@ from autoprof.catalog import (
 from autoprof.catalog import probe as counter_probe
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.errors import AutoprofError
+from autoprof.perf import command as perf_command
+from autoprof.perf import query as perf_query
 from autoprof.util import xdg
 
 SYSFS_PMUS = machine.SYSFS_PMUS
@@ -63,19 +63,7 @@ def tracepoints() -> list[str]:
         )
     except OSError:
         found = []
-    return found or _perf_tracepoints()
-
-
-def _perf_tracepoints() -> list[str]:
-    perf = shutil.which("perf")
-    if not perf:
-        return []
-    argv = [perf, "list", "--raw-dump", "tracepoint"]
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return sorted(w for w in out.stdout.split() if _TRACEPOINT.fullmatch(w))
+    return found or perf_query.tracepoints()
 
 
 def tracepoint_hint() -> str:
@@ -451,7 +439,7 @@ def build_catalog(
 def probed_counters(catalog: Catalog) -> dict[str, int]:
     """The generic counters of this machine's core PMUs that `probe` finds (remembered or
     probed now): none without perf or a core PMU."""
-    perf = shutil.which("perf")
+    perf = perf_command.installed()
     if perf is None or not machine.has_core_pmu():
         return {}
     found = {}

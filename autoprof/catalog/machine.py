@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import platform
 import re
-import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
+from autoprof.perf import query as perf_query
 
 PROC = Path("/proc")
 SYSFS_PMUS = Path("/sys/bus/event_source/devices")
@@ -115,17 +114,6 @@ def has_core_pmu(sysfs: Path = SYSFS_PMUS) -> bool:
     )
 
 
-def perf_version() -> str:
-    perf = shutil.which("perf")
-    if not perf:
-        return ""
-    try:
-        out = subprocess.run([perf, "--version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip().removeprefix("perf version ").strip()
-
-
 def read_int(path: Path) -> int | None:
     """The first number of a /proc or /sys file; None where it cannot be read."""
     try:
@@ -145,6 +133,11 @@ def nmi_watchdog(proc: Path = PROC) -> int | None:
 
 def perf_event_paranoid(proc: Path = PROC) -> int | None:
     return read_int(proc / "sys" / "kernel" / "perf_event_paranoid")
+
+
+def max_sample_rate(proc: Path = PROC) -> int | None:
+    """The most samples a second the kernel lets an event take (perf throttles above it)."""
+    return read_int(proc / "sys" / "kernel" / "perf_event_max_sample_rate")
 
 
 def kptr_restrict(proc: Path = PROC) -> int | None:
@@ -249,7 +242,7 @@ def read_facts(catalog: Catalog | None = None) -> MachineFacts:
         model_name=model_name(),
         hostname=socket.gethostname(),
         kernel=platform.release(),
-        perf_version=perf_version(),
+        perf_version=perf_query.version(),
         smt=smt_active(),
         nmi_watchdog=nmi_watchdog() == 1,
         perf_event_paranoid=perf_event_paranoid(),

@@ -8,8 +8,9 @@ The kernel knows: it refuses to schedule a group of events that do not all fit o
 once. A group of k copies of one event that any generic counter can count (Arm's INST_RETIRED,
 AMD's retired instructions) counts when k counters are free and is refused at k + 1 (perf prints
 `<not counted>` for the group, `<not supported>` for the event the kernel refused): one perf
-call per size tried, two when the table is right. User mode only (`:u`), so a user who is not
-root can probe when kernel.perf_event_paranoid is 2.
+call per size tried, two when the table is right (`perf.query.group_counts` asks perf and reads
+its answer). User mode only (`:u`), so a user who is not root can probe when
+kernel.perf_event_paranoid is 2.
 
 The answer is remembered for this machine in ``counters.json`` under the user's cache folder
 in the home directory the password database names (not $HOME or $XDG_CACHE_HOME, which a job's
@@ -26,11 +27,11 @@ import os
 import platform
 import pwd
 import re
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autoprof.perf.query import group_counts
 from autoprof.util.clock import now_iso
 from autoprof.util.records import write_json
 
@@ -90,35 +91,6 @@ def _read(path: str) -> str:
 def _cpuinfo_line(key: str) -> str:
     found = re.search(rf"^{re.escape(key)}\s*:\s*(.*)$", _read("/proc/cpuinfo"), re.MULTILINE)
     return found.group(1) if found else ""
-
-
-def group_counts(perf: str, event: str, size: int) -> bool:
-    """Whether a group of `size` copies of `event` counts, every copy all of the time."""
-    group = "{" + ",".join([event] * size) + "}:u"
-    argv = [perf, "stat", "-x,", "-e", group, "--", perf, "--version"]
-    try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=60, env={**os.environ, "LC_ALL": "C"}
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return group_counted(proc.stderr, size)
-
-
-def group_counted(output: str, size: int) -> bool:
-    """Whether perf's `-x,` output of a group of `size` events shows every one counted all of
-    the time (a refused group: `<not counted>` lines and the refused one `<not supported>`)."""
-    # value,unit,event,run time,percent,...: one line per event of the group
-    rows = [line.split(",") for line in output.splitlines() if line.count(",") >= 4]
-    counted = [r for r in rows if r[0].replace(".", "").isdigit() and _full(r[4])]
-    return len(rows) == size == len(counted)
-
-
-def _full(percent: str) -> bool:
-    try:
-        return float(percent) >= 100.0
-    except ValueError:
-        return True  # perf leaves it empty when the event ran all the time
 
 
 def probe(perf: str, pmu: str, guess: int, counts: Callable[[int], bool] | None = None) -> Probed:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 # lists that make a profile's numbers less exact, not wrong: yellow, not red
 WARNINGS = ("events with idle intervals", "runs retried", "events with a modifier")
 SHOWN = 25  # items of a list printed; the rest are in report.json
+# aggregate's status when it wrote results but skipped something (a broken run or file, an
+# unreadable journal line): a script can tell it from 0 (all read) and 2 (an error)
+GAPS_STATUS = 3
 
 
 @click.command("aggregate")
@@ -40,7 +43,10 @@ def aggregate(out: Path, output: Path | None, exact_only: bool) -> None:
     Parses every run of the profile folder OUT into one long-format results.csv."""
     from autoprof.results import aggregate as agg
     from autoprof.results.sanity_report import not_planned
+    from autoprof.run import journal
 
+    if not out.exists():
+        raise AutoprofError(f"{out}: no such folder (give the -o folder of autoprof profile)")
     result = agg.aggregate_to(out, output, str(output or outdir.RESULTS), exact_only)
     render(result.report, console())
     path = output or Path(out) / outdir.RESULTS
@@ -53,6 +59,40 @@ def aggregate(out: Path, output: Path | None, exact_only: bool) -> None:
         )
     if not result.usable:
         raise AutoprofError(f"nothing usable in {out}: {result.report.summary()}")
+    gaps = skipped(result.report, journal.unreadable(out))
+    if gaps:
+        click.echo(
+            f"autoprof: warning: {out}: skipped {gaps}; {path.name} holds the rest "
+            f"(status {GAPS_STATUS})",
+            err=True,
+        )
+        raise SystemExit(GAPS_STATUS)
+
+
+def skipped(report: Report, journal_lines: list[int]) -> str:
+    """What aggregation had to skip, in words ("" when nothing): broken runs and files (a
+    perf.csv missing or cut), lines of the journal that cannot be read."""
+    parts = []
+    if report.runs.broken:
+        first = report.runs.broken[0]
+        parts.append(
+            f"{_count(len(report.runs.broken), 'broken run')} (run {first.run} rep "
+            f"{first.repeat}: {first.reason})"
+        )
+    runs = {str(outdir.run_dir(Path(), b.run, b.repeat)) for b in report.runs.broken}
+    files = [b for b in report.broken_files if str(Path(b.path).parent) not in runs]
+    if files:
+        parts.append(f"{_count(len(files), 'broken file')} ({files[0].path}: {files[0].error})")
+    if journal_lines:
+        shown = ", ".join(map(str, journal_lines[:5])) + (" ..." if len(journal_lines) > 5 else "")
+        parts.append(
+            f"{_count(len(journal_lines), 'unreadable line')} of {outdir.JOURNAL} ({shown})"
+        )
+    return "; ".join(parts)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
 
 
 def render(report: Report, out: Any) -> None:

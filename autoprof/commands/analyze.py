@@ -110,7 +110,11 @@ def analyze() -> None:
 @_results_argument("results")
 @_out_option
 @click.option(
-    "--method", type=click.Choice(choices.CORRELATION_METHODS), default="pearson", show_default=True
+    "--method",
+    type=click.Choice(choices.CORRELATION_METHODS),
+    default="pearson",
+    show_default=True,
+    help="pearson: linear relation of the counts; spearman: of their ranks (any monotone one).",
 )
 @click.option(
     "--anchor",
@@ -355,8 +359,10 @@ def analyze_metrics(
     known, sources = constants.gather(machine, found.cpu, constants.parse_sets(sets), names)
     directory = host.events_dir(events_dir)
     retire = catalog.retire_latencies(directory, found.cpu) if directory else {}
-    values = analysis.compute(data.load(path, region=region), chosen, known, retire)
+    frame = data.load(path, region=region)
+    values = analysis.compute(frame, chosen, known, retire)
     shown = analysis.Metrics(values, found.title, show_all, found.refines, tree_only, sources)
+    shown.hardware = analysis.counted_hardware(frame)
     _show(shown, out, path.parent / "analysis")
 
 

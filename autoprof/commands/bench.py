@@ -97,22 +97,30 @@ def _run_on(pin: str | None, core_type: str | None) -> None:
     show_default=True,
     help="Subtract an empty program's wall time (process start and exit) from every wall time.",
 )
-@click.option("--events-dir", type=click.Path(file_okay=False), help="Intel perfmon directory.")
+@click.option(
+    "--events-dir",
+    type=click.Path(file_okay=False),
+    help="A folder of event data to use instead of the one shipped for this CPU (Intel's "
+    "perfmon, perf's AMD or Arm JSON).",
+)
 @common.reserve_option
 @click.option(
     "--export-json",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=common.existing_parent,
     help="Write repetitions, summaries and ratios as JSON.",
 )
 @click.option(
     "--export-csv",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=common.existing_parent,
     help="Write one row per command, repetition and metric.",
 )
 @click.option(
     "-o",
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
+    callback=common.existing_parent,
     help="Keep the benchmark in this folder (then `autoprof upload` stores it).",
 )
 @common.excel_safe_option
@@ -129,8 +137,8 @@ def _run_on(pin: str | None, core_type: str | None) -> None:
 )
 def bench(
     runs, warmup, event_names, events_file, prepare, timeout, startup_correction, events_dir,
-    reserve, export_json, export_csv, output, excel_safe, pin, core_type, gates, tags, store_text,
-    words, **declared,
+    reserve, export_json, export_csv, output, excel_safe, pin, core_type, emulate, gates, tags,
+    store_text, words, **declared,
 ) -> None:  # fmt: skip
     """Time commands and count their events, many runs each.
 
@@ -157,7 +165,7 @@ def bench(
     parsed_gates, baseline = _gates(counting.baseline, gates, commands, store_text)
     labels = common.key_values(tags, "--tag")
     named = common.event_names(event_names, events_file)
-    if counting.emulate:
+    if emulate:
         planned = None
         events = measure.emulated_events(commands, named)
     else:
@@ -169,7 +177,7 @@ def bench(
         planned = planning.plan(request.check(), common.note)
         events = measure.one_run_events(planned)
     options = measure.BenchOptions(
-        runs, warmup, prepare, timeout, startup_correction, emulate=counting.emulate
+        runs, warmup, prepare, timeout, startup_correction, emulate=emulate
     )
     console = common.console(stderr=True)
     with (
@@ -222,6 +230,8 @@ def bench(
                 f"{' '.join(result.commands[i].command)[:60]}: counted under {result.emulator} "
                 f"(emulated counts), {slowdown:.1f}x slower than natively"
             )
+    if result.energy_note:
+        console.print(f"note: {result.energy_note}")
     for warning in stats.warnings(result):
         console.print(f"[yellow]warning:[/] {warning}")
     document = report(result, summaries, ratios)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from autoprof.commands import common
+
 
 @click.command("callgraph")
 @click.argument("recording", type=click.Path(path_type=Path))
@@ -15,6 +17,7 @@ import click
     type=click.Path(path_type=Path, dir_okay=False),
     default=Path("callgraph.svg"),
     show_default=True,
+    callback=common.existing_parent,
     help="graph.svg, graph.png or graph.dot.",
 )
 @click.option("--event", help="Event to draw (default: the first recorded).")

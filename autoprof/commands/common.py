@@ -87,6 +87,22 @@ def catalog_request(
     ).check()
 
 
+def existing_parent(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback for an output path the user gave: the folder it goes in must exist, so a
+    typo'd parent (`-o /nonexistent/f.svg`) is one line, not a tree of folders made silently. A
+    default (`out/record`) is made as needed; `-` is standard output."""
+    if value is None or str(value) == "-" or param.name is None:
+        return value
+    if ctx.get_parameter_source(param.name) is click.core.ParameterSource.DEFAULT:
+        return value
+    parent = Path(value).expanduser().absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise click.BadParameter(f"{value}: {parent}: Not a directory")
+    if not parent.is_dir():
+        raise click.BadParameter(f"{value}: no folder {parent} (a typo? create it first)")
+    return value
+
+
 def note(text: str) -> None:
     """What planning says of the machine or the plan, one note line on stderr."""
     click.echo(f"autoprof: note: {text}", err=True)
@@ -243,14 +259,14 @@ def profile_flags(*, spec: bool) -> Callable[[Callable], Callable]:
 
 
 def where_flags(func: Callable) -> Callable:
-    """--pin and --core-type as `profile` declares them (ProfileOptions), for `bench`: where
-    the benchmarked commands run."""
+    """--pin, --core-type and --emulate as `profile` declares them (ProfileOptions), for
+    `bench`: where the benchmarked commands run, and what counts them."""
     return _apply(
         func,
         [
             _flag(ProfileOptions, f.name, f.default, o)
             for f, o in option_fields(ProfileOptions)
-            if f.name in ("pin", "core_type")
+            if f.name in ("pin", "core_type", "emulate")
         ],
     )
 
@@ -376,9 +392,29 @@ fail_if_option = click.option(
     multiple=True,
     metavar="'METRIC > +N%'",
     help="Exit 1 when METRIC changed past N% from the baseline (repeatable): an event "
-    "(instructions:u), wall, user, sys or max-rss; exact counts compare exactly, noisy ones "
-    "fail only when significant.",
+    "(instructions:u), wall, user, sys, max-rss or energy; exact counts compare exactly, noisy "
+    "ones fail only when significant.",
 )
+
+
+def existing_store_folder(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """--store given on the command line as a SQLite file: its folder must exist (a typo'd
+    folder is one line; the default store's folder is made as needed)."""
+    text = str(value or "")
+    path = text.removeprefix("sqlite:///") if text.startswith("sqlite:///") else text
+    if not path or "://" in path or param.name is None:
+        return value
+    if ctx.get_parameter_source(param.name) is not click.core.ParameterSource.COMMANDLINE:
+        return value
+    parent = Path(path).expanduser().absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise AutoprofError(f"no store at {path}: {parent}: Not a directory")
+    if not parent.is_dir():
+        raise AutoprofError(
+            f"no store at {path} and no folder {parent} to make one in (a typo? create it first)"
+        )
+    return value
+
 
 store_option = click.option(
     "--store",
@@ -386,6 +422,7 @@ store_option = click.option(
     metavar="URL",
     envvar=store_url.ENV_VAR,
     show_envvar=True,
+    callback=existing_store_folder,
     help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, sqlite:///PATH or a file path "
     f"[default: {store_url.default_path()}]",
 )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from autoprof.commands import common
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 from autoprof.run import outdir
@@ -16,7 +17,15 @@ from autoprof.util import children, xdg
 
 
 @click.command("demo")
-@click.option("-o", "--output", default="out/demo", show_default=True, type=click.Path())
+@click.option(
+    "-o",
+    "--output",
+    default="out/demo",
+    show_default=True,
+    type=click.Path(),
+    callback=common.existing_parent,
+    help="Folder for the demo's profile, results and analyses.",
+)
 @click.option("--writes", default=20000, show_default=True, help="Writes per slot unit.")
 def demo(output: str, writes: int) -> None:
     """Profile the bundled example and check its counts.

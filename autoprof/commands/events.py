@@ -41,7 +41,8 @@ def _uncountable(catalog, chosen: list[Event], options) -> set[tuple[str, str]]:
 def _table(catalog, chosen, not_here: set[tuple[str, str]]) -> None:
     from rich.table import Table
 
-    table = Table(title=f"{len(chosen)} events of {catalog.cpu}", show_lines=False)
+    noun = "event" if len(chosen) == 1 else "events"
+    table = Table(title=f"{len(chosen)} {noun} of {catalog.cpu}", show_lines=False)
     for col in ("event", "pmu", "counters", "notes"):
         table.add_column(col)
     for e in chosen:
@@ -110,32 +111,37 @@ def search_events(pattern: str, **options) -> None:
         raise AutoprofError(f"bad pattern {pattern!r}: {err}") from None
     catalog = build_catalog(**options)
     chosen = [e for e in catalog.events if regex.search(e.name) or regex.search(e.description)]
-    not_here = _uncountable(catalog, chosen, options)
-    _table(catalog, chosen, not_here)
-    if not chosen and not options.get("cpu"):
-        _no_match_hint(pattern, regex, options)
+    if not chosen:
+        _no_match(pattern, regex, options)
+        return
+    _table(catalog, chosen, _uncountable(catalog, chosen, options))
 
 
-def _no_match_hint(pattern: str, regex: re.Pattern, options) -> None:
-    """After an empty search of this machine: the tracepoints that match (listed only with
-    --tracepoints, there are thousands), or why there are none."""
+def _no_match(pattern: str, regex: re.Pattern, options) -> None:
+    """An empty search says so in one note instead of an empty table; on this machine it
+    adds the tracepoints that match (listed only with --tracepoints, there are thousands),
+    or why there are none."""
     import shlex
 
     from autoprof.catalog import host
 
+    if options.get("cpu"):
+        click.echo(f"autoprof: note: no event of {options['cpu']} matches {pattern!r}", err=True)
+        return
+    said = f"autoprof: note: no event matches {pattern!r}"
     hint = host.tracepoint_hint()
+    found = [] if hint or options.get("tracepoints") else host.tracepoints()
+    found = [t for t in found if regex.search(t)]
     if hint:
-        click.echo(f"autoprof: note: no event matches {pattern!r}; {hint}", err=True)
-    elif not options.get("tracepoints"):
-        found = [t for t in host.tracepoints() if regex.search(t)]
-        if found:
-            again = shlex.join(["autoprof", "events", "search", pattern, "--tracepoints"])
-            click.echo(
-                f"autoprof: note: no event matches {pattern!r}, but {len(found)} "
-                f"{'tracepoint does' if len(found) == 1 else 'tracepoints do'} "
-                f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}): {again}",
-                err=True,
-            )
+        said += f"; {hint}"
+    elif found:
+        again = shlex.join(["autoprof", "events", "search", pattern, "--tracepoints"])
+        said += (
+            f", but {len(found)} "
+            f"{'tracepoint does' if len(found) == 1 else 'tracepoints do'} "
+            f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}): {again}"
+        )
+    click.echo(said, err=True)
 
 
 @events.command("show")

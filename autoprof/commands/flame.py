@@ -21,7 +21,15 @@ if TYPE_CHECKING:
 
 
 @click.command("record")
-@click.option("-F", "--freq", "frequency", default=99, show_default=True, help="Samples/second.")
+@click.option(
+    "-F",
+    "--freq",
+    "frequency",
+    type=click.IntRange(min=1),
+    default=99,
+    show_default=True,
+    help="Samples a second (at most the kernel's perf_event_max_sample_rate).",
+)
 @click.option(
     "--call-graph",
     type=click.Choice(CALL_GRAPHS),
@@ -44,6 +52,7 @@ if TYPE_CHECKING:
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("out/record"),
     show_default=True,
+    callback=common.existing_parent,
     help="Folder for perf.data, record.json and perf's messages.",
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

@@ -17,6 +17,7 @@ from autoprof.util.status import RunStatus
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("out/memory"),
     show_default=True,
+    callback=common.existing_parent,
     help="Folder for massif.out, memory.json, memory.png and memory.svg.",
 )
 @click.option(
@@ -34,7 +35,13 @@ from autoprof.util.status import RunStatus
     show_default=True,
     help="Instructions, milliseconds or bytes allocated.",
 )
-@click.option("--top", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Allocation sites listed, largest first.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def memory_command(
     output: Path,

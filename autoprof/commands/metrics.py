@@ -29,6 +29,8 @@ def list_command(events_dir, cpu, metrics_files, group) -> None:
     chosen = found.select([group]) if group else list(found.metrics.values())
     for note in found.notes:
         click.echo(f"autoprof: note: {note}", err=True)
+    if not cpu:
+        _say_what_counts_here()
     table = Table(title=f"{found.title}: {len(chosen)} metrics", title_justify="left")
     for column in ("metric", "level", "parent", "groups", "unit"):
         table.add_column(column)
@@ -51,6 +53,8 @@ def show_command(events_dir, cpu, metrics_files, name) -> None:
     from autoprof.metrics import catalog as metric_catalog
 
     found = metric_catalog.for_machine(events_dir, cpu, metrics_files)
+    if not cpu:
+        _say_what_counts_here()
     for m in found.select([name]):
         click.echo(f"{m.name} ({m.source}, level {m.level}, parent {m.parent or '-'})")
         click.echo(f"  {m.description}")
@@ -68,3 +72,16 @@ def show_command(events_dir, cpu, metrics_files, name) -> None:
             click.echo(f"  threshold: {m.threshold.text}")
             for alias, other in m.threshold_metrics.items():
                 click.echo(f"    {alias} = metric {other}")
+
+
+def _say_what_counts_here() -> None:
+    """Before this machine's metrics: on a kernel without a hardware PMU (most cloud VMs), that
+    none reading hardware events can be computed from a profile made here, and what can be."""
+    from autoprof.catalog import host, machine
+
+    if not machine.has_core_pmu():
+        click.echo(
+            f"autoprof: note: {host.no_pmu_note()}; the CPU's metrics read hardware events, so "
+            "a profile made here computes none of them (analyze stats shows what it counts)",
+            err=True,
+        )

@@ -45,6 +45,7 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
     default="out",
     show_default=True,
     type=click.Path(),
+    callback=common.existing_parent,
     help="Folder for the raw outputs (resumes a profile already there).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the perf commands and stop.")
@@ -95,10 +96,13 @@ def profile(event_names, events_file, output, dry_run, as_json, command, **opts)
         click.echo(planning.plan_json(planned))
         return
     if dry_run:
-        if not options.attached:
+        if not options.attached and not options.emulate:
             click.echo(f"autoprof: note: {library.DRY_RUN_NOTE}", err=True)
+        if options.regions:
+            click.echo(f"autoprof: note: {library.regions_note(options)}", err=True)
+        prefix = "" if options.emulate else "LC_ALL=C "  # perf runs so, a command as it is
         for argv in library.dry_run(out, command, planned.plan, options):
-            click.echo(f"LC_ALL=C {shlex.join(argv)}")
+            click.echo(f"{prefix}{shlex.join(argv)}")
         return
     _run(measure, request, planned, out, resume)
 
@@ -107,6 +111,7 @@ def _run(measure, request, planned, out, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
     from autoprof.perf.process import Interrupted
     from autoprof.run import attach
+    from autoprof.run import profile as library
 
     options, plan = request.options, planned.plan
     what = attach.describe(options) if options.attached else shlex.join(request.command)
@@ -118,6 +123,9 @@ def _run(measure, request, planned, out, resume) -> None:
                 f"profiling {what}: {len(planned.catalog.events)} events in "
                 f"{len(plan)} runs (lower bound {plan.lower_bound}) x {options.repeat} -> {out}/"
             )
+            skipped, pairs = library.already_done(out, plan, options)
+            if skipped:
+                report.say(f"resuming: {_resumed(skipped, pairs)}")
 
         def on_event(kind, task, record):
             if kind == "start":
@@ -153,8 +161,9 @@ def _run(measure, request, planned, out, resume) -> None:
         sys.exit(interrupted.exit_code)
     outcome = done.outcome
     failed = outcome.failed
+    if options.emulate:
+        _say_emulated(out, outcome)
     hint = common.next_hint("autoprof", "aggregate", out)
-    click.echo(f"profile {outcome.manifest.id} in {out}/; {hint}", err=True)
     if outcome.missing:
         listed = ", ".join(f"{run}.{rep}" for run, rep in outcome.missing[:20])
         more = " ..." if len(outcome.missing) > 20 else ""
@@ -171,7 +180,42 @@ def _run(measure, request, planned, out, resume) -> None:
             if len(failed) < outcome.planned
             else "their output is"
         )
-        raise AutoprofError(f"{outcome.failure()}; {kept} kept in {out}/")
+        rest = (
+            f": {hint.removeprefix('next: ')} reads them" if len(failed) < outcome.planned else ""
+        )
+        raise AutoprofError(f"{outcome.failure()}; {kept} kept in {out}/{rest}")
+    measured = len({(r.run, r.repeat) for r in outcome.records})
+    skipped = outcome.planned - measured
+    done = f": {_measured(measured, skipped)}" if skipped else ""
+    click.echo(f"profile {outcome.manifest.id} in {out}/{done}; {hint}", err=True)
+
+
+def _resumed(skipped: int, planned: int) -> str:
+    """What a resume said before its runs: how many it skips, or that it measures nothing."""
+    if skipped == planned:
+        return f"all {planned} runs are done already: nothing to measure (--force runs them again)"
+    are = "is" if skipped == 1 else "are"
+    return (
+        f"{skipped} of {planned} runs {are} done already; measuring the other {planned - skipped}"
+    )
+
+
+def _measured(measured: int, skipped: int) -> str:
+    """What a resume measured, said in its last line."""
+    if not measured:
+        return f"nothing measured, all {skipped} runs were done already"
+    runs = "run" if measured == 1 else "runs"
+    return f"measured {measured} {runs}, {skipped} {'was' if skipped == 1 else 'were'} done already"
+
+
+def _say_emulated(out: Path, outcome) -> None:
+    """What counted an emulated profile, and at what cost."""
+    from autoprof.run import emulated
+
+    engine = outcome.manifest.plan.get("cpu", "an emulator")
+    slowdown = emulated.slowdown(out, outcome.records)
+    cost = f", {slowdown:.1f}x slower than natively (median run)" if slowdown else ""
+    click.echo(f"counted under {engine} (emulated counts, user mode only){cost}", err=True)
 
 
 class _Lines:

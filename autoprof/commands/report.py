@@ -12,7 +12,13 @@ from autoprof.commands import common
 @click.command("report")
 @click.argument("recording", type=click.Path(path_type=Path))
 @click.option("--sort", "sort_event", help="Order by this event (default: the first sampled).")
-@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Rows printed, the most sampled first (--csv writes all).",
+)
 @click.option(
     "--by",
     type=click.Choice(["symbol", "dso", "comm"]),

@@ -34,7 +34,13 @@ def read_token(path: Path | None) -> str:
 @click.command("serve")
 @store_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="TCP port to listen on.",
+)
 @click.option(
     "--allow",
     "allow",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from autoprof.commands import common
 from autoprof.commands.common import excel_safe_option, key_values, store_option
 from autoprof.errors import AutoprofError
 from autoprof.store import url as store_url
@@ -188,13 +189,21 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
                 f"  regions  {entered}; never entered: {', '.join(never) or 'none'}; "
                 f"{len(report.region_problems)} problems"
             )
-    if any(p["report"] and p["report"].get("regions") for p in info["parts"]):
-        from autoprof.store.summary import region_totals
+    regions = any(p["report"] and p["report"].get("regions") for p in info["parts"])
+    threads = any(p["options"].get("per_thread") for p in info["parts"])
+    if regions or threads:
+        from autoprof.analysis import data
+        from autoprof.store.summary import series_totals
 
         with store.read() as conn:
-            sides = region_totals(conn, [p["part_id"] for p in info["parts"]])
-        click.echo("regions side by side (total per execution):")
-        click.echo(sides.to_string())
+            totals = series_totals(conn, [p["part_id"] for p in info["parts"]])
+        for shown, what, sides in (
+            (regions, "regions", data.region_totals),
+            (threads, "threads", data.thread_totals),
+        ):
+            if shown:
+                click.echo(f"{what} side by side (total per execution):")
+                click.echo(sides(totals).to_string())
     for name, rec in info["functions"].items():
         totals = ", ".join(f"{e} {n:,}" for e, n in rec["totals"].items())
         click.echo(f"recording {name}: {totals}")
@@ -210,7 +219,8 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
     "--output",
     default="results.csv",
     show_default=True,
-    help="Where to write the CSV; - for standard output.",
+    callback=common.existing_parent,
+    help="Where to write the CSV (a folder: results.csv in it); - for standard output.",
 )
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--partial", is_flag=True, help="Export an incomplete split run's stored parts.")
@@ -231,6 +241,8 @@ def export_command(
     if report:
         return _export_report(run_id, output, force, recording, excel_safe, store_text)
     target = Path(output)
+    if output != "-" and target.is_dir():  # a folder: the file goes in it, by its usual name
+        target = target / "results.csv"
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
     store = engine.open_store(store_text, create=False)
@@ -260,6 +272,8 @@ def _export_report(run_id, output, force, recording, excel_safe, store_text) -> 
     from autoprof.util import spreadsheet
 
     target = Path("functions.csv" if output == "results.csv" else output)
+    if output != "-" and target.is_dir():
+        target = target / "functions.csv"
     if output != "-" and target.exists() and not force:
         raise AutoprofError(f"{target} exists; use --force to overwrite it")
     with engine.open_store(store_text).read() as conn:

@@ -34,7 +34,11 @@ def _default_workdir(hostname: str) -> Path:
     "Required: --allow '.*' runs anything.",
 )
 @click.option(
-    "--hostname", default=socket.gethostname, show_default="this host's name", metavar="NAME"
+    "--hostname",
+    default=socket.gethostname,
+    show_default="this host's name",
+    metavar="NAME",
+    help="The name this worker gives itself: on its jobs (where they ran) and its work folder.",
 )
 @click.option(
     "--max-load",

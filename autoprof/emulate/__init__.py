@@ -2,8 +2,9 @@
 counts what it executes, under the names of the hardware events they stand for.
 
     engine = emulate.engine_for(command)          # cachegrind (this machine's code) or qemu
-    argv = engine.argv(command, names, folder)    # the emulator's command line
-    counts = engine.read(folder)                  # {event name: count} once it has ended
+    argv = engine.argv(command, names, folder)    # the emulator's command line (pure)
+    engine.begin(folder)                          # just before it runs (QEMU's log reader)
+    counts = engine.read(folder, names)           # {event name: count} once it has ended
 
 Two engines, chosen by the command's program (`engine_for`):
 
@@ -20,7 +21,10 @@ Two engines, chosen by the command's program (`engine_for`):
 Both count the same thing on every run of a deterministic program: an emulated count has no
 noise, so a gate compares it exactly. An emulated event's PMU is the engine's name
 (`cachegrind`, `qemu`), which keeps it apart from a hardware count of the same name in results,
-in the store and on pages.
+in the store and on pages. `bench --emulate` counts with an engine in every repetition;
+`profile --emulate` plans the engine's events (`catalog`: no counter limits them, one run holds
+them all) and runs the command under it (`run.emulated`). This package stands beside `perf`
+(layer 5): it is the other thing that counts a command.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import shutil
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from autoprof.catalog.model import Catalog, Event, Pmu
 from autoprof.errors import AutoprofError
 
 
@@ -38,7 +43,13 @@ class Engine(Protocol):
     events: ClassVar[dict[str, str]]  # event name -> what the engine counts for it
     default: ClassVar[tuple[str, ...]]
 
-    def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]: ...
+    def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]:
+        """The command line that counts `names` into `folder` (makes nothing)."""
+        ...
+
+    def begin(self, folder: Path) -> None:
+        """What must exist before that command line runs (QEMU: its log's FIFO and reader)."""
+        ...
 
     def plain(self, command: list[str]) -> list[str]:
         """How the command runs without counting (its times and max RSS): itself, or under
@@ -96,3 +107,19 @@ def check_names(engine: Engine, names: list[str]) -> list[str]:
             f"{', '.join(engine.events)}"
         )
     return names
+
+
+EMULATED_PMUS = ("cachegrind", "qemu")  # the PMU names of emulated counts: one per engine
+
+
+def catalog(command: list[str], names: list[str]) -> Catalog:
+    """What `profile --emulate` plans: the events `names` (every event the engine counts when
+    none is named) on a PMU named after the engine, which no counter limits (one run holds
+    them all); refused in one line when the engine is missing or cannot count one."""
+    engine = engine_for(command)
+    chosen = check_names(engine, names or list(engine.events))
+    pmu = Pmu(engine.name, unconstrained=True, description=f"emulated: {engine.name}")
+    events = [Event(n, engine.name, n, description=engine.events[n]) for n in chosen]
+    return Catalog(
+        engine.name, {engine.name: pmu}, events, source=f"autoprof.emulate.{engine.name}"
+    )

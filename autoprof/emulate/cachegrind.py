@@ -92,6 +92,9 @@ class _Engine:
     def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]:
         return argv(command, names, folder)
 
+    def begin(self, folder: Path) -> None:
+        return None  # cachegrind writes its files itself
+
     def read(self, folder: Path, names: list[str]) -> dict[str, float]:
         return read(folder, names)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from autoprof.errors import AutoprofError
-from autoprof.flame.trace import read_blocks
+from autoprof.util.streams import read_blocks
 
 NAME = "qemu"
 FIFO = "qemu.log"
@@ -90,11 +90,14 @@ class _Engine:
 
     def argv(self, command: list[str], names: list[str], folder: Path) -> list[str]:
         qemu = self.plain(command)[0]
+        return [qemu, "-d", "in_asm,exec,nochain", "-D", str(folder / FIFO), *command]
+
+    def begin(self, folder: Path) -> None:
+        """The FIFO QEMU logs into, and its reader, made before QEMU starts."""
         fifo = folder / FIFO
         os.mkfifo(fifo, 0o600)
         reader = self._readers[folder] = _Reader(fifo)
         reader.start()
-        return [qemu, "-d", "in_asm,exec,nochain", "-D", str(fifo), *command]
 
     def read(self, folder: Path, names: list[str]) -> dict[str, float]:
         reader = self._readers.pop(folder)

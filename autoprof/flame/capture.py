@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from autoprof import __version__
-from autoprof.catalog import host
+from autoprof.catalog import host, machine
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import (
     PERF_DATA,
@@ -82,6 +82,13 @@ def record(
     if options.events:
         chosen = host.resolve_events(host.build_catalog(), options.events)
         options = replace(options, events=[e.spec for e in chosen.events])
+    limit = machine.max_sample_rate()
+    if limit is not None and options.frequency > limit:
+        raise AutoprofError(
+            f"-F {options.frequency} is above this kernel's limit of {limit} samples a second "
+            f"(/proc/sys/kernel/perf_event_max_sample_rate; perf would quietly sample at "
+            f"{limit}): give -F {limit} or less, or raise the limit as root"
+        )
     # perf samples kernel frames whenever allowed; preflight says when they will be missing
     findings = preflight.check(system_wide=options.system_wide, kernel=True, counters=False)
     preflight.fail_on_fatal(findings)

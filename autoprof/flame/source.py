@@ -23,6 +23,7 @@ from autoprof.flame.fold import Folded, event_notes, fold, read_folded, without_
 from autoprof.flame.inline import Addr2line
 from autoprof.perf.record import PERF_DATA, PERF_DATA_MAGIC, script_output
 from autoprof.perf.script import ParseReport, ScriptOptions, parse
+from autoprof.run import outdir
 from autoprof.util.declared import Declared, declare
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -146,6 +147,17 @@ def resolve(path: Path) -> Path:
     """`path` itself, or the perf.data of a `record` folder; one clear error when unreadable."""
     if path.is_dir() and (path / PERF_DATA).is_file():
         path = path / PERF_DATA
+    elif path.is_dir() and (path / outdir.MANIFEST).is_file():
+        raise AutoprofError(
+            f"{path} is a profile folder (autoprof profile: counts, no samples): read it with "
+            f"autoprof aggregate {path}, then autoprof analyze stats {path / outdir.RESULTS}; "
+            "for functions, sample the command with autoprof record"
+        )
+    elif path.is_dir():
+        raise AutoprofError(
+            f"{path} is a folder without {PERF_DATA}: give an autoprof record folder, a "
+            "perf.data or perf script text"
+        )
     if not path.is_file():
         raise AutoprofError(f"{path}: no such file")
     if path.stat().st_size == 0:
@@ -195,6 +207,7 @@ def load(path: Path, options: FoldOptions | None = None) -> Folded:
         check_script(source.path, report, source.kind == "perf.data")
         check_stacks(source.path, folded, report)
     folded.notes[:0] = source.notes
+    folded.notes.extend(unwinding_notes(folded))
     return folded
 
 
@@ -235,6 +248,38 @@ def check_stacks(path: Path, folded: Folded, report: ParseReport) -> None:
             f"{path}: the samples have no call stacks (record with -g or --call-graph)"
         )
     folded.notes.extend(parse_notes(report))
+
+
+UNKNOWN = "[unknown]"  # perf's frame for an address it could not name
+UNKNOWN_SHARE = 0.25  # the share of the weight in stacks holding one that earns a note
+
+
+def unwinding_notes(folded: Folded) -> list[str]:
+    """What to do when the stacks do not show the program: `[unknown]` frames (frame-pointer
+    unwinding lost in code built without frame pointers, such as Python's interpreter, often
+    down to perf's 127-frame limit), or a Python program whose own functions are in no
+    frame (perf names them only with Python 3.12's perf support)."""
+    total = folded.total
+    if not total:
+        return []
+    notes = []
+    lost = {s: w for s, w in folded.stacks.items() if UNKNOWN in s[1:]}
+    share = sum(lost.values()) / total
+    if share >= UNKNOWN_SHARE:
+        deepest = max(s.count(UNKNOWN) for s in lost)
+        notes.append(
+            f"{100 * share:.0f}% of the samples have {UNKNOWN} frames (up to {deepest} in one "
+            "stack): perf could not walk code built without frame pointers; record again "
+            "with --call-graph dwarf"
+        )
+    python = [s for s in folded.stacks if s and s[0].lower().startswith("python")]
+    if python and not any(f.startswith("py::") for s in python for f in s):
+        notes.append(
+            "a Python program's own functions are in no stack: on Python 3.12 or later run "
+            "it with `python3 -X perf` (or PYTHONPERFSUPPORT=1 in its environment) and record "
+            "again, and perf names them (py::function:file.py)"
+        )
+    return notes
 
 
 def parse_notes(report: ParseReport) -> list[str]:

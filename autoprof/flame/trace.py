@@ -15,9 +15,9 @@ the cycles it took when the trace knows them. Three sources, one stream of `Bloc
 TracerV's cycle is a time stamp: an instruction is weighted by the cycles until the next one
 commits (instructions committed in the same cycle share it; the last one gets none).
 
-A trace has millions of lines, so it is read in blocks of whole lines (`read_blocks`, a few
-MB each) and each block becomes two numpy arrays at C speed: one regular expression over the
-block (QEMU's lines: a split on ``/``, its second field of three), the hex addresses converted
+A trace has millions of lines, so it is read in blocks of whole lines (`util.streams.read_blocks`,
+a few MB each) and each block becomes two numpy arrays at C speed: one regular expression over
+the block (QEMU's lines: a split on ``/``, its second field of three), the hex addresses converted
 in one pass. Nothing is done per line in Python but the conversion. `steps` gives the same
 instructions one by one (tests, small inputs). Pure functions over bytes: the caller streams a
 file through them.
@@ -29,11 +29,11 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Protocol
 
 import numpy as np
 
 from autoprof.errors import AutoprofError
+from autoprof.util.streams import read_blocks
 
 __all__ = [
     "ADDRESSES",
@@ -64,7 +64,6 @@ _LINES = {
 }
 _CYCLES = re.compile(rb"^[ \t]*(?:0x)?[0-9a-fA-F]+[ \t]+\d+[ \t\r]*$", re.M)  # ADDR CYCLES
 _BIT39, _MASK40 = np.uint64(1 << 39), np.uint64((1 << 40) - 1)
-BLOCK_BYTES = 1 << 22
 
 
 @dataclass
@@ -89,24 +88,6 @@ def sniff(head: Iterable[str]) -> str:
     raise AutoprofError(
         "not an instruction trace (QEMU -d exec, FireSim TracerV format 0, or address lines)"
     )
-
-
-class Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-def read_blocks(stream: Readable, size: int = BLOCK_BYTES) -> Iterator[bytes]:
-    """A binary stream in blocks of whole lines of about `size` bytes (the last may lack its
-    newline)."""
-    rest = b""
-    while chunk := stream.read(size):
-        chunk = rest + chunk
-        cut = chunk.rfind(b"\n") + 1
-        rest = chunk[cut:]
-        if cut:
-            yield chunk[:cut]
-    if rest:
-        yield rest
 
 
 def blocks(

@@ -7,7 +7,7 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
-from autoprof.functions.table import Row, Table
+from autoprof.functions.table import Row, Table, shown_name
 from autoprof.util.renderer import Renderer, RichRenderer
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ def _draw_top(table: Table, top: int, title: str, console: Console) -> None:
     rich = RichTable(title=title, caption=caption, show_footer=True, header_style="bold")
     rich.add_column(table.by, footer="total", overflow="fold")
     for event in table.events:
-        rich.add_column(event, justify="right", footer=f"{table.totals[event].period:,}")
+        footer = f"{table.totals[event].period:,}"
+        rich.add_column(shown_name(event), justify="right", footer=footer)
         rich.add_column("%", justify="right", style="bold", footer="100.00")
     for _, _, label in table.ratios:
         rich.add_column(label, justify="right")

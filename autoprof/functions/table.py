@@ -74,6 +74,16 @@ def base_event(name: str) -> str:
     return head if head and tail and set(tail) <= _MODIFIERS else name
 
 
+# the events whose sample period is time, not a count: perf samples them every N nanoseconds
+TIME_EVENTS = frozenset({"cpu-clock", "task-clock"})
+
+
+def shown_name(event: str) -> str:
+    """An event's column on the terminal, with its weight's unit where it has one
+    (`cpu-clock (ns)`); a count has none. The CSV keeps the bare name."""
+    return f"{event} (ns)" if base_event(event) in TIME_EVENTS else event
+
+
 def _dso_name(dso: str) -> str:
     return dso.rsplit("/", 1)[-1] if dso else NO_FRAME
 

@@ -10,13 +10,13 @@
 
 Under autoprof, the environment variable `ENV` names an inherited file descriptor: a Unix
 SOCK_SEQPACKET socket. A marker sends one message, ``B <tid> <name>`` or ``E <tid> <name>``
-(`protocol`), and waits for autoprof's one-byte answer: autoprof reads every counter while
+(`message`), and waits for autoprof's one-byte answer: autoprof reads every counter while
 the thread waits, so a region counts exactly from its entry to its exit (plus the marker's
 own instructions). One thread of the process passes a marker at a time (a lock), so each
 answer reaches the thread that asked. Not under autoprof, a marker is an attribute load and a
-branch. This module imports only the standard library's `os` and `threading`: a workload
-pays nothing else for it. The C header is `autoprof.h` beside this file
-(`autoprof markers --cflags`).
+branch. This module imports only the standard library's `os` and `threading` (and, under
+autoprof, `socket`, to check the descriptor is the channel): a workload pays nothing else.
+The C header is `autoprof.h` beside this file (`autoprof markers --cflags`).
 """
 
 from __future__ import annotations
@@ -44,8 +44,18 @@ def message(op: str, tid: int, name: str | bytes) -> bytes:
 
 
 def _channel() -> int | None:
+    """The channel's descriptor, when the variable names one that is autoprof's socket (not a
+    file the program opened at that number)."""
     text = os.environ.get(ENV, "")
-    return int(text) if text.isdigit() else None
+    if not text.isdigit():
+        return None
+    import socket
+
+    try:
+        with socket.socket(fileno=os.dup(int(text))) as channel:
+            return int(text) if channel.type == socket.SOCK_SEQPACKET else None
+    except OSError:
+        return None
 
 
 _fd = _channel()

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
@@ -40,6 +41,12 @@ static __attribute__((noinline, cold, unused)) int autoprof_lookup_(void) {
         char *end;
         long n = strtol(text, &end, 10);
         if (*end == '\0' && n >= 0 && n < 1 << 20) fd = (int)n;
+    }
+    if (fd >= 0) { /* autoprof's channel, not a file the program opened at that number */
+        int type = 0;
+        socklen_t size = sizeof type;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_SEQPACKET)
+            fd = -1;
     }
     __atomic_store_n(&autoprof_fd_, fd, __ATOMIC_RELAXED);
     return fd;

@@ -37,10 +37,16 @@ def workload_signal(stderr: str, argv0: str) -> int | None:
     return None
 
 
+def installed() -> str | None:
+    """The full path of perf on PATH; None where it is not installed. Every part of autoprof
+    that asks whether perf is there asks here."""
+    return shutil.which("perf")
+
+
 def perf_path() -> str:
     """perf as found on PATH when autoprof starts, resolved once to a full path: a job's
     environment or working folder cannot then put another program in its place."""
-    return shutil.which("perf") or "perf"
+    return installed() or "perf"
 
 
 def stat_argv(

@@ -23,6 +23,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
+
+from autoprof.errors import AutoprofError
 
 STOP_GRACE_S = 2.0
 # autoprof's own settings (AUTOPROF_STORE holds the store URL with its password, AUTOPROF_REDIS
@@ -106,6 +109,22 @@ def group_members(pgid: int, proc: Path = Path("/proc")) -> list[int]:
         if fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
+
+
+def start_perf(argv: list[str], out: Any, err: Any, env: Mapping[str, str]) -> subprocess.Popen:
+    """perf (`argv`, from `perf.command`) leading a session of its own, so that `stop_group`
+    ends it and whatever it started; AutoprofError in one line when it cannot be started."""
+    try:
+        return subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise AutoprofError(f"cannot start perf: {error}") from None
 
 
 def stop_group(

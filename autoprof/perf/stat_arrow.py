@@ -54,6 +54,33 @@ class Counts:
         return len(self.value)
 
 
+def totals(values: dict[str, float]) -> Counts:
+    """One total per event, counted all the time, with no interval, CPU or unit: the Counts
+    of a counter other than perf (`profile --emulate`), so that aggregate maps them as perf's."""
+    n = len(values)
+    names = list(values)
+
+    def minus() -> np.ndarray:
+        return np.full(n, -1, np.int64)
+
+    return Counts(
+        time=np.full(n, np.nan),
+        cpu=minus(),
+        socket=minus(),
+        core=minus(),
+        node=minus(),
+        value=np.asarray(list(values.values()), np.float64),
+        state=np.full(n, CountState.COUNTED.code, np.int8),
+        percent=np.full(n, 100.0),
+        event_codes=np.arange(n, dtype=np.int64),
+        events=names,
+        instances=[None] * n,
+        bases=names,
+        unit_codes=np.zeros(n, np.int64),
+        units=[None],
+    )
+
+
 # perf.csv is read this many bytes at a time (about 60k lines), rounded to whole intervals:
 # a run's memory is that of a chunk, whatever the length of its file
 CHUNK_BYTES = 1 << 22

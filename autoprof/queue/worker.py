@@ -26,13 +26,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -54,11 +56,12 @@ from autoprof.queue.model import JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
 from autoprof.run.planning import Planned
 from autoprof.run.runner import stop_leftovers
-from autoprof.util.owned import own_folder
+from autoprof.util.owned import open_file, own_folder
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran
 PLAN_KEY_TTL_S = 30 * 86400
 HEARTBEAT_MISSES = 3  # a started job is abandoned after this many heartbeats go missing
+WORKER_LOCK = ".worker.lock"  # in the work folder: one worker there at a time
 
 
 @dataclass(frozen=True)
@@ -347,6 +350,37 @@ def work(
     keep_private()  # the store's and the queue's passwords: no workload reads them here
     # perf's files, by name: a folder this user's alone, by its resolved name
     settings = replace(settings, workdir=own_folder(settings.workdir))
+    with _only_worker(settings):
+        return _work(conn, redis_text, settings, extra_queues, heartbeat_s, maintenance_s, burst)
+
+
+@contextlib.contextmanager
+def _only_worker(settings: Settings) -> Iterator[None]:
+    """Hold the work folder's lock (the folder defaults to one per --hostname): a second worker
+    there would take the first's running perf for a dead worker's leftover and kill it, and its
+    job would store a repeat perf did not count whole (issue #38, point 10). The lock goes with
+    the worker and its work horse, whichever ends last."""
+    path = settings.workdir / WORKER_LOCK
+    with open(open_file(path, os.O_WRONLY | os.O_CREAT), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AutoprofError(
+                f"another worker runs in {settings.workdir} (--hostname {settings.hostname}): "
+                "one worker per work folder (give this one another --hostname or --workdir)"
+            ) from None
+        yield
+
+
+def _work(
+    conn: Redis,
+    redis_text: str,
+    settings: Settings,
+    extra_queues: list[str],
+    heartbeat_s: int,
+    maintenance_s: int,
+    burst: bool,
+) -> bool:
     stop_leftovers(settings.workdir)  # a previous worker here was killed mid-job
     queues = queue_names(settings.hostname, extra_queues)
     with connection.errors(redis_text):

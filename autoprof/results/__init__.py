@@ -362,6 +362,32 @@ def write_csv(frame: pd.DataFrame, path: str | Path | IO[str]) -> str:
     return writer.sha256
 
 
+_TAIL_BYTES = 1 << 16
+
+
+def check_whole(path: str | Path) -> None:
+    """ValueError when the file's last line is cut short: fewer fields than the header, or,
+    in a file of autoprof's columns, no line end after it (a disk filled, a copy cut). pandas
+    reads such a line with its missing fields empty, and a wrong count went unnoticed (issue
+    #38, point 9); every reader of a results file checks this first, so all refuse it alike."""
+    with open(path, "rb") as file:
+        header = next(csv.reader([file.readline().decode("utf-8", "replace")]), [])
+        size = file.seek(0, os.SEEK_END)
+        file.seek(max(0, size - _TAIL_BYTES))
+        tail = file.read()
+    if size == 0:
+        return  # empty: its readers say so
+    if not tail.endswith(b"\n") and set(EXTRA_COLUMNS) <= set(header):
+        # autoprof ends every line (autoperf's own files may lack the last line's end)
+        raise ValueError("its last line is cut short (no line end): the file is truncated")
+    last = tail.rstrip(b"\r\n").rsplit(b"\n", 1)[-1].rstrip(b"\r").decode("utf-8", "replace")
+    fields = next(csv.reader([last]), [])
+    if header and fields != header and len(fields) != len(header):
+        raise ValueError(
+            f"its last line has {len(fields)} of {len(header)} fields: the file is truncated"
+        )
+
+
 def read_csv(
     path: str | Path, columns: list[str] | None = None, categorical: bool = False
 ) -> pd.DataFrame:
@@ -373,6 +399,7 @@ def read_csv(
     """
     import pandas as pd
 
+    check_whole(path)
     wanted = COLUMNS if columns is None else [c for c in COLUMNS if c in columns]
     text = "category" if categorical else "string"
     frame = pd.read_csv(
@@ -416,6 +443,7 @@ def read_chunks(
     missing = [c for c in AUTOPERF_COLUMNS if c not in header]
     if missing:
         raise ValueError(f"results frame lacks columns: {', '.join(missing)}")
+    check_whole(path)
     return ResultsChunks(path, block_size or CHUNK_BYTES, check_cells)
 
 

@@ -156,7 +156,7 @@ def _aggregate(
     if manifest.options.regions:
         state.region_state = regions.Regions(out, manifest.options.regions)
     mapper = None
-    for kind, item, problems in prefetched(_pieces(out, state)):
+    for kind, item, problems in prefetched(_pieces(out, state, manifest.options.emulate)):
         broken.extend(problems)
         if kind == _CHUNK and mapper is not None:
             lines += len(item) if item is not None else 0
@@ -206,13 +206,18 @@ class _RunState:
 _RUN, _THREAD, _CHUNK = "run", "thread", "chunk"
 
 
-def _pieces(out: Path, state: _RunState) -> Iterator[tuple[str, Any, list[BrokenFile]]]:
+def _pieces(
+    out: Path, state: _RunState, emulated: bool = False
+) -> Iterator[tuple[str, Any, list[BrokenFile]]]:
     """The finished runs as a flat stream: (_RUN, record, problems) then a (_CHUNK, Counts or
-    None, problems) per chunk of its perf.csv; a broken run.json comes as (_RUN, None,
-    problems)."""
+    None, problems) per chunk of its perf.csv (an `emulated` profile's: one chunk of its
+    emulated.json); a broken run.json comes as (_RUN, None, problems)."""
     for folder, record, bad in _finished(out, state):
         yield _RUN, record, bad
         if record is None:
+            continue
+        if emulated:
+            yield _CHUNK, *_emulated_counts(folder, folder.relative_to(out), record, state)
             continue
         counted: list[threads.ThreadRecord | None] = [*record.threads] or [None]
         for thread in counted:
@@ -360,6 +365,24 @@ def _read_chunks(
         yield None, [BrokenFile(name, f"... and {extra} more lines")]
     if not lines and first is not None:
         _broken(state, record, f"{file} holds no count of perf's: {first}")
+
+
+def _emulated_counts(
+    folder: Path, rel: Path, record: outdir.RunRecord, state: _RunState
+) -> tuple[stat_arrow.Counts | None, list[BrokenFile]]:
+    """An emulated run's counts (`outdir.EMULATED`) in perf's shape, or (None, [why]) when its
+    file is missing (a run that counted, noted in `state` as broken) or unreadable."""
+    name = str(rel / outdir.EMULATED)
+    try:
+        return stat_arrow.totals(outdir.read_emulated(folder).counts), []
+    except FileNotFoundError:
+        if record.status not in (RunStatus.OK, RunStatus.WORKLOAD_FAILED):
+            return None, []  # it failed, and says why
+        problem = "missing"
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        problem = outdir.one_line(err)
+    _broken(state, record, f"{outdir.EMULATED}: {problem}")
+    return None, [BrokenFile(name, problem)]
 
 
 def _broken(state: _RunState, record: outdir.RunRecord, reason: str) -> None:

@@ -149,9 +149,7 @@ def build(
             not_counted=not_counted,
             idle_intervals=idle,
             not_supported=[
-                NotSupported(
-                    e, p, unsupported_reasons.get((e, p)) or "perf printed <not supported>"
-                )
+                NotSupported(e, p, unsupported_reasons.get((e, p)) or PERF_NOT_SUPPORTED)
                 for e, p in tally.not_supported
             ],
             modifiers=modifiers,

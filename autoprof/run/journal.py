@@ -63,20 +63,27 @@ class Entry:
 
 def read(out: Path) -> list[Entry]:
     """The entries of `out`'s journal in the order written; lines cut short are skipped."""
+    return [entry for entry in _lines(out) if isinstance(entry, Entry)]
+
+
+def unreadable(out: Path) -> list[int]:
+    """The numbers of the journal's lines `read` skipped (cut short by a crash, or garbage):
+    `aggregate` says so."""
+    return [n for n, entry in enumerate(_lines(out), 1) if entry is None]
+
+
+def _lines(out: Path) -> list[Entry | None]:
+    """Each line of `out`'s journal: its entry, or None where it cannot be read."""
     path = out / outdir.JOURNAL
     if not path.exists():
         return []
-    entries = []
-    for line in path.read_text().splitlines():
+    found: list[Entry | None] = []
+    for line in path.read_text(errors="replace").splitlines():
         try:
-            data = records.loads(line)
-        except ValueError:
-            continue  # a line cut short by a crash
-        try:
-            entries.append(Entry.from_json(data, path))
+            found.append(Entry.from_json(records.loads(line), path))
         except (KeyError, TypeError, ValueError, AttributeError):
-            continue
-    return entries
+            found.append(None)  # a line cut short by a crash, or not autoprof's
+    return found
 
 
 def finished(out: Path) -> set[tuple[int, int]]:

@@ -12,6 +12,7 @@ nothing heavy: `autoprof --help` reads it.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +119,17 @@ class ProfileOptions(Declared):
         help="Count every event in user mode only (perf's :u, each event named NAME:u): what "
         "perf counts for a user who is not root when kernel.perf_event_paranoid is 2.",
     )
+    emulate: bool = declare(
+        False,
+        measures=True,
+        flags=("--emulate",),
+        spec=True,
+        help="Count under an emulator, exactly and without a PMU: valgrind's cachegrind for "
+        "this machine's programs, QEMU user mode for another architecture's (slower; totals "
+        "only, no intervals; see REFERENCE.md). Events: instructions:u, and with cachegrind "
+        "loads, stores, branches and a cache model's misses (profile: all of them unless -e "
+        "names some; bench: instructions:u unless -e adds more).",
+    )
     timeout: float | None = declare(
         None,
         flags=("--timeout",),
@@ -140,8 +152,8 @@ class ProfileOptions(Declared):
         flags=("--anchor",),
         metavar="EVENT",
         spec=True,
-        help="Count this software event (task-clock) in every run, so analyses can normalise "
-        "events of different runs by it.",
+        help="Count this event in every run (task-clock; a hardware one holds a counter in "
+        "every run), so analyses can normalise events of different runs by it.",
     )
     regions: tuple[str, ...] = declare(
         (),
@@ -215,6 +227,8 @@ class ProfileOptions(Declared):
     def __post_init__(self) -> None:
         if isinstance(self.regions, list):  # from JSON: a manifest, a job spec
             object.__setattr__(self, "regions", tuple(self.regions))
+        if self.emulate and self.interval_ms is not None:  # an emulator gives totals only
+            object.__setattr__(self, "interval_ms", None)
 
     @property
     def attached(self) -> bool:
@@ -244,6 +258,8 @@ class ProfileOptions(Declared):
                     found = f"{flag}: {err}"
         if found is None and self.regions:
             found = _regions_problem(self)
+        if found is None and self.emulate:
+            found = _emulate_problem(self)
         if found is None and self.per_thread and (self.attached or self.system_scope):
             found = "--per-thread counts the threads of a command: not with -p, --cgroup, -a"
             found += " or --cpu-list"
@@ -259,7 +275,7 @@ class ProfileOptions(Declared):
         # all modes, all threads together, anywhere: as every manifest written before says
         skip |= {
             name
-            for name in ("user", "per_thread", "pin", "core_type", "regions")
+            for name in ("user", "per_thread", "pin", "core_type", "regions", "emulate")
             if not getattr(self, name)
         }
         return {
@@ -267,6 +283,25 @@ class ProfileOptions(Declared):
             for f, option in option_fields(ProfileOptions)
             if option.recorded and f.name not in skip
         }
+
+    def as_flags(self) -> str:
+        """What the manifest records, as the flags that give it (`--interval 100 --repeat 3
+        --system-wide`): how a person reads a profile's options (the web's run page). A switch
+        shows when on, an unset value not at all; a split profile adds its part."""
+        recorded = self.to_json()
+        words: list[str] = []
+        for f, option in option_fields(ProfileOptions):
+            value = getattr(self, f.name)
+            if f.name not in recorded or not option.flags or value is None or value is False:
+                continue
+            flag = option.flags[-1]
+            if value is True:
+                words.append(flag)
+            else:
+                for one in value if isinstance(value, tuple) else (value,):
+                    words += [flag, str(one)]
+        text = shlex.join(words)
+        return f"{text} (part {self.part} of {self.parts})" if self.parts > 1 else text
 
     def spec_json(self) -> dict[str, Any]:
         """What a job spec carries (`queue.spec`): the options a submitter may set."""
@@ -294,6 +329,23 @@ def _regions_problem(options: ProfileOptions) -> str | None:
             "--region counts the whole process tree while a thread is inside: not with --per-thread"
         )
     return None
+
+
+def _emulate_problem(options: ProfileOptions) -> str | None:
+    """--emulate runs the command under an emulator that counts that command's user-mode code,
+    the same on any CPU: no target to attach to, no CPUs, threads or regions."""
+    clashes = {
+        "-p, --cgroup, --duration": options.attached,
+        "-a, --cpu-list": options.system_scope,
+        "--per-thread": options.per_thread,
+        "--region": bool(options.regions),
+        "--pin, --core-type": bool(options.pin or options.core_type),
+        "--anchor": bool(options.anchor),
+    }
+    given = [flags for flags, on in clashes.items() if on]
+    if not given:
+        return None
+    return f"--emulate counts a command's own user-mode code under an emulator: not with {given[0]}"
 
 
 def measuring_fields() -> tuple[str, ...]:

@@ -8,6 +8,8 @@ Layout::
       runs/run0003-rep1/      one folder per (run, repeat); 1-based numbers
         run.json              RunRecord: events, perf argv, times, exit codes, status
         perf.csv              perf stat -x output, exactly as perf wrote it
+        emulated.json         --emulate: EmulatedCounts, what the emulator counted (no perf.csv)
+        cachegrind.out.PID    --emulate: the emulator's own output (valgrind.log.PID its log)
         perf-TID.csv          --per-thread: the output of each other thread's perf
         stdout.txt            the workload's standard output
         stderr.txt            the workload's standard error (and perf's own messages)
@@ -55,6 +57,7 @@ STDERR = "stderr.txt"
 RESULTS = "results.csv"
 REPORT = "report.json"
 LOCK = ".lock"  # held (flock) by the profile writing the folder: `Running` is written in it
+EMULATED = "emulated.json"  # profile --emulate: a run's counts, in place of perf.csv
 BENCH = "bench.json"  # a benchmark's document (`autoprof bench -o`): the folder is no profile
 
 
@@ -166,7 +169,7 @@ class RunRecord:
     run: int
     repeat: int
     events: list[EventRef]
-    perf_argv: list[str]
+    perf_argv: list[str]  # what counted: perf, or the emulator (profile --emulate)
     start: str = ""  # ISO 8601, UTC
     end: str = ""
     elapsed_s: float = 0.0
@@ -224,6 +227,50 @@ class RunRecord:
             "unsupported": unsupported,
         }
         return cls(**{"perf_argv": [], **known_fields(cls, data), **required})
+
+
+@dataclass
+class EmulatedCounts:
+    """What an emulator counted in one run of `profile --emulate` (`run.emulated`), in place
+    of perf's output: each event's count, and the wall time of the emulated run and of a
+    native run of the same command just before it (their ratio is the emulation's slowdown;
+    None when the native run failed)."""
+
+    engine: str
+    counts: dict[str, float]
+    wall_s: float
+    native_wall_s: float | None = None
+
+    FORMAT: ClassVar[int] = 1
+
+    @property
+    def slowdown(self) -> float | None:
+        native = self.native_wall_s
+        return self.wall_s / native if native else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: object = EMULATED) -> EmulatedCounts:
+        """Raises NewerFormat for a newer file, KeyError/TypeError/ValueError for another."""
+        file_format(data, cls.FORMAT, path)
+        counts = {str(k): float(v) for k, v in data["counts"].items()}
+        return cls(**{**known_fields(cls, data), "counts": counts})
+
+
+def write_emulated(folder: Path, counts: EmulatedCounts) -> None:
+    write_json(folder / EMULATED, counts.to_json())
+
+
+def read_emulated(folder: Path) -> EmulatedCounts:
+    """An emulated run's counts; OSError, ValueError, KeyError or TypeError for a missing or
+    broken file (aggregate lists those), NewerFormat for a newer one."""
+    path = folder / EMULATED
+    try:
+        return EmulatedCounts.from_json(read_json(path), path)
+    except AttributeError as err:  # not a JSON object
+        raise TypeError(f"not an emulated run's counts: {err}") from None
 
 
 def run_folder_name(run: int, repeat: int, part: int = 1) -> str:

@@ -17,9 +17,10 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from autoprof import emulate
 from autoprof.catalog import host, machine, modifiers
 from autoprof.catalog.encoding import HYBRID_CORE_PMUS
-from autoprof.catalog.model import Catalog, Exclusion
+from autoprof.catalog.model import Catalog, Event, Exclusion
 from autoprof.errors import AutoprofError
 from autoprof.metrics import catalog as metric_catalog
 from autoprof.metrics.plan import MetricPlan, plan_metrics, unavailable_pmus
@@ -28,8 +29,9 @@ from autoprof.perf import launch
 from autoprof.run import attach, pinning, preflight
 from autoprof.run.options import CORE_TYPES
 from autoprof.run.request import Request
-from autoprof.schedule import schedule
-from autoprof.schedule.plan import SYSTEM_WIDE_ONLY, Plan
+from autoprof.schedule import rules, schedule
+from autoprof.schedule.bounds import plan_bound
+from autoprof.schedule.plan import SYSTEM_WIDE_ONLY, Placement, Plan, run_problems
 
 
 def _ignore(_: str) -> None:
@@ -55,6 +57,9 @@ class Draft:
     plan: Plan | None = None  # made by `scheduled` (or with the metric plan)
     metrics: MetricPlan | None = None
     note: Callable[[str], None] = _ignore  # what the steps say of the plan (left-out metrics)
+    # a hardware anchor planned around (`anchor_counter`): the event, the counter it takes and
+    # the catalog as it was before
+    anchored: tuple[Event, str, Catalog] | None = None
 
 
 Step = Callable[[Draft], Draft]
@@ -92,9 +97,10 @@ def catalog_for(request: Request, note: Callable[[str], None] = _ignore) -> Cata
 
 
 def chosen_events(draft: Draft) -> Draft:
-    """The events asked for by name (-e), and the anchor; every event when none is named."""
+    """The events asked for by name (-e), and the anchor; every event when none is named (an
+    emulated profile's catalog holds the chosen events already)."""
     request, anchor = draft.request, draft.request.options.anchor
-    if request.by_metrics or not request.events:
+    if request.by_metrics or not request.events or request.options.emulate:
         return draft
     names = [*request.events, *([anchor] if anchor and anchor not in request.events else [])]
     return replace(draft, catalog=host.resolve_events(draft.catalog, names))
@@ -183,8 +189,9 @@ def core_type(draft: Draft) -> Draft:
 
 
 def user_mode(draft: Draft) -> Draft:
-    """--user: every event counted in user mode only (`modifiers.user_only`)."""
-    if not draft.request.options.user:
+    """--user: every event counted in user mode only (`modifiers.user_only`); an emulator
+    counts nothing else (its events are named NAME:u already)."""
+    if not draft.request.options.user or draft.request.options.emulate:
         return draft
     return replace(draft, catalog=modifiers.user_only(draft.catalog))
 
@@ -196,23 +203,132 @@ def scheduled(draft: Draft) -> Draft:
     return draft if draft.plan is not None else replace(draft, plan=schedule(draft.catalog))
 
 
-def anchor_event(draft: Draft) -> Draft:
-    """The anchor (--anchor) is an event of the plan that needs no counter: it joins every run
-    (`run.profile.tasks`; a metric plan places it in every run itself)."""
-    anchor = draft.request.options.anchor
-    if not anchor:
-        return draft
+def _anchor(draft: Draft) -> Event | None:
+    """The event --anchor names (NAME:u with --user); None without --anchor."""
+    name = draft.request.options.anchor
+    if not name:
+        return None
     if draft.request.options.user:
-        anchor = modifiers.named(anchor, modifiers.USER)
-    found = [e for e in draft.catalog.events if anchor in (e.name, e.spec)]
+        name = modifiers.named(name, modifiers.USER)
+    found = [e for e in draft.catalog.events if name in (e.name, e.spec)]
     if not found:
-        raise AutoprofError(f"anchor event {anchor} is not an event of this machine")
-    if not draft.catalog.pmus[found[0].pmu].unconstrained:
+        raise AutoprofError(f"anchor event {name} is not an event of this machine")
+    return found[0]
+
+
+def anchor_counter(draft: Draft) -> Draft:
+    """A hardware anchor (--anchor INST_RETIRED.ANY, cycles on AMD or Arm) takes one counter in
+    every run, so the other events are planned around it: a fixed-counter anchor holds its fixed
+    counter (the events that need that one are left out, each with the reason); a generic one
+    takes a generic counter of its PMU in every run, as a reserved counter does (the TakenAlone
+    events, which want every counter, are left out). `anchor_event` then puts it in every run.
+    A software anchor needs no counter: nothing to do here."""
+    anchor = _anchor(draft)
+    if anchor is None or draft.catalog.pmus[anchor.pmu].unconstrained:
+        return draft
+    pmu = draft.catalog.pmus[anchor.pmu]
+    if anchor.leader or anchor.pair or anchor.registers or anchor.taken_alone:
         raise AutoprofError(
-            f"anchor event {anchor} needs a {found[0].pmu} counter in every run; "
-            "choose a software event such as task-clock"
+            f"anchor event {anchor.name} cannot count in every run (it leads a group, takes "
+            "two counters, a shared register or the whole PMU): choose another, such as "
+            "task-clock"
         )
-    return draft
+    if draft.request.by_metrics:
+        raise AutoprofError(
+            f"anchor event {anchor.name} needs a {anchor.pmu} counter in every run, which a "
+            "metric plan does not leave: with --metrics, anchor on a software event such as "
+            "task-clock"
+        )
+    if anchor.fixed is not None:
+        taken = f"{pmu.name}'s fixed{anchor.fixed}"
+        clash = [e for e in draft.catalog.events if e.fixed == anchor.fixed and e.pmu == pmu.name]
+    else:
+        taken = f"one of {pmu.name}'s {pmu.generic} generic counters"
+        clash = [e for e in draft.catalog.events if e.pmu == pmu.name and e.taken_alone]
+        if pmu.generic < 2 and any(e.counters for e in draft.catalog.events if e != anchor):
+            raise AutoprofError(
+                f"anchor event {anchor.name} would take the last free generic counter of "
+                f"{pmu.name} in every run, leaving none for its other events: choose a "
+                "fixed-counter or software anchor"
+            )
+        pmu = replace(pmu, generic=pmu.generic - 1, reserved=pmu.reserved + 1)
+    clash = [e for e in clash if e != anchor]
+    named = [e for e in clash if e.name in draft.request.events]
+    why = (
+        f"needs {taken}, which the anchor {anchor.name} holds in every run"
+        if anchor.fixed is not None
+        else f"takes every generic counter of {anchor.pmu} (TakenAlone), and the anchor "
+        f"{anchor.name} holds one in every run"
+    )
+    if named:
+        raise AutoprofError(f"{named[0].name} {why}")
+    catalog = draft.catalog
+    kept = Catalog(
+        catalog.cpu,
+        catalog.pmus | {pmu.name: pmu},
+        [e for e in catalog.events if e != anchor and e not in clash],
+        catalog.excluded + [Exclusion(e.name, e.pmu, why) for e in clash],
+        catalog.source,
+        catalog.note,
+    )
+    return replace(draft, catalog=kept, anchored=(anchor, taken, catalog))
+
+
+def anchor_event(draft: Draft) -> Draft:
+    """The anchor (--anchor) joins every run of the plan, as perf then counts it: a software
+    one beside the others, a hardware one on the counter `anchor_counter` kept for it, each
+    run checked again against the PMU's real counters. What a hardware anchor costs, in runs,
+    is noted. `schedule --json` lists the anchor in every run, as `profile` runs it."""
+    assert draft.plan is not None  # after `scheduled`
+    plan = draft.plan
+    if draft.anchored is None:
+        anchor = _anchor(draft)
+        if anchor is None:
+            return draft
+        for run in plan.runs:  # a metric plan has it in every run already
+            if anchor not in run.events:
+                run.placements.append(Placement(anchor, None))
+        return draft
+    anchor, taken, catalog = draft.anchored
+    pmu = catalog.pmus[anchor.pmu]
+    for number, run in enumerate(plan.runs, 1):
+        others = [p for p in run.placements if p.event.pmu != pmu.name]
+        events = [p.event for p in run.placements if p.event.pmu == pmu.name] + [anchor]
+        counters = rules.assign(pmu, events)
+        if counters is None:
+            raise AutoprofError(
+                f"anchor event {anchor.name} finds no counter of {pmu.name} free in run "
+                f"{number} (it counts on counters {sorted(anchor.counters)} only): choose "
+                "another anchor, such as task-clock"
+            )
+        run.placements[:] = others + [Placement(e, counters[i]) for i, e in enumerate(events)]
+    problems = [p for run in plan.runs for p in run_problems(run, catalog.pmus)]
+    if problems:
+        raise AssertionError(f"anchored plan invalid: {problems[0]}")
+    plain = plan_bound(catalog.pmus, catalog.events)
+    runs = len(plan.runs)
+    cost = (
+        f"as many as without it ({plain})"
+        if runs <= plain
+        else f"{runs - plain} more than the {plain} without it"
+    )
+    left = [x for x in draft.catalog.excluded if x not in catalog.excluded]
+    shown = ", ".join(x.name for x in left[:3]) + (", ..." if len(left) > 3 else "")
+    draft.note(
+        f"anchor {anchor.name} takes {taken} in every run: "
+        f"{runs} run{'s' if runs > 1 else ''}, {cost}"
+        + (f"; {len(left)} left out, each {left[0].reason}: {shown}" if left else "")
+    )
+    kept = Catalog(
+        catalog.cpu,
+        catalog.pmus,
+        [e for e in draft.catalog.events] + [anchor],
+        draft.catalog.excluded,
+        catalog.source,
+        catalog.note,
+    )
+    plan.pmus = dict(catalog.pmus)
+    return replace(draft, catalog=kept)
 
 
 def distinct_labels(draft: Draft) -> Draft:
@@ -238,6 +354,7 @@ STEPS: tuple[Step, ...] = (
     task_bound,
     core_type,
     user_mode,
+    anchor_counter,
     scheduled,
     anchor_event,
     distinct_labels,
@@ -257,10 +374,13 @@ def plan_catalog(
 
 
 def plan(request: Request, note: Callable[[str], None] = _ignore) -> Planned:
-    """The request's plan on the machine it names (this one, or --cpu's). `note` hears what
-    planning says (a CPU no event data knows, a kernel without a hardware PMU, metrics left
-    out)."""
-    return plan_catalog(catalog_for(request.check(), note), request, note)
+    """The request's plan on the machine it names (this one, or --cpu's), or, with --emulate,
+    on the emulator the command needs (`emulate.catalog`). `note` hears what planning says (a
+    CPU no event data knows, a kernel without a hardware PMU, metrics left out)."""
+    request = request.check()
+    if request.options.emulate:
+        return plan_catalog(emulate.catalog(request.command, request.events), request, note)
+    return plan_catalog(catalog_for(request, note), request, note)
 
 
 def plan_json(planned: Planned) -> str:
@@ -271,8 +391,12 @@ def plan_json(planned: Planned) -> str:
 def check(request: Request, planned: Planned) -> list[str]:
     """That this machine can run the planned profile: raises AutoprofError (one line) for what
     cannot work (perf unusable, CPUs the machine lacks, a catalog of another CPU, hardware
-    events without a PMU, the command or target not found); returns the warnings."""
+    events without a PMU, the command or target not found); returns the warnings. An
+    emulated profile needs no perf and no counter: only its command."""
     options = request.options
+    if options.emulate:
+        launch.resolve(request.command[0])
+        return []
     findings = preflight.check(
         system_wide=options.system_wide or bool(options.cpu_list or options.cgroup),
         kernel=False,

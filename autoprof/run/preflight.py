@@ -19,13 +19,13 @@ quietly counts user space only (`task-clock:u`) and refuses `-a`.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from autoprof.catalog import machine, perfnames
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
+from autoprof.perf import command as perf_command
 
 FATAL = "fatal"
 WARNING = "warning"
@@ -66,7 +66,7 @@ class System:
 def read_system(proc: Path = machine.PROC, sys: Path = Path("/sys")) -> System:
     """The machine's settings (`catalog.machine` reads them: the only I/O of this module)."""
     return System(
-        perf=shutil.which("perf"),
+        perf=perf_command.installed(),
         paranoid=machine.perf_event_paranoid(proc),
         kptr_restrict=machine.kptr_restrict(proc),
         nmi_watchdog=machine.nmi_watchdog(proc),

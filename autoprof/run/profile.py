@@ -18,14 +18,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from autoprof import __version__
-from autoprof.catalog import machine, modifiers
+from autoprof import __version__, emulate
+from autoprof.catalog import machine
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Catalog
-from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf.launch import control_args
 from autoprof.run import attach, outdir
+from autoprof.run.emulated import EmulatedRunner
 from autoprof.run.journal import finished
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import Manifest, RunRecord
@@ -61,21 +61,21 @@ class Outcome:
 
 
 def tasks(plan: Plan, options: ProfileOptions) -> Iterator[Task]:
-    """The (run, repeat) tasks of this part (all of them for a plain profile), each with the
-    anchor event added to the runs the plan did not put it in; made as the runner asks."""
-    name = options.anchor
-    if name and options.user:
-        name = modifiers.named(name, modifiers.USER)
-    anchor = [e for run in plan.runs for e in run.events if name in (e.name, e.spec)]
-    if options.anchor and not anchor:
-        raise AutoprofError(f"anchor event {options.anchor} is not in the plan")
-    runs = [
-        tuple(run.events) + tuple(e for e in anchor if e not in run.events) for run in plan.runs
-    ]
+    """The (run, repeat) tasks of this part (all of them for a plain profile), each counting
+    its run's events as the plan lists them (the anchor is in every run there); made as the
+    runner asks."""
     return (
-        Task(run, rep, runs[run - 1])
+        Task(run, rep, tuple(plan.runs[run - 1].events))
         for run, rep in outdir.planned(len(plan.runs), options.repeat, options.part, options.parts)
     )
+
+
+def already_done(out: Path, plan: Plan, options: ProfileOptions) -> tuple[int, int]:
+    """(how many of this part's (run, repeat) pairs `out` holds finished already, how many it
+    has): what a resume skips (none with --force, which runs them again)."""
+    done = set() if options.force else finished(out)
+    pairs = [(task.run, task.repeat) for task in tasks(plan, options)]
+    return sum(pair in done for pair in pairs), len(pairs)
 
 
 # what `dry_run` prints for the values only a run knows: the pid of the workload autoprof starts
@@ -87,9 +87,28 @@ DRY_RUN_NOTE = (
 )
 
 
+def regions_note(options: ProfileOptions) -> str:
+    """What a dry run says of --region: the command's marker channel, and no run more."""
+    from autoprof.markers import ENV
+    from autoprof.run.regions import CHANNEL_FD
+
+    named = ", ".join(options.regions)
+    return (
+        f"regions {named}: COMMAND runs with {ENV}={CHANNEL_FD} (its markers' channel, or the "
+        "next free descriptor); every run below counts them too, no run more"
+    )
+
+
 def dry_run(out: Path, command: list[str], plan: Plan, options: ProfileOptions) -> list[list[str]]:
     """The argv of every run this profile would execute, exactly as `Runner` executes them, with
-    `DRY_RUN_PLACEHOLDERS` for the workload's pid and perf's control pipe."""
+    `DRY_RUN_PLACEHOLDERS` for the workload's pid and perf's control pipe (--emulate: the
+    emulator's, as `EmulatedRunner` runs it after the command's native run)."""
+    if options.emulate:  # the emulator's command line, in each run's folder
+        engine = emulate.engine_for(command)
+        return [
+            engine.argv(command, [e.name for e in t.events], outdir.run_dir(out, t.run, t.repeat))
+            for t in tasks(plan, options)
+        ]
     perf = perf_command.perf_path()
     found = []
     for t in tasks(plan, options):
@@ -168,7 +187,8 @@ def profile(
         outdir.write_manifest(out, manifest)
     if options.attached:
         attach.start(out, manifest, options, resume)
-    records = Runner(out, command, options, on_event, env).run_all(tasks(plan, options))
+    runner = EmulatedRunner if options.emulate else Runner
+    records = runner(out, command, options, on_event, env).run_all(tasks(plan, options))
     if options.attached:
         attach.record_runs(out, manifest, records, options)
     done = finished(out)

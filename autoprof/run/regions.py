@@ -180,9 +180,10 @@ class Tally:
         if self.active[name] == 0:
             region = self.record.regions[name]
             start = self.since.pop(name)
-            region.readings = [
-                acc + (b - a) for acc, a, b in zip(region.readings, start, now, strict=True)
-            ]
+            if len(start) == len(now) == len(region.readings):  # else the reads failed: no counts
+                region.readings = [
+                    acc + (b - a) for acc, a, b in zip(region.readings, start, now, strict=True)
+                ]
 
     def end(self, now: list[Reading]) -> RegionsRecord:
         """The record once the workload has ended (`now`: the final readings): a region still
@@ -260,7 +261,10 @@ class Relay:
                 return
             if not message:
                 return  # every copy of the workload's end is closed
-            self.tally.mark(message, self._read())
+            try:
+                self.tally.mark(message, self._read())
+            except Exception as err:  # never leave the marking thread waiting for its answer
+                self.error = self.error or f"region accounting failed: {err}"
             with contextlib.suppress(OSError):
                 self._ours.send(ACK)
 

@@ -55,6 +55,10 @@ class Request:
         """What is wrong with this request, in one line (None when nothing is)."""
         if self.by_metrics and self.events:
             return "give events (-e, --events) or --metrics, not both"
+        if self.options.emulate and (self.by_metrics or self.cpu):
+            return "--emulate counts the emulator's events: not with --metrics or --cpu"
+        if self.options.emulate and not self.command:
+            return "--emulate counts a command: give -- COMMAND"
         if self.by_metrics and self.options.user:
             return (
                 "--user counts events in user mode: give it with events (-e), not --metrics "

@@ -228,9 +228,8 @@ class Runner:
     def _folder(self, record: RunRecord) -> Path:
         return outdir.run_dir(self.out, record.run, record.repeat, record.part)
 
-    def _invoke(self, task: Task, events: list[Event], part: int) -> tuple[RunRecord, str]:
-        """Run perf once; the record (its processes noted in the lock file as they start, so
-        that `stop_leftovers` can find them; the caller writes the record) and perf's stderr."""
+    def _fresh_folder(self, task: Task, part: int) -> Path:
+        """The run's folder, made empty."""
         folder = outdir.run_dir(self.out, task.run, task.repeat, part)
         try:  # one system call a run where two or three would look first
             folder.mkdir(owned.FOLDER_MODE)
@@ -240,6 +239,12 @@ class Runner:
         except FileNotFoundError:  # the first run: runs/ is made now
             folder.parent.mkdir(owned.FOLDER_MODE, exist_ok=True)
             folder.mkdir(owned.FOLDER_MODE)
+        return folder
+
+    def _invoke(self, task: Task, events: list[Event], part: int) -> tuple[RunRecord, str]:
+        """Run perf once; the record (its processes noted in the lock file as they start, so
+        that `stop_leftovers` can find them; the caller writes the record) and perf's stderr."""
+        folder = self._fresh_folder(task, part)
         argv = perf_argv(folder, events, self.command, self.options, self.perf)
         record = RunRecord(
             run=task.run,
@@ -356,17 +361,7 @@ class Runner:
         proc: subprocess.Popen | None = None
         try:
             with self.stopper.deferred():  # a signal now is raised once perf's pid is known
-                try:
-                    proc = subprocess.Popen(
-                        argv,
-                        stdout=out,
-                        stderr=err,
-                        stdin=subprocess.DEVNULL,
-                        env=perf_env(self.env, record),
-                        start_new_session=True,
-                    )
-                except OSError as error:
-                    raise AutoprofError(f"cannot start perf: {error}") from None
+                proc = process.start_perf(argv, out, err, perf_env(self.env, record))
                 record.perf_pid = proc.pid
                 self._note_running(record)
             return proc.wait(timeout=self.options.timeout)

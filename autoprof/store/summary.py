@@ -36,7 +36,8 @@ from autoprof.store.queries import find_run
 from autoprof.util.heap import release_free_memory
 from autoprof.util.prefetch import prefetched
 
-VERSION = 2  # 2: a run's region rows kept out of the whole program's analysis, and shown apart
+VERSION = 3  # 2: a run's region rows kept out of the whole program's analysis, and shown apart;
+# 3: stats' mean and cv over the counted intervals of all executions, and each event's unit
 ANALYSIS = "analysis"  # its "regions": the whole program and each region side by side
 TIMELINE = "timeline:"  # + the event's name
 CHART_POINTS = 1000  # a chart is about this many pixels wide: more points show nothing more
@@ -322,6 +323,7 @@ class _Pass:
         facts = pd.DataFrame(
             {
                 "pmu": [lines.pairs[p][1] for p in present_order],
+                "unit": [lines.units.get(lines.pairs[p][0]) for p in present_order],
                 "rows": self.rows[present_order],
                 "samples": self.samples[present_order],
                 "min_percent_running": self.min_percent[present_order],

@@ -68,3 +68,15 @@ def process(
         check=check,
         **kwargs,
     )
+
+
+def one_error_line(result: CliResult | subprocess.CompletedProcess, *says: str) -> str:
+    """The contract for bad input (docs/REFERENCE.md, Usage): status 2, one `autoprof: error:`
+    line on stderr, no traceback; each of `says` in it. Returns the line."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), result.stderr
+    for text in says:
+        assert text in lines[0], lines[0]
+    return lines[0]

@@ -76,6 +76,15 @@ def own_folder(path: Path) -> Path:
     """`path` created if missing (each new folder FOLDER_MODE) and checked as the module says;
     returns it resolved, the name to open everything through. AutoprofError in one line when
     another user could change it."""
+    given = Path(os.path.abspath(path))
+    for link in (given, *given.parents):  # another user's link chooses where autoprof writes
+        with contextlib.suppress(OSError):
+            info = os.lstat(link)
+            if stat.S_ISLNK(info.st_mode) and info.st_uid not in (0, os.geteuid()):
+                raise AutoprofError(
+                    f"{path}: {link} is a symbolic link of {_user(info.st_uid)}: refused "
+                    "(another user chooses where it leads)"
+                )
     resolved = Path(os.path.realpath(path))
     missing = [p for p in (resolved, *resolved.parents) if not os.path.lexists(p)]
     for folder in reversed(missing):

@@ -76,7 +76,13 @@ def run_metrics(frame: pd.DataFrame, machine: dict[str, Any]) -> dict[str, Any]:
     names = {c for m in metrics for c in m.constants.values()}
     known, sources = constants.gather(machine, found.cpu, {}, names)
     values = metric_values.compute(frame, metrics, known)
-    shown = metric_values.Metrics(values, found.title, refines=found.refines, sources=sources)
+    shown = metric_values.Metrics(
+        values,
+        found.title,
+        refines=found.refines,
+        sources=sources,
+        hardware=metric_values.counted_hardware(frame),
+    )
     rows = [
         {
             "name": row.node.shown,

@@ -108,6 +108,7 @@ class JobRequest:
     per_thread: bool = False
     pin: str | None = None
     core_type: str | None = None
+    emulate: bool = False  # profile under an emulator (--emulate): exact, no PMU needed
 
     @property
     def options(self) -> ProfileOptions:
@@ -119,6 +120,7 @@ class JobRequest:
             per_thread=self.per_thread,
             pin=self.pin,
             core_type=self.core_type,
+            emulate=self.emulate,
         )
         if self.pid is not None:  # every group watches the running process for `duration`
             options = replace(options, pids=str(self.pid), duration=self.duration)
@@ -161,7 +163,10 @@ class JobRequest:
         if not (isinstance(events, list) and all(isinstance(e, str) for e in events)):
             raise AutoprofError("events: expected a list of event names")
         events = [e for e in events if e.strip()]
-        if tool != "record" and not events:
+        emulate = data.get("emulate") in (True, "on", "true")
+        if emulate and tool != "profile":
+            raise AutoprofError("emulate: an emulator gives totals; choose the profile tool")
+        if tool != "record" and not events and not emulate:  # emulated: the emulator's all
             raise AutoprofError("choose at least one event")
         request = cls(
             tool=tool,
@@ -178,6 +183,7 @@ class JobRequest:
             per_thread=data.get("per_thread") in (True, "on", "true"),
             pin=str(data.get("pin") or "").strip() or None,
             core_type=str(data.get("core_type") or "").strip() or None,
+            emulate=emulate,
         )
         request.measurement().check()  # the CLI's limits (run.options), in its words
         return request

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from autoprof.analysis.stats import COLUMNS_NOTE
 from autoprof.catalog.model import Catalog
 from autoprof.errors import AutoprofError
 from autoprof.run.options import ProfileOptions
@@ -95,7 +96,7 @@ def _overview(request: Request) -> dict:
 
 
 def run_html(request: Request) -> Response:
-    return page(request, "run.html", run=_overview(request))
+    return page(request, "run.html", run=_overview(request), columns_note=COLUMNS_NOTE)
 
 
 def api_run(request: Request) -> Response:
@@ -282,6 +283,7 @@ def _where_fields(options: ProfileOptions) -> dict:
         "per_thread": options.per_thread,
         "pin": options.pin or "",
         "core_type": options.core_type or "",
+        "emulate": options.emulate,
     }
 
 

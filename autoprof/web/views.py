@@ -7,6 +7,7 @@ SQL per series, a chart's series is summed per interval and cut to a chart's wid
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -18,6 +19,7 @@ from sqlalchemy import Connection, case, func, select
 
 from autoprof.errors import AutoprofError
 from autoprof.results.sanity_report import Report
+from autoprof.run.options import ProfileOptions
 from autoprof.store import queries
 from autoprof.store.models import Measurement, Run, RunPart, Series
 from autoprof.store.summary import CHART_POINTS, Line, timelines
@@ -230,12 +232,22 @@ def run_overview(conn: Connection, ident: str) -> dict[str, Any]:
         report = _stored_report(part["report"])
         part["report"] = report.to_json() if report else None  # the current format, for display
         part["sanity"] = report.flags() if report else {}
+        part["flags"] = _flags(part["options"])
     details["plan"] = {"runs": len(plan.get("runs", [])), "lower_bound": plan.get("lower_bound")}
     details["plan_runs"] = [
         [e.get("name") for e in run.get("events", [])] for run in plan.get("runs", [])
     ]
     details["command_line"] = conn.scalar(select(Run.command_line).where(Run.uuid == uuid))
     return details
+
+
+def _flags(recorded: Any) -> str:
+    """A part's options as their flags; a stored record autoprof would not have written (a
+    value of the wrong type) as its JSON."""
+    options = ProfileOptions.from_json(recorded) if isinstance(recorded, dict) else None
+    if options is None or options.problem() is not None:
+        return json.dumps(recorded)
+    return options.as_flags()
 
 
 def run_machine(conn: Connection, uuid: str) -> dict[str, Any]:

@@ -118,7 +118,7 @@ async function initRun() {
     fillEventTable(analysis.stats);
     const stats = document.getElementById("stats");
     stats.replaceChildren(analysis.stats.length ? table(analysis.stats,
-      ["event", "pmu", "runs", "repeats", "rows", "samples", "intervals", "total", "mean", "cv", "min_percent_running"])
+      ["event", "pmu", "unit", "runs", "repeats", "rows", "samples", "intervals", "total", "mean", "cv", "min_percent_running"])
       : el("p", "no stats"));
     ["regions", "threads"].forEach((kind) => {  // side by side: the whole program and each
       const sides = analysis[kind];
@@ -223,6 +223,7 @@ async function initNew() {
     const body = Object.fromEntries(["tool", "command", "env", "pid", "duration", "interval_ms", "repeat", "tags",
       "regions", "pin", "core_type"].map((k) => [k, form.get(k)]));
     body.per_thread = form.get("per_thread") === "on";
+    body.emulate = form.get("emulate") === "on";
     body.pid = body.pid ? Number(body.pid) : null;
     body.events = [...chosen];
     const error = document.getElementById("form-error");

@@ -1,0 +1,63 @@
+"""What autoprof asks perf outside a profile: its version, the tracepoints it lists, and whether
+a group of events counts (the counters probe, `catalog.probe`). Each question is one perf call
+and its answer read here, so the catalog knows perf's formats through this module alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+from autoprof.perf.command import installed
+
+_TRACEPOINT = re.compile(r"[\w-]+:[\w-]+")  # subsystem:event
+
+
+def _ask(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
+    """perf's answer in the C locale (its numbers unformatted); None where it cannot run."""
+    try:
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, "LC_ALL": "C"}
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def version() -> str:
+    """perf's version ("6.1.158"); "" without perf."""
+    perf = installed()
+    found = _ask([perf, "--version"], 20) if perf else None
+    return found.stdout.strip().removeprefix("perf version ").strip() if found else ""
+
+
+def tracepoints() -> list[str]:
+    """``subsystem:event`` for every tracepoint `perf list` names (perf mounts tracefs first
+    where it may: root); empty without perf or when it lists none."""
+    perf = installed()
+    found = _ask([perf, "list", "--raw-dump", "tracepoint"], 60) if perf else None
+    return sorted(w for w in found.stdout.split() if _TRACEPOINT.fullmatch(w)) if found else []
+
+
+def group_counts(perf: str, event: str, size: int) -> bool:
+    """Whether a group of `size` copies of `event` counts, every copy all of the time (user
+    mode only, counting perf's own `--version`)."""
+    group = "{" + ",".join([event] * size) + "}:u"
+    found = _ask([perf, "stat", "-x,", "-e", group, "--", perf, "--version"], 60)
+    return found is not None and group_counted(found.stderr, size)
+
+
+def group_counted(output: str, size: int) -> bool:
+    """Whether perf's `-x,` output of a group of `size` events shows every one counted all of
+    the time (a refused group: `<not counted>` lines and the refused one `<not supported>`)."""
+    # value,unit,event,run time,percent,...: one line per event of the group
+    rows = [line.split(",") for line in output.splitlines() if line.count(",") >= 4]
+    counted = [r for r in rows if r[0].replace(".", "").isdigit() and _full(r[4])]
+    return len(rows) == size == len(counted)
+
+
+def _full(percent: str) -> bool:
+    try:
+        return float(percent) >= 100.0
+    except ValueError:
+        return True  # perf leaves it empty when the event ran all the time

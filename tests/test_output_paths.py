@@ -1,0 +1,51 @@
+"""An output path the user gives (`commands.common.existing_parent`, the SQLite store's file):
+a typo'd parent folder is one line, never a tree of folders made silently (#41); a folder given
+to `runs export -o` gets the file by its usual name."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoprof.run import outdir
+from autoprof.testing.cli import invoke, one_error_line
+from autoprof.testing.synthetic_out import make_out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["profile", "-e", "task-clock", "-o", "{missing}/out", "--", "true"],
+        ["record", "-o", "{missing}/rec", "--", "true"],
+        ["memory", "-o", "{missing}/mem", "--", "true"],
+        ["bench", "-n", "2", "--export-json", "{missing}/b.json", "--", "true"],
+        ["runs", "export", "x", "-o", "{missing}/r.csv"],
+        ["callgraph", "rec", "-o", "{missing}/g.svg"],
+        ["demo", "-o", "{missing}/demo"],
+    ],
+)
+def test_a_typod_parent_folder_is_one_line_and_made_nowhere(tmp_path, args):
+    missing = tmp_path / "no" / "such"
+    given = [a.format(missing=missing) for a in args]
+    one_error_line(invoke(*given), f"no folder {missing}", "a typo?")
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_store_in_a_missing_folder_is_one_line(tmp_path):
+    out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=2)
+    store = tmp_path / "no" / "x.db"
+    one_error_line(invoke("upload", out, "--store", store), f"no store at {store} and no folder")
+    assert not store.parent.exists()
+    assert invoke("upload", out, "--store", tmp_path / "x.db").returncode == 0
+
+
+def test_runs_export_into_a_folder_writes_results_csv_there(tmp_path):
+    out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=2)
+    store = tmp_path / "x.db"
+    assert invoke("upload", out, "--store", store).returncode == 0
+    run_id = outdir.read_manifest(out).id
+    folder = tmp_path / "exported"
+    folder.mkdir()
+    done = invoke("runs", "export", run_id, "-o", folder, "--store", store)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.endswith(f" rows to {folder / 'results.csv'}\n")
+    assert ".tmp" not in done.stderr and (folder / "results.csv").is_file()
