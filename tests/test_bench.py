@@ -214,22 +214,28 @@ def test_a_run_perf_lost_runs_again_and_is_counted(tmp_path):
     env = _perf_delayed(tmp_path, times=1)
     marker = tmp_path / "prepared"
     prepare = ("--prepare", f"echo x >> {marker}")
-    proc = process(*bench, *prepare, "--export-json", out, "--", "sh", "-c", "exit 0", env=env)
+    # the workload outlasts perf's start-up even at load 10 (`sh -c 'exit 0'`, a few ms, was
+    # lost by perf on its own too, up to LOST_TRIES times in a row), and ends well within the
+    # second the delayed perf sleeps: the one loss is the test's
+    workload = ("--", "sh", "-c", "sleep 0.3; exit 0")
+    proc = process(*bench, *prepare, "--export-json", out, *workload, env=env)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
-    # the delayed run, and any perf lost by itself on a loaded machine (sh ends in a few ms)
-    lost = data["lost_runs"]
-    assert lost >= 1 and len(data["commands"][0]["repetitions"]) == 2
+    lost = data["lost_runs"]  # the provoked loss, and any perf made on its own all the same
+    assert lost >= 1 and len(data["commands"][0]["repetitions"]) == 2  # each loss ran again
     assert marker.read_text().count("x") == 2 + lost  # a lost repetition's --prepare ran again
     assert all(r["user_s"] + r["sys_s"] > 0 for r in data["commands"][0]["repetitions"])
     assert f"perf lost {lost} run(s)" in proc.stderr
     # the run perf lost had exited 3 and perf said 0: the run again says 3
-    failing = process(*bench, "--", "sh", "-c", "exit 3", env=_perf_delayed(tmp_path / "2", 1))
+    exit3 = ("--", "sh", "-c", "sleep 0.3; exit 3")
+    failing = process(*bench, *exit3, env=_perf_delayed(tmp_path / "2", 1))
     assert failing.returncode == 2 and "exited with status 3" in failing.stderr, failing.stderr
-    always = process(*bench, "--", "sh", "-c", "exit 3", env=_perf_delayed(tmp_path / "3", 99))
+    always = process(*bench, *exit3, env=_perf_delayed(tmp_path / "3", 99))
     assert always.returncode == 2 and "Traceback" not in always.stderr
     last = always.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"autoprof: error: perf lost sh -c 'exit 3' {measure.LOST_TRIES} times")
+    assert last.startswith(
+        f"autoprof: error: perf lost sh -c 'sleep 0.3; exit 3' {measure.LOST_TRIES} times"
+    )
 
 
 @pytest.mark.needs_perf

@@ -4,9 +4,15 @@ before the issue."""
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -104,6 +110,124 @@ def test_a_second_worker_of_one_hostname_is_refused(tmp_path, redis_url):
         first.stop()
 
 
+# --- 6: the queue's Redis restarted mid-batch ----------------------------------------------
+
+
+def redis_server(port: int, folder: Path) -> subprocess.Popen:
+    """A redis-server of this test's own, on loopback, its data kept (appendfsync always), so
+    that a restart loses none of the queue."""
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+            "--appendonly", "yes", "--appendfsync", "always", "--save", ""]  # fmt: skip
+    with (folder / "redis.log").open("ab") as log:
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    import redis
+
+    client = redis.Redis(port=port, socket_connect_timeout=1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            client.ping()
+            return server
+        except redis.RedisError:
+            time.sleep(0.05)
+    server.kill()
+    raise AssertionError("redis-server did not start")
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+def test_workers_ride_out_a_redis_restart(tmp_path, pg_url):
+    """Redis killed for 5 s while two workers each run a job: every worker printed RQ's
+    tracebacks and quit, and the jobs ended as RQ's AbandonedJobError. They go on now, a line
+    per attempt, and every job is stored once."""
+    from redis import Redis
+
+    from autoprof.queue import jobs
+    from autoprof.testing.workers import WorkerProcess, wait_ready
+    from tests.test_security_web import free_port
+
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = redis_server(port, tmp_path)
+    workers = [WorkerProcess(tmp_path, url, pg_url, f"h{i}", "sleep [0-9]+") for i in range(2)]
+    try:
+        wait_ready(Redis.from_url(url), ["h0", "h1"])
+        ids = []
+        for name in ("h0", "h1"):
+            done = invoke("submit", "--redis", url, "--host", name, "-e", "task-clock",
+                          "--retry", "1", "--", "sleep", "4")  # fmt: skip
+            assert done.returncode == 0, done.output
+            ids += [line.split()[1] for line in done.output.splitlines() if "  job " in line]
+        conn = Redis.from_url(url)
+        deadline = time.monotonic() + 120
+        while {j.status for j in jobs.list_jobs(conn)} != {"started"}:
+            assert time.monotonic() < deadline, "the jobs did not start"
+            time.sleep(0.1)
+        server.kill()  # as a crash, or a restart, would
+        server.wait()
+        time.sleep(5)
+        server = redis_server(port, tmp_path)
+        deadline = time.monotonic() + 180
+        while True:
+            ended = {j.id: j for j in jobs.list_jobs(conn) if j.status in jobs.ENDED}
+            if len(ended) == len(ids) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        alive = [w.proc.poll() is None for w in workers]
+    finally:
+        for worker in workers:
+            worker.stop()
+        server.kill()
+        server.wait()
+    logs = [w.log.read_text() for w in workers]
+    assert alive == [True, True], logs
+    assert all("Traceback" not in log for log in logs), logs
+    assert all("does not answer" in log for log in logs), logs
+    assert {j.status for j in ended.values()} == {"finished"}, ended
+    listed = invoke("runs", "list", "--store", pg_url).output
+    assert all(j.result.run_id in listed for j in ended.values()), listed
+
+
+# --- 11: --retry waits before each try, longer each time -----------------------------------
+
+
+HALF_S = dt.timedelta(seconds=0.5)
+
+
+def test_a_retried_job_waits_longer_before_each_try(tmp_path, redis_url):
+    """`--retry 3` ran a failed job again at once: three tries in three seconds, all lost to a
+    store that was restarting. Now `--retry-wait 1` waits 1 s, then 2 s."""
+    from redis import Redis
+
+    from autoprof.queue import jobs
+    from autoprof.testing.workers import WorkerProcess, wait_ready
+
+    conn = Redis.from_url(redis_url)
+    worker = WorkerProcess(tmp_path, redis_url, f"sqlite:///{tmp_path / 's.db'}", "r1", "true")
+    try:
+        wait_ready(conn, ["r1"])
+        done = invoke("submit", "--redis", redis_url, "--host", "r1", "-e", "NO_SUCH.EVENT",
+                      "--retry", "2", "--retry-wait", "1", "--", "true")  # fmt: skip
+        assert done.returncode == 0, done.output
+        [job_id] = [line.split()[1] for line in done.output.splitlines() if "  job " in line]
+        starts: list = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            [job] = [j for j in jobs.list_jobs(conn) if j.id == job_id]
+            if job.started is not None and job.started not in starts:
+                starts.append(job.started)
+            if job.status == "failed" and job.retries_left == 0:
+                break
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+    assert job.status == "failed" and "NO_SUCH.EVENT" in (job.error or ""), job
+    # RQ writes a try's start twice, some milliseconds apart (taking it, then running it)
+    tries = [b for a, b in itertools.pairwise([None, *starts]) if a is None or b - a > HALF_S]
+    assert len(tries) == 3, [t.isoformat() for t in starts]
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(tries)]
+    assert gaps[0] >= 1 and gaps[1] >= 2, gaps
+
+
 # --- 7: a full disk is one line -------------------------------------------------------------
 
 
@@ -120,3 +244,212 @@ def test_standard_output_on_a_full_disk_is_one_line(args):
         )
     assert done.returncode == 2, done.stderr
     assert done.stderr == "autoprof: error: No space left on device\n"
+
+
+# --- 7: a full disk is one line naming the file; nothing half written; resume completes -------
+
+
+@dataclass
+class SmallDisk:
+    """A tmpfs of `size` at `path`, mounted in a mount namespace of its own (held by a sleeping
+    process, `pid`): commands run in it (`run`), its files are read through /proc/PID/root."""
+
+    path: Path
+    pid: int
+
+    def run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+        argv = ["nsenter", "-t", str(self.pid), "-m", "--", *map(str, args)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+
+    def autoprof(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+        return self.run(sys.executable, "-m", "autoprof", *args)
+
+    def seen(self, path: Path) -> Path:
+        """`path` (inside the tmpfs) as this process sees it."""
+        return Path(f"/proc/{self.pid}/root{path}")
+
+    def fill(self, free_kib: int) -> None:
+        """Leave about `free_kib` KiB free (a file of zeros takes the rest)."""
+        self.run("rm", "-f", self.path / "fill")
+        avail = int(self.run("df", "-k", "--output=avail", self.path).stdout.split()[-1])
+        size = max(avail - free_kib, 0) * 1024
+        self.run("sh", "-c", f"head -c {size} /dev/zero > {self.path / 'fill'}")
+
+    def files(self, folder: Path) -> list[str]:
+        return sorted(str(p.relative_to(self.seen(folder))) for p in self.seen(folder).rglob("*"))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nsenter"):
+        pytest.skip("mounts a tmpfs in a mount namespace: needs root, unshare and nsenter")
+    path = tmp_path / "disk"
+    path.mkdir()
+    script = f"mount -t tmpfs -o size=1m,mode=0755 tmpfs {path} && echo ready && exec sleep 600"
+    holder = subprocess.Popen(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if holder.stdout is None or holder.stdout.readline().strip() != "ready":
+            pytest.skip("cannot mount a tmpfs in a mount namespace here")
+        yield SmallDisk(path, holder.pid)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def no_space(result, disk: SmallDisk) -> str:
+    """The one error line of a full disk, naming a file on it, and no traceback (a profile
+    says what it profiles first)."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert [x for x in lines if x.startswith("autoprof: error: ")] == lines[-1:], lines
+    assert "Traceback" not in result.stderr, result.stderr
+    assert f" {disk.path}/" in lines[-1], lines[-1]
+    assert lines[-1].endswith(": No space left on device"), lines[-1]
+    return lines[-1]
+
+
+def no_scratch(names: list[str]) -> None:
+    assert not [n for n in names if n.endswith((".tmp", ".partial"))], names
+
+
+PROFILE = ("profile", "-e", "task-clock", "-e", "page-faults", "--interval", "10",
+           "--repeat", "3")  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+def test_a_profile_on_a_full_disk_is_one_line_and_resumes(small_disk):
+    """`profile -o` on a full tmpfs: `No space left on device`, naming no file (the run record,
+    the journal, the lock file's note); a journal line cut short by the disk."""
+    failed = 0
+    for free in (0, 4, 8, 16):
+        out = small_disk.path / f"out{free}"
+        small_disk.fill(free)
+        argv = [*PROFILE, "-o", out, "--", "sh", "-c", "seq 1 20000 | sort -n > /dev/null"]
+        first = small_disk.autoprof(*argv)
+        if first.returncode != 0:
+            no_space(first, small_disk)
+            failed += 1
+        small_disk.run("rm", "-f", small_disk.path / "fill")
+        if not small_disk.seen(out).is_dir():
+            continue  # refused before it made the folder
+        no_scratch(small_disk.files(out))
+        resumed = small_disk.autoprof(*argv)
+        assert resumed.returncode == 0, resumed.stderr
+        journal = small_disk.seen(out / outdir.JOURNAL).read_text().splitlines()
+        assert len(journal) == 3 and all(line.endswith("}") for line in journal), journal
+        done = small_disk.autoprof("aggregate", out)
+        assert done.returncode == 0, done.stderr
+    assert failed >= 3
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+def test_aggregate_on_a_nearly_full_disk_leaves_no_half_result(small_disk, tmp_path):
+    """`aggregate` with a few KiB free: its results.csv was written and its report.json was
+    not (or results.csv failed, naming no file)."""
+    source = tmp_path / "src"
+    workload = ["--", "sh", "-c", "seq 1 100000 | sort -n > /dev/null"]
+    made = subprocess.run([sys.executable, "-m", "autoprof", *PROFILE, "-o", source, *workload],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    failed = 0
+    for free in (0, 2, 4, 6, 8, 12):
+        out = small_disk.path / f"out{free}"
+        assert small_disk.run("cp", "-a", source, out).returncode == 0
+        small_disk.fill(free)
+        first = small_disk.autoprof("aggregate", out)
+        names = small_disk.files(out)
+        no_scratch(names)
+        if first.returncode != 0:
+            no_space(first, small_disk)
+            assert outdir.RESULTS not in names or outdir.REPORT in names, names
+            failed += 1
+        small_disk.run("rm", "-f", small_disk.path / "fill")
+        again = small_disk.autoprof("aggregate", out)
+        assert again.returncode == 0, again.stderr
+        assert {outdir.RESULTS, outdir.REPORT} <= set(small_disk.files(out))
+    assert failed >= 2
+
+
+def test_exports_on_a_full_disk_name_their_file_and_leave_none(small_disk, tmp_path):
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    out = make_out(tmp_path / "out", runs=2, repeats=2, intervals=400)
+    assert invoke("upload", out, "--store", store).returncode == 0
+    run_id = outdir.read_manifest(out).id
+    small_disk.fill(16)
+    target = small_disk.path / "x.csv"
+    no_space(small_disk.autoprof("runs", "export", run_id, "-o", target, "--store", store),
+             small_disk)  # fmt: skip
+    small_disk.fill(0)
+    analysis = small_disk.path / "stats.txt"
+    no_space(small_disk.autoprof("analyze", "stats", out / outdir.RESULTS, "-o", analysis),
+             small_disk)  # fmt: skip
+    assert small_disk.files(small_disk.path) == ["fill"]
+
+
+# --- 12: a frozen PostgreSQL ends an upload in one line ------------------------------------
+
+
+def backend_of(admin, database: str, query: str, deadline_s: float = 60) -> tuple[int, str]:
+    """The pid and wait event of the backend of `database` running a statement that starts
+    with `query` (polled until `deadline_s`)."""
+    until = time.monotonic() + deadline_s
+    while time.monotonic() < until:
+        row = admin.execute(
+            "SELECT pid, coalesce(wait_event_type, '') FROM pg_stat_activity"
+            " WHERE datname = %s AND query LIKE %s AND pid <> pg_backend_pid()",
+            (database, query + "%"),
+        ).fetchone()
+        if row is not None:
+            return row
+        time.sleep(0.02)
+    raise AssertionError(f"no backend ran {query!r} in {deadline_s} s")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="stops a PostgreSQL backend: needs root")
+def test_an_upload_to_a_frozen_postgresql_ends_in_one_line(tmp_path, pg_url):
+    """The server frozen (its backend SIGSTOPped) in the middle of the COPY: its kernel still
+    acknowledges, so the upload waited forever (a worker's until the job's timeout)."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    assert invoke("upload", make_out(tmp_path / "first", seed=1), "--store", pg_url).returncode == 0
+    out = make_out(tmp_path / "out", seed=2, intervals=4000)  # 24 MB: past the socket buffers
+    database = make_url(pg_url).database
+    env = {**os.environ, "AUTOPROF_STORE_TIMEOUT": "3"}
+    argv = [sys.executable, "-m", "autoprof", "upload", str(out), "--store", pg_url]
+    with (
+        psycopg.connect(pg_url) as locker,
+        psycopg.connect(pg_url, autocommit=True) as admin,  # out of a transaction: fresh stats
+    ):
+        locker.execute("LOCK TABLE measurement IN SHARE MODE")  # the COPY waits for it
+        upload = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            pid, _ = backend_of(admin, database, "COPY measurement")
+            locker.rollback()
+            while backend_of(admin, database, "COPY measurement")[1] == "Lock":
+                time.sleep(0.01)  # the rows start to flow: freeze the server mid-COPY
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                _, stderr = upload.communicate(timeout=120)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        finally:
+            if upload.poll() is None:
+                upload.kill()
+                upload.wait()
+    result = subprocess.CompletedProcess(argv, upload.returncode, "", stderr)
+    one_line(result, "no answer from the server in 3 s")
+    listed = invoke("runs", "list", "--store", pg_url)
+    assert outdir.read_manifest(out).id not in listed.stdout  # nothing stored
+    done = invoke("upload", out, "--store", pg_url)  # and the same upload, run again, stores it
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "inf"])
+def test_a_store_timeout_that_is_no_number_of_seconds_is_one_line(pg_url, value):
+    listed = invoke("runs", "list", "--store", pg_url, env={"AUTOPROF_STORE_TIMEOUT": value})
+    one_line(listed, f"AUTOPROF_STORE_TIMEOUT={value!r} is not a number of seconds")

@@ -30,6 +30,7 @@ from autoprof.errors import AutoprofError
 from autoprof.perf import launch, process
 from autoprof.run import outdir
 from autoprof.testing import cli
+from autoprof.util.status import RunStatus
 
 pytestmark = pytest.mark.skipif(
     shutil.which("perf") is None or shutil.which("setarch") is None, reason="needs perf, setarch"
@@ -239,6 +240,47 @@ def test_a_workload_cannot_switch_its_own_counting_off(tmp_path):
     assert cli.invoke("aggregate", str(out)).returncode == 0
     frame = results.read_csv(out / outdir.RESULTS)
     assert frame["SAMPLE_VALUE"].sum() > 16384
+
+
+STEAL_AND_SWITCH_OFF = """
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+parent = os.getppid()  # the profiler: its end of perf's control channel
+pidfd = os.pidfd_open(parent)
+for name in os.listdir(f"/proc/{parent}/fd"):
+    try:
+        if not os.readlink(f"/proc/{parent}/fd/{name}").startswith("socket:"):
+            continue
+    except OSError:
+        continue
+    fd = libc.syscall(438, pidfd, int(name), 0)  # pidfd_getfd: a copy of the profiler's fd
+    if fd >= 0:
+        os.write(fd, b"disable\\n")
+        print("disabled", flush=True)
+time.sleep(0.3)  # perf reads it from its event loop
+pages = bytearray(64 << 20)  # 16,384 pages touched, not counted
+for i in range(0, len(pages), 4096):
+    pages[i] = 1
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="takes the profiler's descriptor: needs root")
+def test_a_run_whose_counting_was_switched_off_is_flagged(tmp_path):
+    """A workload of the same user (root) takes the profiler's end of perf's control channel
+    (pidfd_getfd) and writes `disable`: perf said "Events disabled", its 16,384 page faults
+    went uncounted, and the run was `ok` (issue #38, point 5). It is perf-failed now, so
+    `--retries` runs it again and aggregate reports it."""
+    out = tmp_path / "out"
+    argv = ["-e", "page-faults", "-o", str(out), "--", sys.executable, "-c", STEAL_AND_SWITCH_OFF]
+    proc = cli.invoke("profile", *argv)
+    folder = outdir.run_dir(out, 1, 1)
+    if "disabled" not in (folder / outdir.STDOUT).read_text():
+        pytest.skip("pidfd_getfd refused here (kernel before 5.6, or ptrace restricted)")
+    assert "Events disabled" in (folder / outdir.STDERR).read_text()
+    record = outdir.read_run_record(folder)
+    assert record.status == RunStatus.PERF_FAILED, record
+    assert record.error is not None and "counting was switched off" in record.error
+    assert proc.returncode == 2 and "switched off" in proc.stderr.splitlines()[-1]
 
 
 HELD = (

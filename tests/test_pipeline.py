@@ -445,7 +445,7 @@ def test_the_next_worker_stops_what_a_worker_killed_with_its_horse_left(redis_ur
             assert time.monotonic() < deadline, "the next worker left them running"
             time.sleep(0.1)
         ended = _wait_status(conn, job.id, TERMINAL, timeout=30)
-        assert ended.status == "failed" and "AbandonedJobError" in (ended.error or ""), ended
+        assert ended.status == "failed" and "abandoned: worker" in (ended.error or ""), ended
     finally:
         worker.stop()
         _kill_all_with(marker)

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +103,16 @@ def stop(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
+WORKLOAD_FILES = {
+    "report.html": "<script src='r.js'></script>",
+    "r.js": "fetch('/api/jobs', {method: 'POST'})",
+    "img.svg": "<svg xmlns='http://www.w3.org/2000/svg' onload='alert(1)'/>",
+    "sub/manifest.json": "{}",
+    'odd"\\ñame.html': "<script>alert(1)</script>",
+    "flame.svg": "<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>",
+}
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """A server (--allow true, --allow-host stats.example) whose data folder holds a finished
@@ -116,6 +127,9 @@ def served(tmp_path_factory):
         "the workload's secret output\n"
     )
     (job / "task.log").write_text("the job's log\n")
+    for name, text in WORKLOAD_FILES.items():  # what a workload may leave in its folder
+        (out / name).parent.mkdir(exist_ok=True)
+        (out / name).write_text(text)
     (root / "elsewhere.txt").write_text("not the run's\n")
     os.link(root / "elsewhere.txt", out / "hard.txt")
     proc, port, log = start_serve(root, "--allow", "true", "--allow-host", "stats.example")
@@ -241,6 +255,38 @@ def test_malformed_jobs_are_400_with_one_line(served, body, says):
     assert status == 400
     error = json.loads(answer)["error"]
     assert error.startswith(says) and "\n" not in error
+
+
+# issue #38, item 4: a file a workload wrote is no page or script of this origin
+@pytest.mark.slow  # a real server process
+@pytest.mark.parametrize("route", ["runs", "records"])
+def test_a_workloads_files_are_attachments_in_a_sandbox(served, route):
+    ident = served.run_id if route == "runs" else served.job_id
+    names = [n for n in WORKLOAD_FILES if route == "runs" or n != "flame.svg"]
+    for name in names:
+        quoted = urllib.parse.quote(name)
+        status, headers, body = served.request(
+            "GET", f"/{route}/{ident}/files/{quoted}", headers={TOKEN_HEADER: TOKEN}
+        )
+        assert status == 200 and body == WORKLOAD_FILES[name].encode(), name
+        assert headers["content-type"] == "application/octet-stream", name
+        assert headers["content-disposition"].startswith("attachment; filename="), name
+        assert headers["content-disposition"].count('"') == 2, name
+        assert headers["content-security-policy"].startswith("sandbox;"), name
+        assert headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.slow  # a real server process
+def test_the_files_autoprof_renders_are_shown_inline(served):
+    for name in (outdir.MANIFEST, outdir.REPORT):
+        status, headers, _ = served.request("GET", f"/runs/{served.run_id}/files/{name}")
+        assert status == 200 and headers["content-type"] == "application/json", name
+        assert "content-disposition" not in headers, name
+    # the flame graph: an SVG of its own, whose scripts run in a sandbox with no origin
+    status, headers, _ = served.request("GET", f"/records/{served.job_id}/files/flame.svg")
+    assert status == 200 and headers["content-type"] == "image/svg+xml"
+    assert headers["content-security-policy"].startswith("sandbox allow-scripts;")
+    assert "allow-same-origin" not in headers["content-security-policy"]
 
 
 @pytest.mark.slow  # a real server process

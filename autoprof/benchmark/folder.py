@@ -22,6 +22,7 @@ from autoprof.errors import AutoprofError
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import Manifest
+from autoprof.util import atomic
 from autoprof.util.clock import now_iso
 from autoprof.util.status import RowStatus
 
@@ -71,7 +72,7 @@ def write(out: Path, result: BenchResult, facts: MachineFacts, document: dict) -
         plan={},
         options=ProfileOptions(interval_ms=None),
     )
-    (out / outdir.BENCH).write_text(json.dumps(document, indent=1) + "\n")
+    atomic.write(out / outdir.BENCH, json.dumps(document, indent=1) + "\n")
     results.write_csv(frame(result), out / outdir.RESULTS)
     outdir.write_manifest(out, manifest)
     return manifest

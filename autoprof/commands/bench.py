@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 from autoprof.benchmark.options import BaselineOptions, GateOptions
 from autoprof.commands import common
 from autoprof.errors import AutoprofError
+from autoprof.util import atomic
 
 
 def split_commands(words: tuple[str, ...]) -> list[list[str]]:
@@ -292,7 +293,7 @@ def _save(target, result, document, facts, store_text, labels, output, console) 
         uuid = baseline.save(result, document, facts, store_text, labels, output)
         console.print(f"saved the baseline as stored run {uuid} (--baseline store:{uuid})")
         return
-    Path(target).write_text(json.dumps(_clean(document), indent=1) + "\n")
+    atomic.write(Path(target), json.dumps(_clean(document), indent=1) + "\n")
     console.print(f"saved the baseline in {target}")
 
 
@@ -308,10 +309,10 @@ def _export(
 
     written = []
     if json_path:
-        json_path.write_text(json.dumps(_clean(document), indent=1) + "\n")
+        atomic.write(json_path, json.dumps(_clean(document), indent=1) + "\n")
         written.append(json_path)
     if csv_path:
-        with csv_path.open("w", newline="") as fh:
+        with atomic.replacing(csv_path, text=True, newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(measure.CSV_COLUMNS)
             rows = measure.rows(result)

@@ -237,6 +237,7 @@ def export_command(
     per-function CSV of its sampled recording, as `autoprof report --csv` wrote it); with
     --excel-safe, text cells that a spreadsheet would run as formulas are quoted."""
     from autoprof.store import engine, export
+    from autoprof.util import atomic
 
     if report:
         return _export_report(run_id, output, force, recording, excel_safe, store_text)
@@ -253,17 +254,11 @@ def export_command(
             for chunk in data:
                 sys.stdout.buffer.write(chunk)
             return
-        tmp = target.with_name(target.name + ".tmp")
         lines = 0
-        try:
-            with open(tmp, "wb") as file:
-                for chunk in data:
-                    file.write(chunk)
-                    lines += chunk.count(b"\n")
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        tmp.replace(target)
+        with atomic.replacing(target) as file:  # a full disk leaves no half file
+            for chunk in data:
+                file.write(chunk)
+                lines += chunk.count(b"\n")
     click.echo(f"wrote {lines - 1} rows to {target}", err=True)
 
 

@@ -40,6 +40,14 @@ from autoprof.run.request import Request
     type=click.IntRange(0),
     help="Run a failed or abandoned job again up to N times (resumes on the same machine).",
 )
+@click.option(
+    "--retry-wait",
+    default=30,
+    show_default=True,
+    type=click.IntRange(0, 3600),
+    metavar="SECONDS",
+    help="Wait before a job runs again; twice as long before each next try (at most an hour).",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def submit(
     redis_text,
@@ -52,6 +60,7 @@ def submit(
     tags,
     job_timeout,
     retry,
+    retry_wait,
     command,
     **opts,
 ) -> None:
@@ -91,6 +100,7 @@ def submit(
             jobs.split_specs(spec, split),
             job_timeout=job_timeout or jobs.DEFAULT_JOB_TIMEOUT_S,
             retry=retry,
+            retry_wait_s=retry_wait,
         )
     profile_id = JobSpec.from_json(submitted[0].args[0]).profile_id
     parts = f" in {split} parts" if split > 1 else ""

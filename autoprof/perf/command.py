@@ -21,6 +21,8 @@ _SYNTAX = re.compile(r"event syntax error: '(.+?)'", re.MULTILINE)
 # "No permission to enable ftrace:function event." (EACCES/EPERM; perf names no errno)
 _NO_PERMISSION = re.compile(r"^No permission to enable (\S+) event\.", re.MULTILINE)
 _EPERM = 1
+# what perf 6.1 prints on its stderr when a `disable` arrives on its control channel
+_SWITCHED_OFF = re.compile(r"^Events disabled$", re.MULTILINE)
 _CUT = ".."  # how perf marks the ends it cut off a long event in a syntax error
 
 
@@ -157,6 +159,14 @@ def shown_as(shown: str, text: str) -> bool:
     cut = f".{{{len(_CUT) + 1},}}"  # at least one character dropped, two overwritten by `..`
     pattern = (cut if head else "") + re.escape(middle) + (cut if tail else "")
     return re.fullmatch(pattern, text, re.DOTALL) is not None
+
+
+def switched_off(stderr: str) -> bool:
+    """Whether perf was told to stop counting while it ran (`disable` on its control channel:
+    it says "Events disabled"). autoprof only pings perf there; a process of the same user can
+    still take autoprof's end of the channel (pidfd_getfd, ptrace) and switch its counting off,
+    and the intervals after that are then not counted (issue #38, point 5)."""
+    return _SWITCHED_OFF.search(stderr) is not None
 
 
 def open_failure(stderr: str) -> OpenFailure | None:

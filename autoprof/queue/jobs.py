@@ -17,7 +17,12 @@ from dataclasses import dataclass, field, replace
 import redis
 from rq import Queue, Retry
 from rq.command import send_stop_job_command
-from rq.exceptions import DeserializationError, InvalidJobOperation, NoSuchJobError
+from rq.exceptions import (
+    AbandonedJobError,
+    DeserializationError,
+    InvalidJobOperation,
+    NoSuchJobError,
+)
 from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.results import Result
@@ -33,6 +38,8 @@ INDEX = "autoprof:jobs"
 MIN_PREFIX = 4
 DEFAULT_JOB_TIMEOUT_S = 24 * 3600  # RQ's default (180 s) is far too short for a profile
 RESULT_TTL_S = 7 * 86400  # how long finished jobs stay listed
+RETRY_WAIT_S = 30  # before a failed job runs again (--retry); twice as long each next time
+RETRY_WAIT_MAX_S = 3600
 FAILURE_TTL_S = 30 * 86400
 ACTIVE = {JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED, JobStatus.STARTED}
 ENDED = {
@@ -72,6 +79,13 @@ class JobInfo:
         return (end - self.started).total_seconds()
 
 
+def retry_waits(retries: int, first_s: int = RETRY_WAIT_S) -> list[int]:
+    """Seconds a failed job waits before each run again: `first_s`, twice that, ... (at most
+    RETRY_WAIT_MAX_S). Run again at once, `--retry 3` burnt its three tries in three seconds
+    on a store that was restarting."""
+    return [min(first_s * 2**k, RETRY_WAIT_MAX_S) for k in range(retries)]
+
+
 def split_specs(spec: JobSpec, split: int) -> list[JobSpec]:
     """`spec` as `split` parts sharing one new profile id (the store's run id)."""
     profile_id = str(uuid.uuid4())
@@ -85,6 +99,7 @@ def submit(
     *,
     job_timeout: int = DEFAULT_JOB_TIMEOUT_S,
     retry: int = 0,
+    retry_wait_s: int = RETRY_WAIT_S,
 ) -> list[Job]:
     """Enqueue one job per spec on `queue_name`, atomically, and index them. A spec a worker
     would refuse (its options out of range: `JobSpec.from_json`) is refused here, at once."""
@@ -99,7 +114,7 @@ def submit(
             result_ttl=RESULT_TTL_S,
             failure_ttl=FAILURE_TTL_S,
             description=f"autoprof profile -- {spec.command_line}",
-            retry=Retry(max=retry) if retry else None,
+            retry=Retry(max=retry, interval=retry_waits(retry, retry_wait_s)) if retry else None,
         )
         for spec in specs
     ]
@@ -195,7 +210,27 @@ def _clean_started(conn: redis.Redis, jobs: list[Job]) -> None:
     """RQ's abandoned-job handling for the queues of unfinished jobs: a job whose worker stopped
     sending heartbeats is moved to failed, or requeued when it has retries left."""
     for name in sorted({job.origin for job in jobs if job.get_status(refresh=False) in ACTIVE}):
-        StartedJobRegistry(name, connection=conn, serializer=JSONSerializer).cleanup()
+        clean_started(StartedJobRegistry(name, connection=conn, serializer=JSONSerializer))
+
+
+def clean_started(registry: StartedJobRegistry) -> None:
+    """RQ's cleanup of a started-job registry, each job it abandons told why (`abandoned`)."""
+    registry.cleanup(exception_handlers=[abandoned])
+
+
+def abandoned(job: Job, kind: type, error: BaseException, _traceback: object) -> bool:
+    """RQ's exception handler: a job whose worker's heartbeats stopped says why in autoprof's
+    words (RQ records only "AbandonedJobError"), and whether it runs again (--retry). Any other
+    failure goes on to the next handler."""
+    if not issubclass(kind, AbandonedJobError):
+        return True
+    again = f"; it runs again ({job.retries_left} retries left)" if job.retries_left else ""
+    job.meta["error"] = (
+        f"abandoned: worker {job.worker_name or '?'} sent no heartbeat in time (it died, or "
+        f"lost the queue's Redis); nothing stored{again}"
+    )
+    job.save_meta()
+    return True
 
 
 def list_jobs(conn: redis.Redis) -> list[JobInfo]:

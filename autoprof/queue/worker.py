@@ -39,11 +39,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import redis
 from redis import Redis
 from rq import Worker, get_current_job
 from rq.exceptions import DeserializationError
 from rq.job import Job, JobStatus
-from rq.registry import StartedJobRegistry
+from rq.registry import ScheduledJobRegistry, StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from autoprof.catalog import machine
@@ -52,15 +53,19 @@ from autoprof.perf.process import Interrupted, die_with_parent, keep_private
 from autoprof.pipeline import measure
 from autoprof.queue import connection, live
 from autoprof.queue.capped import CappedJob, TooLarge
+from autoprof.queue.jobs import abandoned, clean_started
 from autoprof.queue.model import JobResult
 from autoprof.queue.spec import JOB_FUNCTION, JobSpec, Refused, allowed
 from autoprof.run.planning import Planned
 from autoprof.run.runner import stop_leftovers
 from autoprof.util.owned import open_file, own_folder
+from autoprof.util.urls import mask, scrub
 
 PLAN_KEY = "autoprof:plan:{}"  # digest of the plan the first part of a split profile ran
 PLAN_KEY_TTL_S = 30 * 86400
 HEARTBEAT_MISSES = 3  # a started job is abandoned after this many heartbeats go missing
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+REDIS_BACKOFF_MAX_S = 30.0
 WORKER_LOCK = ".worker.lock"  # in the work folder: one worker there at a time
 
 
@@ -107,9 +112,36 @@ def wait_until_quiet(
         waited += step
 
 
+def riding_out(call: Callable[[], Any], say: Callable[[str], None], url: str) -> Any:
+    """`call()`, called again while the queue's Redis does not answer (restarted, a network
+    blip), after 1, 2, 4 ... REDIS_BACKOFF_MAX_S seconds, saying so once an attempt: RQ's
+    worker quit with a traceback, and its job was abandoned."""
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except REDIS_DOWN as err:
+            attempt += 1
+            wait = min(2.0 ** (attempt - 1), REDIS_BACKOFF_MAX_S)
+            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            say(
+                scrub(f"Redis {mask(url)} does not answer ({reason}): attempt {attempt}, again in "
+                      f"{wait:g} s", url)
+            )  # fmt: skip
+            time.sleep(wait)
+
+
 def _note(job: Job, **values: Any) -> None:
+    """Values for `jobs show` (the job's phase, its load...): kept through a Redis restart."""
     job.meta.update(values)
-    job.save_meta()
+    say = lambda text: print(f"autoprof: job {job.id}: {text}", flush=True)  # noqa: E731
+    riding_out(job.save_meta, say, _url(job.connection))
+
+
+def _url(conn: Redis) -> str:
+    """The connection's server, as a URL to show (no password)."""
+    kwargs = conn.connection_pool.connection_kwargs
+    return f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
 
 
 def _plan_digest(plan: dict[str, Any]) -> str:
@@ -135,7 +167,8 @@ def agree_on_plan(job: Job, spec: JobSpec, plan: dict[str, Any]) -> None:
 def check_still_started(job: Job) -> None:
     """Refuse to go on with a job that is no longer started (another worker's maintenance
     failed it as abandoned, or it was stopped): its state is final, its profile never stored."""
-    status = job.get_status(refresh=True)
+    say = lambda text: print(f"autoprof: job {job.id}: {text}", flush=True)  # noqa: E731
+    status = riding_out(lambda: job.get_status(refresh=True), say, _url(job.connection))
     if status != JobStatus.STARTED:
         raise AutoprofError(f"job {job.id} is {status.value if status else 'gone'}: not stored")
 
@@ -250,10 +283,45 @@ class ProfileWorker(Worker):
     whose stopped jobs leave no perf running (RQ kills the job's process group; perf has its
     own)."""
 
-    def __init__(self, *args: Any, workdir: Path, **kwargs: Any):
+    def __init__(self, *args: Any, workdir: Path, redis_text: str, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.workdir = workdir
         self.worker_pid = os.getpid()
+        self.redis_text = redis_text
+        self.push_exc_handler(abandoned)
+
+    def _ride_out(self, call: Callable[[], Any]) -> Any:
+        say = lambda text: self.log.error("Worker %s: %s", self.name, text)  # noqa: E731
+        return riding_out(call, say, self.redis_text)
+
+    # Redis gone for a while (restarted): the worker waits for it, one line an attempt, where
+    # RQ quit with a traceback (its work horse, and the job, died with it)
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        if pipeline is not None:  # queued in a pipeline: sent (and failing) with it
+            return super().heartbeat(timeout, pipeline)
+        return self._ride_out(lambda: super(ProfileWorker, self).heartbeat(timeout))
+
+    def check_for_suspension(self, burst: bool) -> None:
+        return self._ride_out(lambda: super(ProfileWorker, self).check_for_suspension(burst))
+
+    def run_maintenance_tasks(self) -> None:
+        self._ride_out(super().run_maintenance_tasks)
+        for job_id in self._ride_out(lambda: enqueue_due(self.connection, self.queues)):
+            self.log.info("Worker %s: job %s waited its turn: it runs again", self.name, job_id)
+
+    def maintain_heartbeats(self, job: Job, execution: Any) -> None:
+        """The running job's heartbeat; while Redis does not answer, one line, and the job
+        goes on (its heartbeats resume with Redis; past HEARTBEAT_MISSES it is abandoned)."""
+        try:
+            super().maintain_heartbeats(job, execution)
+        except REDIS_DOWN as err:
+            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            self.log.error(
+                "Worker %s: %s",
+                self.name,
+                scrub(f"Redis {mask(self.redis_text)} does not answer ({reason}): job {job.id} "
+                      "goes on; its heartbeat waits for Redis", self.redis_text),
+            )  # fmt: skip
 
     def setup_work_horse_signals(self) -> None:
         """The horse (its own process group) gets SIGTERM when the worker dies, even by
@@ -263,10 +331,25 @@ class ProfileWorker(Worker):
 
     def handle_job_success(self, job: Job, *args: Any, **kwargs: Any) -> None:
         """A job that ended already (failed as abandoned, stopped) keeps that state."""
-        if job.get_status(refresh=True) != JobStatus.STARTED:
-            self.log.error("Worker %s: job %s ended before it returned", self.name, job.id)
+        if not self._still_ours(job):
             return
         super().handle_job_success(job, *args, **kwargs)
+
+    def handle_job_failure(self, job: Job, *args: Any, **kwargs: Any) -> None:
+        """Likewise: a job abandoned and queued again (--retry) is not failed by its late end."""
+        if not self._still_ours(job):
+            return
+        super().handle_job_failure(job, *args, **kwargs)
+
+    def _still_ours(self, job: Job) -> bool:
+        """Whether `job` is still started by this worker (not abandoned and run elsewhere)."""
+        status = self._ride_out(lambda: job.get_status(refresh=True))
+        worker = self._ride_out(lambda: job.connection.hget(job.key, "worker_name"))
+        worker = worker.decode() if isinstance(worker, bytes) else worker
+        if status == JobStatus.STARTED and worker in (None, "", self.name):
+            return True
+        self.log.error("Worker %s: job %s ended before it returned", self.name, job.id)
+        return False
 
     def kill_horse(self, *args: Any, **kwargs: Any) -> None:
         super().kill_horse(*args, **kwargs)
@@ -287,6 +370,24 @@ class ProfileWorker(Worker):
         if job.timeout and job.timeout > 0:
             interval = max(1, min(interval, int(job.timeout - working_time)))
         return interval + self.job_monitoring_interval * (HEARTBEAT_MISSES - 1)
+
+
+def enqueue_due(conn: Redis, queues: list[Any]) -> list[str]:
+    """The jobs of `queues` whose wait before running again (`submit --retry-wait`) is over,
+    put back on their queue (RQ's scheduler does it in a process of its own, which would
+    outlive a killed worker, holding its work folder's lock); each by one worker only (the
+    one whose ZREM takes it off the schedule). Their ids."""
+    due = []
+    for queue in queues:
+        registry = ScheduledJobRegistry(queue=queue)
+        for job_id in registry.get_jobs_to_schedule():
+            if not conn.zrem(registry.key, job_id):
+                continue  # another worker took it
+            job = queue.fetch_job(job_id)
+            if job is not None:
+                queue.enqueue_job(job)
+                due.append(job_id)
+    return due
 
 
 def queue_names(hostname: str, extra: list[str]) -> list[str]:
@@ -330,7 +431,7 @@ def fail_stale(conn: Redis, queues: list[str], hostname: str) -> list[str]:
             if host == hostname and pid.isdigit() and not _worker_alive(int(pid)):
                 conn.zadd(registry.key, {member: 1})  # expired long ago: cleanup takes it
                 stale.append(job_id)
-        registry.cleanup()
+        clean_started(registry)
     return stale
 
 
@@ -395,6 +496,7 @@ def _work(
         job_monitoring_interval=heartbeat_s,
         maintenance_interval=maintenance_s,
         workdir=settings.workdir,
+        redis_text=redis_text,
         # RQ blocks for worker_ttl - 15 s waiting for a job; maintenance runs between waits
         worker_ttl=maintenance_s + 15,
     )

@@ -87,18 +87,19 @@ def aggregate_to(
     try:
         with results.ResultsWriter(partial) as writer:
             aggregation = _aggregate(out, writer.write, results_name or str(path), exact_only)
-        os.replace(partial, path)
         aggregation.report.results_sha256 = writer.sha256
+        # the report first: on a full disk, no results.csv is left without its report
+        write_report(out / outdir.REPORT, aggregation.report)
+        os.replace(partial, path)
     except OSError as err:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
-        if err.filename == str(partial):  # the file asked for, not the scratch name, is news
+        if err.filename in (None, str(partial)):  # the file asked for is news, not its scratch
             raise OSError(err.errno, err.strerror, str(path)) from None
         raise
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    write_report(out / outdir.REPORT, aggregation.report)
     return aggregation
 
 

@@ -9,6 +9,7 @@ A line cut short by a crash is skipped when read.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -113,7 +114,14 @@ class Journal:
             self._closing = False
             self._syncer = threading.Thread(target=self._sync, args=(self._fd,), daemon=True)
             self._syncer.start()
-        os.write(self._fd, (json.dumps(entry.to_json()) + "\n").encode())
+        line = (json.dumps(entry.to_json()) + "\n").encode()
+        try:
+            written = os.write(self._fd, line)
+            if written < len(line):  # the disk filled up mid-line: no half line is left
+                os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_CUR) - written)
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError as err:
+            raise OSError(err.errno, err.strerror, str(self.path)) from None
         with self._changed:
             self._written += 1
             self._changed.notify_all()

@@ -44,6 +44,13 @@ def classify(
     else:
         record.status = RunStatus.WORKLOAD_FAILED
         record.error = f"workload exited with status {workload}"
+    if perf_command.switched_off(stderr):
+        record.status = RunStatus.PERF_FAILED
+        record.error = (
+            "perf's counting was switched off while the workload ran (perf printed 'Events "
+            "disabled': a `disable` on its control channel, which autoprof never sends); the "
+            "intervals after it were not counted"
+        )
 
 
 def counted(folder: Path) -> bool:

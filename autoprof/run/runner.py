@@ -128,6 +128,7 @@ class Runner:
                 raise AutoprofError(f"another profile is running in {self.out}/") from None
             stop_leftovers(self.out)  # the lock was free: whoever held it is dead
             self._lock = lock
+            self._note(None)  # the note's room, taken now: a full disk stops no run midway
             with self.stopper:
                 try:
                     return self._run_all(todo)
@@ -140,15 +141,22 @@ class Runner:
     def _note_running(self, record: RunRecord) -> None:
         """Name the run's processes in the lock file, for `stop_leftovers` (a runner used
         without `run_all`, holding no lock, names them nowhere)."""
-        if self._lock is not None:
-            running = outdir.Running(
+        self._note(
+            outdir.Running(
                 record.folder_name,
                 record.perf_pid,
                 record.workload_pid,
                 record.workload_start,
                 record.perf_nonce,
             )
-            outdir.note_running(self._lock, running)
+        )
+
+    def _note(self, running: outdir.Running | None) -> None:
+        if self._lock is not None:
+            try:
+                outdir.note_running(self._lock, running)
+            except OSError as err:  # a full disk: the lock file's name, not none
+                raise OSError(err.errno, err.strerror, str(self.out / outdir.LOCK)) from None
 
     def _journal(self, records: list[RunRecord]) -> None:
         """Append the entry now: a crashed or killed profiler keeps it (a signal waits for it)."""

@@ -9,11 +9,17 @@ info) never create anything: a missing SQLite file or a database without autopro
 ``autoprof store migrate``; a store newer than this autoprof is refused. Initialisation and
 migration hold a lock (a PostgreSQL advisory lock, SQLite's write lock) so concurrent first
 uploads do not race.
+
+A PostgreSQL server that stops answering (frozen, swapped out, its host gone) ends an operation
+after ANSWER_TIMEOUT_S without an answer (`AUTOPROF_STORE_TIMEOUT`): a frozen server's kernel
+keeps acknowledging, so TCP keepalives never fire, and an upload mid-COPY waited forever.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +42,9 @@ HEAD_REVISION = "0008"
 # pg_advisory_xact_lock key held while the schema is checked, created or migrated
 _MIGRATION_LOCK = 0x6175746F70726F66 & 0x7FFFFFFFFFFFFFFF  # "autoprof"
 CONNECT_TIMEOUT_S = 10
+# the longest wait for one answer of PostgreSQL (a statement, a chunk of a COPY taken); 0: none
+ANSWER_TIMEOUT_S = 300.0
+ANSWER_TIMEOUT_ENV = "AUTOPROF_STORE_TIMEOUT"
 SQLITE_BUSY_TIMEOUT_S = 300
 _CREATES = "`autoprof upload` or `autoprof store migrate` creates one"
 
@@ -65,7 +74,7 @@ class Store:
             yield
         except (DBAPIError, psycopg.Error, sqlite3.Error, AdbcError) as err:
             # the bulk paths use the drivers (and ADBC's) directly: their errors arrive unwrapped
-            orig = err.orig if isinstance(err, DBAPIError) else err
+            orig = _no_answer(err) or (err.orig if isinstance(err, DBAPIError) else err)
             reason = str(orig or err).strip().splitlines()
             first = reason[0] if reason else type(err).__name__
             message = scrub(f"store {self.shown}: {first}", self.text)
@@ -141,10 +150,78 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
+class NoAnswer(psycopg.OperationalError):
+    """The server gave no answer in time: the connection was closed. The rollback that
+    follows fails on it too ("the connection is closed"): this is the error to report."""
+
+
+def _no_answer(err: BaseException | None) -> NoAnswer | None:
+    """The NoAnswer that `err` (a driver's, SQLAlchemy's, or one met while handling it) came
+    of, if any."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, NoAnswer):
+            return err
+        orig = getattr(err, "orig", None)
+        err = orig if isinstance(orig, BaseException) else (err.__cause__ or err.__context__)
+    return None
+
+
+class _QuietAfterNoAnswer(logging.Filter):
+    """psycopg logs (to standard error, through logging's last resort) the failure to end a
+    COPY on a connection NoAnswer closed; the user gets the one line of NoAnswer instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().endswith("the connection is closed")
+
+
+logging.getLogger("psycopg").addFilter(_QuietAfterNoAnswer())
+
+
+class _Answering(psycopg.Connection):
+    """A psycopg connection that waits `answer_timeout` seconds at most for each step of an
+    operation (a statement's answer, room in the socket for the next chunk of a COPY); then it
+    closes the connection (what the server got is rolled back) and says so in one line."""
+
+    answer_timeout: float | None = None
+
+    def wait(self, gen, interval=psycopg.connection._WAIT_INTERVAL, timeout=None):
+        try:
+            return super().wait(gen, interval, timeout or self.answer_timeout)
+        except psycopg.errors._WaitTimeout:
+            self.pgconn.finish()  # mid-operation: nothing more can go over this connection
+            raise NoAnswer(
+                f"no answer from the server in {self.answer_timeout:g} s: is it stopped or "
+                f"overloaded? ({ANSWER_TIMEOUT_ENV}=SECONDS waits longer)"
+            ) from None
+
+
+def answer_timeout() -> float | None:
+    """$AUTOPROF_STORE_TIMEOUT (seconds, 0: wait forever) or ANSWER_TIMEOUT_S."""
+    text = os.environ.get(ANSWER_TIMEOUT_ENV, "").strip()
+    try:
+        seconds = float(text) if text else ANSWER_TIMEOUT_S
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise AutoprofError(f"{ANSWER_TIMEOUT_ENV}={text!r} is not a number of seconds (0: none)")
+    return seconds or None
+
+
 def _engine(url: URL) -> Engine:
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
-    return create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    engine = create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    timeout = answer_timeout()
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(_dialect, _record, cargs, cparams):
+        conn = _Answering.connect(*cargs, **cparams)
+        conn.answer_timeout = timeout
+        return conn
+
+    return engine
 
 
 def alembic_config(conn: Connection):

@@ -475,8 +475,7 @@ def timelines(
                 }
             )
         counted = np.concatenate([line.value for line in found]) if found else np.zeros(0)
-        counted = counted[np.isfinite(counted)]
-        counts, edges = np.histogram(counted, bins=HISTOGRAM_BINS) if len(counted) else ([], [])
+        counts, edges = histogram(counted[np.isfinite(counted)])
         out[name] = {
             "event": name,
             "unit": unit,
@@ -487,6 +486,17 @@ def timelines(
             },
         }
     return out
+
+
+def histogram(values: np.ndarray) -> tuple[Any, Any]:
+    """HISTOGRAM_BINS bins over `values`; one bin where numpy finds no width for them (counts
+    all alike at 1e17 or more: numpy widens them by 0.5 each way, below a float's step)."""
+    if not len(values):
+        return [], []
+    try:
+        return np.histogram(values, bins=HISTOGRAM_BINS)
+    except ValueError:
+        return [len(values)], [values.min(), values.max()]
 
 
 def _int(value: Any) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import math
 import shlex
 import time
 from collections.abc import Iterable, Iterator
@@ -51,6 +52,8 @@ from autoprof.store.models import (
 )
 from autoprof.util.clock import naive_now, naive_utc
 from autoprof.util.prefetch import prefetched
+
+MAX_COUNT = float(2**64)  # perf's counters are 64-bit (2**64 - 1 reads as this float)
 
 
 @dataclass
@@ -135,17 +138,20 @@ def results_chunks(
 
 
 def _check_counts(path: Path, chunk: Any, first_line: int) -> None:
-    """Refuse a count that is not a finite number (inf, -inf): perf never prints one, and every
+    """Refuse a count that is not a finite number (inf, -inf), or one beyond 64 bits
+    (99999999999999999999): perf never prints either (its counters are 64-bit), and every
     analysis of it would be meaningless (a missing count is an empty cell)."""
     import pyarrow.compute as pc
 
     column = chunk.column("SAMPLE_VALUE").combine_chunks()
-    row = pc.index(pc.fill_null(pc.is_inf(column), False), True).as_py()
+    wrong = pc.or_(pc.is_inf(column), pc.greater(pc.abs(column), MAX_COUNT))
+    row = pc.index(pc.fill_null(wrong, False), True).as_py()
     if row >= 0:
         value = float(column[row].as_py())
+        rule = "a count is a finite number" if math.isinf(value) else "a count fits in 64 bits"
         raise AutoprofError(
             f"{path}: {chunk.column('EVENT_NAME')[row].as_py()} has a SAMPLE_VALUE of "
-            f"{value!r} (line {first_line + row}): a count is a finite number; nothing stored"
+            f"{value!r} (line {first_line + row}): {rule}; nothing stored"
         )
 
 

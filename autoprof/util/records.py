@@ -7,13 +7,12 @@ and keys a version does not know are ignored.
 from __future__ import annotations
 
 import json
-import os
-import threading
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from autoprof.errors import AutoprofError, NewerFormat
+from autoprof.util import atomic
 
 
 def loads(text: str | bytes) -> Any:
@@ -30,22 +29,9 @@ def write_json(path: Path, data: Any, *, compact: bool = False, mode: int = 0o66
     renamed over it, so an interrupted write leaves no half file and writers racing on one path
     each leave a whole one. `mode` is the file's permissions before the umask (0o644: never
     writable by others, whatever the umask); `compact` leaves out white space (a large cache
-    entry). Errors are raised, the temp file removed."""
+    entry). Errors are raised, the temp file removed (`util.atomic`)."""
     text = json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2) + "\n"
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    try:
-        try:
-            fd = os.open(tmp, create, mode)
-        except FileExistsError:  # a crashed writer's: the new file must get `mode`
-            tmp.unlink()
-            fd = os.open(tmp, create, mode)
-        with open(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic.write(path, text, mode)
 
 
 def read_json(path: Path) -> Any:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from autoprof.errors import AutoprofError
+from autoprof.util import atomic
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,10 +56,9 @@ def write(output: str | bytes, target: Path | str | None, name: str | None = Non
     if name is not None and path.is_dir():
         path = path / name
     try:
-        if isinstance(output, bytes):
-            path.write_bytes(output)
-        else:
-            path.write_text(output, encoding="utf-8", errors="surrogateescape")
+        if isinstance(output, str):
+            output = output.encode("utf-8", errors="surrogateescape")
+        atomic.write(path, output)  # whole or not at all: a full disk leaves no half file
     except OSError as err:
         raise AutoprofError(f"cannot write {path}: {err.strerror}") from err
     return path

@@ -3,13 +3,17 @@ streamed from the store, out.tar.gz, a raw file of out/) and a job's records.
 
 Downloads name files inside a run's own out/ folder and are refused (404) when the path leaves
 it, when out/ is a symlink, or when the file has other hard links; what a workload printed
-(stdout, stderr) goes out with the token only.
+(stdout, stderr) goes out with the token only. A workload writes what it likes into its folder
+(`report.html`, `r.js`, `img.svg`): a raw file goes out as an attachment of no known type, in a
+CSP sandbox, never as a page or a script of this origin; only the files autoprof itself renders
+(`OWN_RUN_FILES`, `OWN_RECORD_FILES`) are shown inline, with the type autoprof gives them.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import tarfile
 import tempfile
@@ -24,11 +28,13 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 
 from autoprof import results
 from autoprof.errors import AutoprofError
+from autoprof.perf.record import RECORD_INFO
 from autoprof.run import outdir
 from autoprof.store import export
 from autoprof.store.engine import Store
 from autoprof.store.queries import find_run
 from autoprof.web.state import State, has_token, state_of
+from autoprof.web.task import FLAME_SVG, TOP_FUNCTIONS
 
 EXPORTS = "exports"  # data_dir's folder of results.csv files already downloaded once
 EXPORT_CACHE_BYTES = 4 << 30
@@ -43,6 +49,17 @@ FLAME_HEADERS = {
     "script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'self'",
     "X-Frame-Options": "SAMEORIGIN",
 }
+# what autoprof renders into a run's out/ or a recording's, served inline as this type (whatever
+# the bytes hold: JSON is no page, and the flame graph runs in its own sandbox)
+OWN_RUN_FILES = {outdir.MANIFEST: "application/json", outdir.REPORT: "application/json"}
+OWN_RECORD_FILES = {
+    FLAME_SVG: "image/svg+xml",
+    RECORD_INFO: "application/json",
+    TOP_FUNCTIONS: "application/json",
+}
+# any other file: downloaded, never rendered; a sandbox (no scripts, an origin of its own) even if
+# a browser were to show it, and `nosniff` (every answer's) keeps it from running as a script
+RAW_HEADERS = {"Content-Security-Policy": "sandbox; default-src 'none'"}
 
 
 def plotly_js(request: Request) -> Response:
@@ -135,8 +152,21 @@ def download(request: Request) -> Response:
         return _attachment(data, f"{uuid}.tar.gz", "application/gzip")
     if kind == "files":
         path = request.path_params.get("path", "")
-        return FileResponse(inside(root, path, has_token(request)))
+        return raw_file(inside(root, path, has_token(request)), root, OWN_RUN_FILES)
     raise HTTPException(404)
+
+
+def raw_file(path: Path, root: Path, own: dict[str, str]) -> Response:
+    """A file of out/: inline when autoprof rendered it (a name of `own` at out/'s top), else
+    an attachment of no known type in a sandbox (what a workload wrote)."""
+    media = own.get(path.name) if path.parent == root.resolve() else None
+    if media is None:
+        name = re.sub(r'[^ -~]|["\\]', "_", path.name)  # printable ASCII, no quote
+        headers = {**RAW_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'}
+        return FileResponse(path, media_type="application/octet-stream", headers=headers)
+    return FileResponse(
+        path, media_type=media, headers=FLAME_HEADERS if media.endswith("svg+xml") else None
+    )
 
 
 def _results_download(state: State, uuid: str, rows: int, kind: str) -> Response:
@@ -243,8 +273,10 @@ def record_file(request: Request) -> Response:
     job = state.queue.get(request.path_params["job_id"])
     if job is None or job.folder is None:
         raise HTTPException(404)
-    path = inside(job.folder / "out", request.path_params["path"], has_token(request))
-    return FileResponse(path, headers=FLAME_HEADERS if path.suffix == ".svg" else None)
+    root = job.folder / "out"
+    return raw_file(
+        inside(root, request.path_params["path"], has_token(request)), root, OWN_RECORD_FILES
+    )
 
 
 def _attachment(data: bytes, name: str, media_type: str) -> Response:
