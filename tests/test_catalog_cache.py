@@ -133,5 +133,7 @@ def test_a_yaml_catalog_is_cached_and_parsed_again_when_changed(own_cache, tmp_p
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     for imported in ("True", "False"):  # parsed (and cached) by the first start only
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        run = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+        )
         assert run.stdout.split() == [imported], run.stderr

@@ -366,6 +366,7 @@ def test_ptrace_refused_is_one_line_either_way(native):
          "y" if native else "n"],
         capture_output=True,
         text=True,
+        timeout=120,
     )  # fmt: skip
     assert proc.stdout.splitlines() == [
         "cannot start true held at its exec: PTRACE_TRACEME refused "
@@ -385,5 +386,6 @@ def test_the_launcher_says_why_it_did_not_exec(tmp_path):
     script.chmod(0o755)
     with pytest.raises(AutoprofError, match=rf"^cannot run {script}: No such file or directory$"):
         launch.Launch.spawn([str(script)], env=os.environ)
-    other = subprocess.run([str(launch.LAUNCHER), "autoprof-launcher/0", "-", "/bin/true", "true"])
+    argv = [str(launch.LAUNCHER), "autoprof-launcher/0", "-", "/bin/true", "true"]
+    other = subprocess.run(argv, timeout=60)
     assert other.returncode == 253
