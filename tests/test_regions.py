@@ -41,6 +41,7 @@ def test_message_round_trips_and_cuts_long_names() -> None:
     )
     assert parse(message("B", 1, "x" * 100)) == ("B", 1, "x" * 64)
     assert parse(b"X 1 name") is None and parse(b"B one name") is None and parse(b"B 1 ") is None
+    assert parse(b"B 1 \x1b[31mred") is None and parse(b"B 1 two\nlines") is None
 
 
 def test_nested_and_repeated_regions_accumulate_between_their_own_markers() -> None:

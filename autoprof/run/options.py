@@ -318,8 +318,10 @@ def _regions_problem(options: ProfileOptions) -> str | None:
     from autoprof.markers import NAME_MAX
 
     for name in options.regions:
-        if not name or len(name.encode()) > NAME_MAX or "\0" in name:
-            return f"--region {name!r}: a region's name is 1 to {NAME_MAX} bytes"
+        if not name or len(name.encode()) > NAME_MAX or any(c < " " or c == "\x7f" for c in name):
+            return (
+                f"--region {name!r}: a region's name is 1 to {NAME_MAX} bytes, no control character"
+            )
     if options.attached:
         return "--region counts a command's regions: it cannot attach (-p, --cgroup, --duration)"
     if options.system_scope:

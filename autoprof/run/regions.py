@@ -115,12 +115,16 @@ def read_record(folder: Path) -> RegionsRecord | None:
 
 
 def parse(message: bytes) -> tuple[str, int, str] | None:
-    """(op, tid, name) of a marker's message, or None when it is not one."""
+    """(op, tid, name) of a marker's message, or None when it is not one (a name with a control
+    character is none: the workload's text is shown on terminals and pages)."""
     op, _, rest = message.partition(b" ")
     tid, _, name = rest.partition(b" ")
     if op not in (b"B", b"E") or not tid.isdigit() or not name or len(name) > NAME_MAX:
         return None
-    return op.decode(), int(tid), name.decode(errors="replace")
+    text = name.decode(errors="replace")
+    if any(c < " " or c == "\x7f" for c in text):  # the workload's text reaches terminals
+        return None
+    return op.decode(), int(tid), text
 
 
 class Tally:

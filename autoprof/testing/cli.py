@@ -58,10 +58,11 @@ PROCESS_TIMEOUT_S = 300
 def process(
     *args: str | Path, timeout: float = PROCESS_TIMEOUT_S, check: bool = False, **kwargs: Any
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m autoprof ARGS` as a real process (text, output captured; `kwargs` go to
+    """`python -I -m autoprof ARGS` as a real process, isolated (no import from the working
+    folder, no PYTHON* variable), text, output captured (`kwargs` go to
     subprocess.run: env, cwd, stdin, ...); subprocess.TimeoutExpired after `timeout` s."""
     return subprocess.run(
-        [sys.executable, "-m", "autoprof", *map(str, args)],
+        [sys.executable, "-I", "-m", "autoprof", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,

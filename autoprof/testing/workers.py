@@ -42,7 +42,7 @@ class WorkerProcess:
     def __init__(self, tmp: Path, redis_text: str, store: str, hostname: str, allow: str):
         self.hostname, self.workdir = hostname, tmp / f"work-{hostname}"
         self.log = tmp / f"worker-{hostname}.log"
-        argv = [sys.executable, "-m", "autoprof", "worker", "--redis", redis_text]
+        argv = [sys.executable, "-I", "-m", "autoprof", "worker", "--redis", redis_text]
         argv += ["--store", store, "--hostname", hostname, "--allow", allow, "--keep"]
         argv += ["--max-load", "1000", "--load-poll", "0.1", "--heartbeat", "1"]
         argv += ["--maintenance", "1", "--workdir", str(self.workdir)]
