@@ -200,10 +200,18 @@ def test_a_wall_time_gate_holds_on_the_same_program_under_load(tmp_path):
     baseline taken after the gates tells a gate that failed because the machine changed (the
     two baselines differ significantly too: skipped, saying so) from a gate that is wrong."""
     program = build(tmp_path, "same", 30_000_000)
-    burners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+    # the program and both loops share one CPU (bench --pin, the loops' affinity): the load is
+    # as heavy, and where the scheduler places the program no longer varies from one bench to
+    # the next (on 2 free CPUs, a bench whose program ran beside no loop measured 21 ms, the
+    # next one, with a loop, 34 ms)
+    cpu = str(max(os.sched_getaffinity(0)))
+    burners = [
+        subprocess.Popen(["taskset", "-c", cpu, "sh", "-c", "while :; do :; done"])
+        for _ in range(2)
+    ]
     try:
         base, after = tmp_path / "base.json", tmp_path / "after.json"
-        bench = ("bench", "-n", "10", "--warmup", "1")
+        bench = ("bench", "-n", "10", "--warmup", "1", "--pin", cpu)
         assert process(*bench, "--save", base, "--", program).returncode == 0
         held = [
             process(*bench, "--baseline", base, "--fail-if", "wall > +5%", "--", program)
