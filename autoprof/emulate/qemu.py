@@ -16,6 +16,7 @@ hence the log. The `flamegraph --trace` instruction traces come from the same QE
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -101,10 +102,7 @@ class _Engine:
 
     def read(self, folder: Path, names: list[str]) -> dict[str, float]:
         reader = self._readers.pop(folder)
-        if reader.is_alive():  # QEMU never opened the FIFO (it failed first): let the reader go
-            fd = os.open(folder / FIFO, os.O_WRONLY | os.O_NONBLOCK)
-            os.close(fd)
-        reader.join()
+        _release(reader, folder / FIFO)
         if reader.error is not None:
             raise AutoprofError(f"reading QEMU's log: {reader.error}")
         tally = reader.tally
@@ -113,6 +111,19 @@ class _Engine:
         if tally.instructions == 0:
             raise AutoprofError("QEMU logged no instruction: did the program start?")
         return {"instructions:u": float(tally.instructions)}
+
+
+def _release(reader: _Reader, fifo: Path) -> None:
+    """Wait for the reader to end. A reader still blocked opening the FIFO (QEMU failed before
+    opening it) is let go by a writer that opens and closes at once; a reader that has already
+    closed its end (it read QEMU's last line) refuses that open (ENXIO) and ends on its own."""
+    while reader.is_alive():
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError as err:
+            if err.errno != errno.ENXIO:
+                raise
+        reader.join(0.05)
 
 
 def engine(arch: str) -> _Engine:
