@@ -64,6 +64,38 @@ def test_ratio_interval_and_exact_counts():
     assert 0 < half < 0.02 and shifted.difference_low == pytest.approx(0.5 - half)
 
 
+def test_paired_ratios_take_a_shared_load_off():
+    """Pairs measured together share a load (here a factor from 1x to 3x per pair, as a busy
+    machine's): their ratio's interval is the pairs', narrow, where Welch's (which sees only
+    each side's spread) is wide; a real 10% change is significant paired and not unpaired."""
+    rng = np.random.default_rng(7)
+    load = rng.uniform(1.0, 3.0, 20)
+    a = list(load * (1 + rng.normal(0, 0.01, 20)))
+    b = list(1.1 * load * (1 + rng.normal(0, 0.01, 20)))
+    paired, welch = stats.ratio("x", a, b, paired=True), stats.ratio("x", a, b)
+    assert paired.ratio == welch.ratio  # the same estimate: the ratio of the means
+    assert 1.0 < paired.low < 1.1 < paired.high < 1.2 and paired.p_value < 1e-10
+    assert welch.low < 1.0 < welch.high and welch.p_value > 0.05
+    assert paired.difference_low > 0 > welch.difference_low
+    # sides of unequal length (an interrupted bench) are not pairs: Welch's
+    short = stats.ratio("x", a, b[:-1], paired=True)
+    assert short.low < 1.0 < short.high
+
+
+@pytest.mark.needs_perf
+def test_commands_run_interleaved(tmp_path):
+    """Repetition k of every command, then k + 1 (warm-ups too), so that a load that comes or
+    goes during the bench falls on every command alike."""
+    log = tmp_path / "order"
+    events = measure.one_run_events(planning.plan(Request(events=["task-clock"])))
+    options = measure.BenchOptions(runs=3, warmup=1, startup_correction=False)
+    commands = [["sh", "-c", f"echo {name} >> {log}"] for name in "AB"]
+    measure.bench(commands, events, options)
+    order = log.read_text().split()
+    # a run perf lost ran again: the same command twice in a row, once
+    assert [name for i, name in enumerate(order) if order[i - 1 : i] != [name]] == list("AB") * 4
+
+
 def _stopwatch(first: list[str], second: list[str], repeat: int) -> tuple[list[float], list[float]]:
     """Wall times of two commands run alternately, each timed around its own process."""
     times: tuple[list[float], list[float]] = ([], [])

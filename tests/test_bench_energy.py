@@ -26,11 +26,13 @@ from autoprof.testing import perf_attrs
 
 
 def power_tree(root: Path, unit: str = "Joules", events: bool = True) -> Path:
-    """/sys/bus/event_source/devices as this machine has it, plus a power PMU."""
+    """/sys/bus/event_source/devices as this machine has it, with this power PMU in place of
+    the machine's own (a VM may have one with energy-psys only)."""
     devices = root / "devices"
     devices.mkdir()
     for entry in Path(perf_attrs.DEVICES).iterdir():
-        os.symlink(os.path.realpath(entry), devices / entry.name)
+        if entry.name != "power":
+            os.symlink(os.path.realpath(entry), devices / entry.name)
     power = devices / "power"
     (power / "format").mkdir(parents=True)
     (power / "type").write_text("1\n")  # PERF_TYPE_SOFTWARE

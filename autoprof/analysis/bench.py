@@ -11,6 +11,12 @@ Welch-Satterthwaite degrees of freedom, mapped back by exp: it stays positive ho
 is, where r +- half crossed zero for short, noisy commands; counts equal in every repetition
 (hardware breakpoints) give an exact ratio. The difference of the means comes with Welch's
 interval: what a change costs in seconds, which a fixed cost in every run does not bend.
+
+Commands of one bench run interleaved (repetition k of every command, then k + 1), so their
+k-th repetitions saw the same moment of the machine: their ratios and differences are paired
+(`paired=True`): the covariance of the pairs comes off the variance (a load that slows both
+sides of a pair alike cancels) and the degrees of freedom are the pairs' less one, and the test
+is the paired t-test.
 """
 
 from __future__ import annotations
@@ -87,13 +93,18 @@ def cold_start(values: list[float]) -> bool:
     return len(array) >= 3 and modified_z(array)[0] > OUTLIER_Z
 
 
-def ratio(metric: str, a: list[float], b: list[float], confidence: float = 0.95) -> Ratio:
-    """mean(b) / mean(a) and mean(b) - mean(a), each with its `confidence` interval, and
-    Welch's test of the difference."""
+def ratio(
+    metric: str, a: list[float], b: list[float], confidence: float = 0.95, paired: bool = False
+) -> Ratio:
+    """mean(b) / mean(a) and mean(b) - mean(a), each with its `confidence` interval, and the
+    test of the difference: Welch's, or with `paired` (a[k] and b[k] measured together, as
+    many of each) the paired one (see the module docstring)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    paired = paired and len(x) == len(y)
     mean_a, mean_b = float(x.mean()), float(y.mean())
-    p, note = significance(x, y, "welch")
-    found = Ratio(metric, math.nan, math.nan, math.nan, p, note, *_difference(x, y, confidence))
+    p, note = significance(x, y, "paired" if paired else "welch")
+    found = Ratio(metric, math.nan, math.nan, math.nan, p, note,
+                  *_difference(x, y, confidence, paired))  # fmt: skip
     if mean_a == 0:
         found.note = note or "first command's mean is 0"
         return found
@@ -101,20 +112,38 @@ def ratio(metric: str, a: list[float], b: list[float], confidence: float = 0.95)
     if len(x) < 2 or len(y) < 2 or mean_b <= 0 or mean_a < 0:
         found.note = note or "no interval: mean 0"
         return found
+    # the variance of log r by the delta method: each mean's relative variance, less twice
+    # the pairs' relative covariance when paired
     rel_a = x.var(ddof=1) / len(x) / mean_a**2
     rel_b = y.var(ddof=1) / len(y) / mean_b**2
-    half = _half_width(rel_a, rel_b, len(x), len(y), confidence)  # of log r
+    if paired:
+        rel = rel_a + rel_b - 2 * float(np.cov(x, y)[0, 1]) / len(x) / (mean_a * mean_b)
+        half = _t(confidence, len(x) - 1) * math.sqrt(max(rel, 0.0))
+    else:
+        half = _half_width(rel_a, rel_b, len(x), len(y), confidence)  # of log r
     found.low, found.high = r * math.exp(-half), r * math.exp(half)
     return found
 
 
-def _difference(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    """mean(y) - mean(x) and its Welch interval (NaN bounds with fewer than 2 values each)."""
+def _difference(
+    x: np.ndarray, y: np.ndarray, confidence: float, paired: bool
+) -> tuple[float, float, float]:
+    """mean(y) - mean(x) and its interval, Welch's or the pairs' (NaN bounds with fewer than 2
+    values each)."""
     d = float(y.mean() - x.mean())
     if len(x) < 2 or len(y) < 2:
         return d, math.nan, math.nan
-    half = _half_width(x.var(ddof=1) / len(x), y.var(ddof=1) / len(y), len(x), len(y), confidence)
+    if paired:
+        half = _t(confidence, len(x) - 1) * math.sqrt((y - x).var(ddof=1) / len(x))
+    else:
+        var_a, var_b = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+        half = _half_width(var_a, var_b, len(x), len(y), confidence)
     return d, d - half, d + half
+
+
+def _t(confidence: float, df: float) -> float:
+    """Student's t quantile of a two-sided `confidence` interval."""
+    return float(stats.t.ppf(0.5 + confidence / 2, df))
 
 
 def _half_width(var_a: float, var_b: float, n_a: int, n_b: int, confidence: float) -> float:
@@ -123,7 +152,7 @@ def _half_width(var_a: float, var_b: float, n_a: int, n_b: int, confidence: floa
     if var_a + var_b == 0:
         return 0.0
     df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
-    return float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(var_a + var_b)
+    return _t(confidence, df) * math.sqrt(var_a + var_b)
 
 
 def summaries(result: BenchResult) -> list[list[Summary]]:
@@ -135,7 +164,8 @@ def summaries(result: BenchResult) -> list[list[Summary]]:
 
 
 def ratios(result: BenchResult, confidence: float = 0.95) -> list[list[Ratio]]:
-    """Per command after the first, one Ratio per metric against the first command."""
+    """Per command after the first, one Ratio per metric against the first command, paired
+    (the commands ran interleaved)."""
     first = result.commands[0]
     return [
         [
@@ -144,6 +174,7 @@ def ratios(result: BenchResult, confidence: float = 0.95) -> list[list[Ratio]]:
                 [rep.value(m) for rep in first.repetitions],
                 [rep.value(m) for rep in c.repetitions],
                 confidence,
+                paired=True,
             )
             for m in result.metrics
         ]

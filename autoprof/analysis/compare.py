@@ -104,6 +104,8 @@ def significance(a: np.ndarray, b: np.ndarray, test: str = "welch") -> tuple[flo
         warnings.simplefilter("ignore", RuntimeWarning)
         if test == "welch":
             return float(stats.ttest_ind(a, b, equal_var=False).pvalue), ""
+        if test == "paired":  # a[k] and b[k] measured together (bench's interleaved commands)
+            return float(stats.ttest_rel(a, b).pvalue), ""
         return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue), ""
 
 

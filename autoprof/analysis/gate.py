@@ -13,6 +13,10 @@ How a gate decides, per metric, from its samples on both sides (one per repetiti
   Welch on the log scale) lies beyond the threshold, so the machine's noise does not fail a
   build, however large the point estimate; one whose estimate is beyond but whose interval is
   not holds, and says so.
+Two sides measured in one bench (`bench --fail-if ... -- BASE -- NEW`) ran interleaved: their
+ratio is paired, so a load that came or went during the bench falls on both alike. A baseline
+measured earlier (`--baseline`) cannot tell a change of the machine from a change of the code:
+a noisy time gate against one says so in the report's notes.
 A count emulated on one side and counted by hardware on the other is refused: they differ (see
 `autoprof.emulate`).
 """
@@ -30,6 +34,8 @@ from autoprof.errors import AutoprofError
 
 ALIASES = {"wall": "wall_s", "user": "user_s", "sys": "sys_s", "max-rss": "max_rss_kib"}
 ALIASES |= {"energy": "energy_j"}
+# what a machine's load moves (times, and the energy spent in them)
+LOAD_BOUND = {"wall_s", "user_s", "sys_s", "energy_j", "task-clock", "cpu-clock", "duration_time"}
 _EXPR = re.compile(r"^\s*(\S+)\s*([<>])\s*([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*%\s*$")
 
 
@@ -102,8 +108,11 @@ class GateReport:
         return any(v.failed for v in self.verdicts)
 
 
-def evaluate(gate: Gate, base: Sample, now: Sample, confidence: float = 0.95) -> Verdict:
-    """The verdict of one gate on its metric's samples (see the module docstring)."""
+def evaluate(
+    gate: Gate, base: Sample, now: Sample, confidence: float = 0.95, paired: bool = False
+) -> Verdict:
+    """The verdict of one gate on its metric's samples (see the module docstring); `paired`
+    when the k-th values of both sides were measured together."""
     from autoprof.analysis.bench import ratio
 
     if base.emulated != now.emulated:
@@ -125,7 +134,7 @@ def evaluate(gate: Gate, base: Sample, now: Sample, confidence: float = 0.95) ->
         verdict.low = verdict.high = verdict.change
         verdict.failed = _beyond(gate, verdict.change)
         return verdict
-    found = ratio(gate.metric, base.values, now.values, confidence)
+    found = ratio(gate.metric, base.values, now.values, confidence, paired)
     verdict.low, verdict.high = found.low - 1, found.high - 1
     if math.isnan(verdict.low):
         verdict.note = f"no interval ({found.note})"
@@ -133,7 +142,7 @@ def evaluate(gate: Gate, base: Sample, now: Sample, confidence: float = 0.95) ->
     # significant beyond the threshold: the whole interval is past it
     verdict.failed = _beyond(gate, verdict.low if gate.above else verdict.high)
     if not verdict.failed and _beyond(gate, verdict.change):
-        verdict.note = f"beyond the threshold, not significantly ({confidence:.0%} interval)"
+        verdict.note = f"beyond the threshold, not significantly ({confidence * 100:g}% interval)"
     return verdict
 
 
@@ -147,9 +156,10 @@ def check(
     now: dict[str, Sample],
     names: tuple[str, str],
     confidence: float = 0.95,
+    paired: bool = False,
 ) -> GateReport:
-    """Every gate on the two sides' samples (metric -> Sample); AutoprofError (bad input) when a
-    metric is missing on a side."""
+    """Every gate on the two sides' samples (metric -> Sample), `paired` when they ran
+    interleaved in one bench; AutoprofError (bad input) when a metric is missing on a side."""
     verdicts = []
     for gate in gates:
         for side, samples in ((names[0], base), (names[1], now)):
@@ -158,8 +168,16 @@ def check(
                     f"--fail-if {gate.text!r}: {side} has no {gate.metric} (it has "
                     f"{', '.join(sorted(samples)) or 'nothing'})"
                 )
-        verdicts.append(evaluate(gate, base[gate.metric], now[gate.metric], confidence))
-    return GateReport(verdicts, names[0], names[1], confidence)
+        verdicts.append(evaluate(gate, base[gate.metric], now[gate.metric], confidence, paired))
+    report = GateReport(verdicts, names[0], names[1], confidence)
+    timed = [v.gate for v in verdicts if not v.exact and v.metric in LOAD_BOUND]
+    if timed and not paired:
+        report.notes.append(
+            f"{', '.join(timed)}: the baseline ran at another time; a load that came or went "
+            "since moves these times as a change of the code would. To gate time on a shared "
+            "machine, run both builds in one bench: autoprof bench --fail-if ... -- BASE -- NEW"
+        )
+    return report
 
 
 def bench_samples(result, index: int = 0) -> dict[str, Sample]:

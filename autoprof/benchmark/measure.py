@@ -388,7 +388,8 @@ def bench(
     options: BenchOptions,
     on_run: Callable[[int, int, bool], None] | None = None,
 ) -> BenchResult:
-    """Every command `options.warmup` times untimed, then `options.runs` times timed.
+    """Every command `options.warmup` times untimed, then `options.runs` times timed,
+    interleaved (one repetition of each command in turn).
 
     Under a `perf.process.Stopper`, a signal stops the perf running (and its workload) and
     raises BenchInterrupted with the repetitions finished so far.
@@ -411,8 +412,10 @@ def bench(
             output = Path(tmp) / "perf.csv"
             joules = None if isinstance(package, str) else Joules(package, Path(tmp) / "e.csv")
             _startup(result, output, perf)
-            for i, entry in enumerate(result.commands):
-                for rep in range(options.warmup + options.runs):
+            # interleaved: repetition k of every command, then k + 1, so that a change of the
+            # machine's load falls on every command alike (their ratios are then paired)
+            for rep in range(options.warmup + options.runs):
+                for i, entry in enumerate(result.commands):
                     warm = rep < options.warmup
                     values, units, lost = _repetition(
                         entry.command, events, output, options, perf, joules

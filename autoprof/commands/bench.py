@@ -143,9 +143,10 @@ def bench(
 ) -> None:  # fmt: skip
     """Time commands and count their events, many runs each.
 
-    Run each COMMAND (separated by --) many times under perf stat: times and counts per
-    run, mean +- sd, outliers, and the ratio of each command to the first. With --baseline
-    and --fail-if, a regression gate for CI: exit 1 when a gate fails, 0 when all hold."""
+    Run each COMMAND (separated by --) many times under perf stat, interleaved: times and
+    counts per run, mean +- sd, outliers, and the ratio of each command to the first. With
+    --fail-if, a regression gate for CI against --baseline or, with two commands, of the
+    second against the first: exit 1 when a gate fails, 0 when all hold."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from autoprof.analysis import bench as stats
@@ -250,16 +251,29 @@ def bench(
     for path in _export(result, document, export_json, export_csv, excel_safe):
         console.print(f"wrote {path}")
     _save(counting.save, result, document, facts, store_text, labels, output, console)
-    if baseline is not None:
-        from autoprof.analysis import gate
+    if parsed_gates and _gated(parsed_gates, baseline, result, commands, gating, console):
+        sys.exit(1)
 
+
+def _gated(gates, baseline, result, commands, gating, console) -> bool:
+    """The gates reported: the command against the --baseline, or each command after the
+    first against the first (interleaved in this bench: paired). Whether one failed."""
+    from autoprof.analysis import gate
+
+    if baseline is not None:
         samples, name = baseline
-        now = gate.bench_samples(result, 0)
-        names = (name, shlex.join(commands[0]))
-        found = gate.check(parsed_gates, samples, now, names, gating.confidence)
+        sides = [(samples, name, 0, False)]
+    else:
+        first = gate.bench_samples(result, 0)
+        sides = [(first, shlex.join(commands[0]), i, True) for i in range(1, len(commands))]
+    failed = False
+    for samples, name, index, paired in sides:
+        now = gate.bench_samples(result, index)
+        names = (name, shlex.join(commands[index]))
+        found = gate.check(gates, samples, now, names, gating.confidence, paired)
         common.report_gates(found, gating, console)
-        if found.failed:
-            sys.exit(1)
+        failed = failed or found.failed
+    return failed
 
 
 def _gates(ref, texts, commands, store_text):
@@ -267,15 +281,20 @@ def _gates(ref, texts, commands, store_text):
     (bad input: exit 2)."""
     from autoprof.analysis import gate
 
-    if bool(texts) != (ref is not None):
-        raise AutoprofError("--fail-if and --baseline go together: a gate compares with a baseline")
-    if ref is None:
-        return [], None
-    if len(commands) != 1:
+    if ref is not None and not texts:
+        raise AutoprofError("--baseline needs --fail-if: a baseline is compared by gates")
+    if texts and ref is None and len(commands) < 2:
+        raise AutoprofError(
+            "--fail-if compares with a baseline: --baseline FILE, or two commands in one "
+            "bench (-- BASE -- NEW)"
+        )
+    if ref is not None and len(commands) != 1:
         raise AutoprofError(f"--baseline gates one command; {len(commands)} were given")
+    gates = [gate.parse(t) for t in texts]
+    if ref is None:
+        return gates, None
     from autoprof.store import baseline
 
-    gates = [gate.parse(t) for t in texts]
     return gates, baseline.samples(ref, store_text)
 
 

@@ -391,7 +391,8 @@ fail_if_option = click.option(
     "gates",
     multiple=True,
     metavar="'METRIC > +N%'",
-    help="Exit 1 when METRIC changed past N% from the baseline (repeatable): an event "
+    help="Exit 1 when METRIC changed past N% from the baseline (bench: --baseline, or the "
+    "first of two commands) (repeatable): an event "
     "(instructions:u), wall, user, sys, max-rss or energy; exact counts compare exactly, noisy "
     "ones fail only when significant.",
 )
@@ -474,6 +475,8 @@ def report_gates(found, gating, console) -> None:
     from autoprof.analysis.renderers.gate import MarkdownSummary, TextSummary
 
     console.print(TextSummary().render(found), end="", markup=False, highlight=False)
+    for note in found.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
     if gating.summary == "-":
         click.echo(MarkdownSummary().render(found), nl=False)
     elif gating.summary:

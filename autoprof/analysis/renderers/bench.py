@@ -69,8 +69,9 @@ class BenchRenderer(RichRenderer[BenchTables]):
             console.print(table)
         for command, against in zip(result.commands[1:], data.ratios, strict=True):
             first = " ".join(result.commands[0].command)
+            how = "95% CI, paired t-test: interleaved runs"
             table = Table(
-                title=f"{' '.join(command.command)} vs {first} (95% CI, Welch's t-test)",
+                title=f"{' '.join(command.command)} vs {first} ({how})",
                 title_justify="left",
             )
             for name in ("metric", "ratio", "95% CI", "difference", "95% CI ", "p", "note"):

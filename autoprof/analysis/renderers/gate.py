@@ -31,7 +31,8 @@ def row(verdict: Verdict, report: GateReport) -> tuple[str, ...]:
     elif math.isnan(verdict.low):
         interval = "-"
     else:
-        interval = f"{_percent(verdict.low)} .. {_percent(verdict.high)} ({report.confidence:.0%})"
+        level = f"{report.confidence * 100:g}%"
+        interval = f"{_percent(verdict.low)} .. {_percent(verdict.high)} ({level})"
     state = "**FAIL**" if verdict.failed else "pass"
     return (
         verdict.gate,
