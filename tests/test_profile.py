@@ -18,10 +18,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autoprof import results
 from autoprof.catalog.host import breakpoint_event
 from autoprof.catalog.model import Event
 from autoprof.examples import expected_writes, slot_addresses
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
 from autoprof.run.runner import Runner, Task, stop_leftovers
@@ -46,7 +46,7 @@ def watch_args(binary: Path) -> list[str]:
 
 
 def totals(out: Path) -> dict[str, float]:
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     return frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict()
 
 
@@ -74,9 +74,9 @@ def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
     agg = process("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
     check_exact(out, writes, 3000)
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert set(SOFTWARE) <= set(frame["EVENT_NAME"])
-    assert list(frame.columns[:9]) == results.AUTOPERF_COLUMNS
+    assert list(frame.columns[:9]) == csvfile.AUTOPERF_COLUMNS
 
 
 @pytest.mark.slow
@@ -195,7 +195,7 @@ def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_p
     assert proc.returncode == 0, proc.stderr
     assert outdir.read_manifest(out).options.anchor == "task-clock"
     assert process("aggregate", str(out)).returncode == 0
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert set(frame.loc[frame["EVENT_NAME"] == "task-clock", "RUN"]) == {1, 2, 3}
     check_exact(out, writes, 3000)
     corr = process(
