@@ -24,7 +24,15 @@ from autoprof.examples import expected_writes, slot_addresses
 from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
-from autoprof.run.runner import Runner, Task, stop_leftovers
+from autoprof.run.runner import (
+    Runner,
+    Task,
+    TaskEnded,
+    TaskRetried,
+    TaskSkipped,
+    TaskStarted,
+    stop_leftovers,
+)
 from autoprof.testing.cli import process
 from autoprof.util.status import RunStatus
 from tests.conftest import still_running
@@ -182,6 +190,27 @@ def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_
     assert report["runs"]["failed"] == []
     assert report["runs"]["retried"] == [{"run": 2, "repeat": 1, "attempt": 2}]
     check_exact(out, writes, 500)
+
+
+@pytest.mark.needs_perf
+def test_the_runner_tells_its_listener_typed_events(tmp_path):
+    """Issue #41: each event is a record of its kind, carrying the run record where the kind
+    has one: a task fails once (retried, with the failed attempt), then ends well; run
+    again, the journal skips it."""
+    failed_once = tmp_path / "failed-once"
+    command = ["sh", "-c", f"test -e {failed_once} || {{ touch {failed_once}; exit 3; }}"]
+    task = Task(1, 1, (Event("task-clock", "software", "task-clock"),))
+    options = ProfileOptions(interval_ms=None, retries=1)
+    seen: list = []
+    Runner(tmp_path, command, options, on_event=seen.append).run_all([task])
+    assert [type(e) for e in seen] == [TaskStarted, TaskRetried, TaskEnded]
+    assert all(e.task == task for e in seen)
+    retried, ended = seen[1].record, seen[2].record
+    assert (retried.status, retried.attempt) == (RunStatus.WORKLOAD_FAILED, 1)
+    assert (ended.status, ended.attempt) == (RunStatus.OK, 2)
+    again: list = []
+    Runner(tmp_path, command, options, on_event=again.append).run_all([task])
+    assert again == [TaskSkipped(task)]
 
 
 @pytest.mark.slow
