@@ -6,7 +6,7 @@ Two profiles, built in a temp dir:
   `perf stat -x, -I 100 -a -A` recording (tests/data/perf61/interval_percpu.csv: five events on
   two CPUs, one `<not supported>`) with advancing timestamps. Times pandas.read_csv alone,
   stat_arrow.read (the parse), `aggregate_to` (parse, event mapping, report and the streamed
-  write of results.csv) and the in-memory `aggregate` + `results.write_csv` of the old API.
+  write of results.csv) and the in-memory `aggregate` + `csvfile.write_csv` of the old API.
 - `--system-wide` (16 M lines): a two-socket server, 224 CPUs (2 x 56 cores x 2 threads), 600
   core events in runs of 5 (one `CPUn` line per CPU and interval), 100 uncore events in runs of
   4 printed per CHA box (56 boxes per socket, on the socket's first CPU, without the box's name
@@ -34,10 +34,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from autoprof import results
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_arrow
-from autoprof.results import aggregate
+from autoprof.results import aggregate, csvfile
 from autoprof.results.sanity_report import read_report
 from autoprof.run import outdir
 from autoprof.util.status import RunStatus
@@ -190,8 +189,8 @@ def two_million(out: Path, runs: int, intervals: int) -> None:
             "",
         ),
         (
-            "results.write_csv of that frame",
-            best(lambda: results.write_csv(kept["m"].frame, out / "again.csv")),
+            "csvfile.write_csv of that frame",
+            best(lambda: csvfile.write_csv(kept["m"].frame, out / "again.csv")),
             "",
         ),
     ]

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoprof import results
 from autoprof.analysis import correlation, data
 from autoprof.analysis.renderers import png
+from autoprof.results import csvfile
 from autoprof.util.status import RowStatus
 
 EVENTS = 500
@@ -63,7 +63,7 @@ def synthetic(events: int = EVENTS, intervals: int = INTERVALS, runs: int = RUNS
     frame = pd.concat(frames, ignore_index=True)
     frame["STATUS"] = np.where(frame["SAMPLE_VALUE"].isna(), RowStatus.NOT_COUNTED, RowStatus.OK)
     frame.loc[frame["STATUS"] != RowStatus.OK, "PERCENT_RUNNING"] = np.nan
-    return results.normalize(frame)
+    return csvfile.normalize(frame)
 
 
 def main() -> None:
@@ -78,7 +78,7 @@ def main() -> None:
     frame = synthetic()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "results.csv"
-        results.write_csv(frame, path)
+        csvfile.write_csv(frame, path)
         size_mb = path.stat().st_size / 1e6
         # the stages of `correlation.analyse`, as `autoprof analyze correlation` runs them
         loaded = step("read + validate results.csv", lambda: data.load(path, data.SERIES_COLUMNS))

@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autoprof import results
 from autoprof.catalog import machine
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 from autoprof.queue import connection, jobs
 from autoprof.queue.spec import JobSpec
+from autoprof.results import csvfile
 from autoprof.testing.workers import WorkerProcess, claim, wait_ready
 
 
@@ -54,7 +54,7 @@ def check_exact(store: str, run_id: str, work: Path, n: int, repeat: int) -> Non
         [sys.executable, "-m", "autoprof", "runs", "export", run_id, "--store", store, "-o",
          str(path)], check=True, capture_output=True,
     )  # fmt: skip
-    frame = results.read_csv(path)
+    frame = csvfile.read_csv(path)
     got = frame[frame["PMU"] == "breakpoint"].groupby("EVENT_NAME")["SAMPLE_VALUE"].sum()
     want = dict(zip(slot_addresses(work / "writes"), expected_writes(n), strict=True))
     for address, count in want.items():

@@ -41,7 +41,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from autoprof import results
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.testing.synthetic_out import EVENTS, make_out
 
@@ -51,11 +51,11 @@ RATIO, DOWNLOAD_RATIO = 1.5, 2.0
 RSS_MIB, SERVER_RSS_MIB = 300, 400
 FIRST_BYTE_S, FIRST_OPEN_S, LATER_OPEN_S, PAGE_ROWS = 0.5, 2.0, 0.3, 1_000_000
 DOWNLOADS = 7  # samples of each kind of download, at least
-# the baselines' table: results.csv's columns (results.COLUMNS), so that it never drifts from
+# the baselines' table: results.csv's columns (csvfile.COLUMNS), so that it never drifts from
 # the file (a REGION column added to results.csv made `\copy` refuse every row)
 _SQL_TYPES = {"string": "text", "Int64": "bigint", "float64": "double precision"}
 STAGING = "CREATE TABLE results_csv ({})".format(
-    ", ".join(f'"{name.lower()}" {_SQL_TYPES[results.DTYPES[name]]}' for name in results.COLUMNS)
+    ", ".join(f'"{name.lower()}" {_SQL_TYPES[csvfile.DTYPES[name]]}' for name in csvfile.COLUMNS)
 )
 
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import results
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf.unsupported import Unsupported
-from autoprof.results import aggregate
+from autoprof.results import aggregate, csvfile
 from autoprof.results.sanity_report import RunId
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
@@ -164,7 +163,7 @@ def test_breakpoint_totals_equal_the_known_counts(aggregated, program):
 @pytest.mark.slow  # aggregates a real profile of the test program
 def test_rows_follow_the_results_contract(aggregated):
     frame = aggregated.frame
-    assert list(frame.columns) == results.COLUMNS
+    assert list(frame.columns) == csvfile.COLUMNS
     assert set(frame["STATUS"]) <= set(list(RowStatus))
     clock = frame[(frame["EVENT_NAME"] == "task-clock") & (frame["RUN"] == 1)]
     assert clock["INDEX"].is_monotonic_increasing and clock["INDEX"].is_unique
@@ -217,7 +216,7 @@ def test_cli_writes_results_and_report(profile, tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "skipped 1 broken run" in proc.stderr and "holds the rest (status 3)" in proc.stderr
     assert "sanity report" in proc.stdout
-    written = results.read_csv(target)
+    written = csvfile.read_csv(target)
     report = json.loads((profile / outdir.REPORT).read_text())
     assert len(written) == report["rows"]
     assert written["STATUS"].isin(list(RowStatus)).all()
@@ -266,7 +265,7 @@ def test_fast_writer_gives_pandas_text_form_for_every_kind_of_float(tmp_path):
         ]
     )
     n = len(values)
-    frame = results.empty_frame().reindex(range(n))
+    frame = csvfile.empty_frame().reindex(range(n))
     frame["EVENT_NAME"] = "task-clock"
     frame["INDEX"] = np.arange(n) // 3
     frame["TIME"] = np.abs(values[::-1]) / 7
@@ -275,8 +274,8 @@ def test_fast_writer_gives_pandas_text_form_for_every_kind_of_float(tmp_path):
     frame["CPU"] = np.arange(n) % 4
     frame["RUN"], frame["REPEAT"], frame["STATUS"] = 1, 1, RowStatus.OK
     frame["UNIT"] = np.where(np.arange(n) % 2 == 0, "software", None)
-    frame = results.normalize(frame)
-    results.write_csv(frame, tmp_path / "fast.csv")
-    header = ",".join(results.COLUMNS).encode() + b"\n"
-    slow = header + results._quoted_csv(pa.Table.from_pandas(frame, preserve_index=False))
+    frame = csvfile.normalize(frame)
+    csvfile.write_csv(frame, tmp_path / "fast.csv")
+    header = ",".join(csvfile.COLUMNS).encode() + b"\n"
+    slow = header + csvfile._quoted_csv(pa.Table.from_pandas(frame, preserve_index=False))
     assert (tmp_path / "fast.csv").read_bytes() == slow

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import results
 from autoprof.catalog import machine
 from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_csv
-from autoprof.results import aggregate
+from autoprof.results import aggregate, csvfile
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 from autoprof.util.status import RowStatus, RunStatus
@@ -183,7 +182,7 @@ def test_cli_keeps_the_good_lines_of_a_cut_file(tmp_path):
         f"autoprof: warning: {out}: skipped 1 broken file (runs/run0001-rep1/perf.csv: "
         "line 8: partial last line (interrupted run?)); results.csv holds the rest (status 3)"
     ]
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert len(frame) == 3  # the counted lines of the first interval (instructions: no value)
     report = json.loads((out / outdir.REPORT).read_text())
     assert [b["error"] for b in report["broken_files"]] == [
@@ -224,7 +223,7 @@ def test_system_wide_profile_fills_socket_core_node_from_sysfs(tmp_path):
     manifest = outdir.read_manifest(out)
     assert manifest.machine.topology == machine.topology()
     assert invoke("aggregate", out).returncode == 0
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert frame["CPU"].notna().all() and frame["SOCKET"].notna().all()
     truth = lscpu()
     assert set(frame["CPU"]) == set(truth)
@@ -259,9 +258,9 @@ def test_exact_only_keeps_rows_counted_all_the_time(tmp_path):
     events += [ref("msr/tsc/", "msr"), ref("instructions", "cpu")]
     out = make_profile(tmp_path / "out", [(events, "".join(lines).encode(), RunStatus.OK)])
     assert invoke("aggregate", out).returncode == 0
-    every = results.read_csv(out / outdir.RESULTS)
+    every = csvfile.read_csv(out / outdir.RESULTS)
     assert invoke("aggregate", out, "--exact-only").returncode == 0
-    exact = results.read_csv(out / outdir.RESULTS)
+    exact = csvfile.read_csv(out / outdir.RESULTS)
     assert len(every) == len(exact) + 1
     assert set(exact["STATUS"]) == {RowStatus.OK}
     assert list(every["STATUS"]).count(RowStatus.MULTIPLEXED) == 1
@@ -286,7 +285,7 @@ def test_aggregate_says_what_it_skipped_and_exits_3(tmp_path):
         f"autoprof: warning: {out}: skipped 1 broken run (run 2 rep 1: perf.csv is missing); "
         f"1 unreadable line of journal.jsonl ({lines}); results.csv holds the rest (status 3)"
     ]
-    assert set(results.read_csv(out / outdir.RESULTS)["RUN"]) == {1}
+    assert set(csvfile.read_csv(out / outdir.RESULTS)["RUN"]) == {1}
     whole = make_profile(tmp_path / "whole", [(events, data, RunStatus.OK)])
     assert invoke("aggregate", whole).returncode == 0
     missing = invoke("aggregate", tmp_path / "nosuchdir")

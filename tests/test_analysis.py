@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from autoprof import results
 from autoprof.analysis import compare, correlation, data, event_detail, stats
 from autoprof.analysis.renderers import png
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 
@@ -64,13 +64,13 @@ def results_frame(
                             "STATUS": "ok" if counted else "not counted",
                         }
                     )
-    return results.normalize(pd.DataFrame(rows))
+    return csvfile.normalize(pd.DataFrame(rows))
 
 
 def write(frame: pd.DataFrame, folder: Path, cpu_id: str | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "results.csv"
-    results.write_csv(frame, path)
+    csvfile.write_csv(frame, path)
     if cpu_id is not None:
         machine = MachineFacts(cpu_id, "test", "host", "6.1", "6.1", False, False, 2)
         manifest = outdir.Manifest("id", "0.1.0", "2026-01-01T00:00:00Z", ["w"], machine, {})
@@ -405,7 +405,7 @@ def bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     header = tmp_path / "header.csv"
-    header.write_text(",".join(results.COLUMNS) + "\n")
+    header.write_text(",".join(csvfile.COLUMNS) + "\n")
     perf = tmp_path / "perf.csv"  # raw perf stat -x output, not a results.csv
     perf.write_text("0.100156243,34.43,msec,task-clock,34426016,100.00,0.344,CPUs utilized\n")
     other = tmp_path / "other.csv"

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import results
 from autoprof.catalog import machine
 from autoprof.errors import AutoprofError, NewerFormat
-from autoprof.results import sanity_report
+from autoprof.results import csvfile, sanity_report
 from autoprof.run import journal, outdir
 from autoprof.testing.cli import invoke
 from autoprof.util.records import read_json, write_json
@@ -52,12 +51,12 @@ def refused_in_one_line(result, path: Path, found: int, known: int) -> None:
 
 
 def test_old_folder_aggregates_run_1_and_reports_run_2_missing(old):
-    before = results.read_csv(DATA / outdir.RESULTS)
+    before = csvfile.read_csv(DATA / outdir.RESULTS)
     (old / outdir.RESULTS).unlink()
     (old / outdir.REPORT).unlink()
     result = invoke("aggregate", old)
     assert result.returncode == 0, result.output
-    frame = results.read_csv(old / outdir.RESULTS)
+    frame = csvfile.read_csv(old / outdir.RESULTS)
     assert set(frame["RUN"]) == {1}
     assert len(frame) == len(before)
     sums = frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict()
@@ -88,7 +87,7 @@ def test_old_folder_resumes_run_2_only(old):
     assert invoke("aggregate", old).returncode == 0
     runs = json.loads((old / outdir.REPORT).read_text())["runs"]
     assert (runs["finished"], runs["missing"]) == (2, [])
-    assert set(results.read_csv(old / outdir.RESULTS)["RUN"]) == {1, 2}
+    assert set(csvfile.read_csv(old / outdir.RESULTS)["RUN"]) == {1, 2}
 
 
 def test_old_folder_uploads_and_reads_back(old, tmp_path):

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import results
 from autoprof.catalog import machine
 from autoprof.errors import AutoprofError
 from autoprof.perf import launch, process
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.testing import cli
 from autoprof.util.status import RunStatus
@@ -62,7 +62,7 @@ def profiled(tmp_path: Path, command: list[str], *args: str) -> tuple[dict[str, 
     assert proc.returncode == 0, proc.stderr
     agg = cli.invoke("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert set(frame["STATUS"]) == {"ok"} and (frame["PERCENT_RUNNING"] == 100).all()
     return frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict(), out
 
@@ -238,7 +238,7 @@ def test_a_workload_cannot_switch_its_own_counting_off(tmp_path):
     said = (outdir.run_dir(out, 1, 1) / outdir.STDOUT).read_text()
     assert "refused:" in said and "disabled perf" not in said, said
     assert cli.invoke("aggregate", str(out)).returncode == 0
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert frame["SAMPLE_VALUE"].sum() > 16384
 
 

@@ -10,11 +10,11 @@ import sys
 import pandas as pd
 import pytest
 
-from autoprof import results
 from autoprof.catalog import intel
 from autoprof.metrics import catalog as metric_catalog
 from autoprof.metrics.events import TOPDOWN
 from autoprof.metrics.plan import groups, metric_needs, plan_metrics, smt_constants
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.schedule.cosched import fit
 from autoprof.schedule.plan import run_problems
@@ -85,7 +85,7 @@ def test_profile_metrics_end_to_end(writes, tmp_path):
         assert table.loc[name, "SCOPE"] == "same-run"
     assert table.loc["Six_per_s0", "VALUE"] == pytest.approx(21.0, rel=1e-12)
     assert table.loc["Six_per_s0", "SCOPE"] == "cross-run"
-    counts = results.read_csv(out / outdir.RESULTS)
+    counts = csvfile.read_csv(out / outdir.RESULTS)
     slot0 = counts[counts["EVENT_NAME"].eq(f"mem:{slot_addresses(writes)[0]}:w")]
     assert sorted(slot0.groupby("RUN")["SAMPLE_VALUE"].sum()) == [N, N]  # exact in both runs
     faults = counts[counts.EVENT_NAME == "page-faults"]["SAMPLE_VALUE"].sum()
@@ -108,7 +108,7 @@ def test_analyze_metrics_on_autoperf_results(intel_dir, samples_dir, tmp_path):
     # time, which needs no event, has a value
     computed = table[table["MISSING"].isna()]
     assert list(computed["METRIC"]) == ["Info_System_Time"]
-    sample = results.read_csv(samples_dir / "autoperf-results.csv")
+    sample = csvfile.read_csv(samples_dir / "autoperf-results.csv")
     assert computed["VALUE"].iloc[0] == pytest.approx(sample["TIME"].max())
     assert table["MISSING"].dropna().str.contains("not in the results").all()
     piped = invoke(

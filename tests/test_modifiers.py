@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from autoprof import results
 from autoprof.catalog import host, modifiers
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke, process
 
@@ -91,7 +91,7 @@ def test_profile_user_names_every_event_in_user_mode(tmp_path):
     assert sorted(planned) == ["page-faults:u", "task-clock:u"]
     agg = invoke("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert set(frame["EVENT_NAME"]) == {"page-faults:u", "task-clock:u"}
     report = json.loads((out / outdir.REPORT).read_text())
     assert report["events"]["modifiers"] == []  # perf printed the names autoprof gave

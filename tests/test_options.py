@@ -273,7 +273,7 @@ def test_the_web_form_has_the_limits_of_the_command_line(cli_run, field, flags, 
     """One declared limit per option (run.options): the web's form refuses what `profile`
     refuses, in the same words, and takes what it takes (#32: the web had its own, repeat <= 100
     and interval <= 60,000 ms)."""
-    from autoprof.web.jobs import JobRequest
+    from autoprof.web.form import JobRequest
 
     form = {"tool": "profile", "command": "true", "events": ["task-clock"]}
     command = ["--", "true"]

@@ -18,13 +18,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autoprof import results
 from autoprof.catalog.host import breakpoint_event
 from autoprof.catalog.model import Event
 from autoprof.examples import expected_writes, slot_addresses
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
-from autoprof.run.runner import Runner, Task, stop_leftovers
+from autoprof.run.runner import (
+    Runner,
+    Task,
+    TaskEnded,
+    TaskRetried,
+    TaskSkipped,
+    TaskStarted,
+    stop_leftovers,
+)
 from autoprof.testing.cli import process
 from autoprof.util.status import RunStatus
 from tests.conftest import still_running
@@ -46,7 +54,7 @@ def watch_args(binary: Path) -> list[str]:
 
 
 def totals(out: Path) -> dict[str, float]:
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     return frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum().to_dict()
 
 
@@ -74,9 +82,9 @@ def test_twelve_watchpoints_take_three_runs_and_count_exactly(writes, tmp_path):
     agg = process("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
     check_exact(out, writes, 3000)
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert set(SOFTWARE) <= set(frame["EVENT_NAME"])
-    assert list(frame.columns[:9]) == results.AUTOPERF_COLUMNS
+    assert list(frame.columns[:9]) == csvfile.AUTOPERF_COLUMNS
 
 
 @pytest.mark.slow
@@ -184,6 +192,27 @@ def test_retries_run_a_failed_run_again_and_keep_the_failed_attempt(writes, tmp_
     check_exact(out, writes, 500)
 
 
+@pytest.mark.needs_perf
+def test_the_runner_tells_its_listener_typed_events(tmp_path):
+    """Issue #41: each event is a record of its kind, carrying the run record where the kind
+    has one: a task fails once (retried, with the failed attempt), then ends well; run
+    again, the journal skips it."""
+    failed_once = tmp_path / "failed-once"
+    command = ["sh", "-c", f"test -e {failed_once} || {{ touch {failed_once}; exit 3; }}"]
+    task = Task(1, 1, (Event("task-clock", "software", "task-clock"),))
+    options = ProfileOptions(interval_ms=None, retries=1)
+    seen: list = []
+    Runner(tmp_path, command, options, on_event=seen.append).run_all([task])
+    assert [type(e) for e in seen] == [TaskStarted, TaskRetried, TaskEnded]
+    assert all(e.task == task for e in seen)
+    retried, ended = seen[1].record, seen[2].record
+    assert (retried.status, retried.attempt) == (RunStatus.WORKLOAD_FAILED, 1)
+    assert (ended.status, ended.attempt) == (RunStatus.OK, 2)
+    again: list = []
+    Runner(tmp_path, command, options, on_event=again.append).run_all([task])
+    assert again == [TaskSkipped(task)]
+
+
 @pytest.mark.slow
 def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_path):
     out = tmp_path / "out"
@@ -195,7 +224,7 @@ def test_anchor_is_counted_in_every_run_and_normalises_correlation(writes, tmp_p
     assert proc.returncode == 0, proc.stderr
     assert outdir.read_manifest(out).options.anchor == "task-clock"
     assert process("aggregate", str(out)).returncode == 0
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     assert set(frame.loc[frame["EVENT_NAME"] == "task-clock", "RUN"]) == {1, 2, 3}
     check_exact(out, writes, 3000)
     corr = process(

@@ -20,7 +20,7 @@ from autoprof.errors import AutoprofError
 from autoprof.queue.spec import JobSpec, Refused
 from autoprof.run import outdir, planning
 from autoprof.testing.cli import process
-from autoprof.web.jobs import JobRequest
+from autoprof.web.form import JobRequest
 
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None or shutil.which("cc") is None,

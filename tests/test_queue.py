@@ -25,14 +25,13 @@ from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from autoprof import results
 from autoprof.catalog import machine
 from autoprof.errors import AutoprofError
 from autoprof.examples import expected_writes, slot_addresses
 from autoprof.queue import connection, jobs
 from autoprof.queue.spec import JobSpec, Refused, allowed, compile_allow
 from autoprof.queue.worker import wait_until_quiet
-from autoprof.results import aggregate
+from autoprof.results import aggregate, csvfile
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke, process
 from autoprof.testing.synthetic_out import make_out
@@ -200,7 +199,7 @@ def watch(binary: Path) -> list[str]:
 def export(store: str, run_id: str, path: Path) -> pd.DataFrame:
     done = invoke("runs", "export", run_id, "--store", store, "-o", path, "--force")
     assert done.returncode == 0, done.output
-    return results.read_csv(path)
+    return csvfile.read_csv(path)
 
 
 def counts(frame: pd.DataFrame) -> dict[tuple[str, int, int], float]:
@@ -268,7 +267,7 @@ def test_routing_split_refusals_and_secrets(writes, acl_url, pg_url, workers, tm
     assert "complete 2/2" in invoke("runs", "list", "--store", pg_url).output
     exported_path = tmp_path / "split.csv"
     split = export(pg_url, run_id, exported_path)
-    whole = results.read_csv(single / outdir.RESULTS)
+    whole = csvfile.read_csv(single / outdir.RESULTS)
     assert counts(split) == counts(whole) and len(counts(whole)) == 12 * 2
     key = ["EVENT_NAME", "RUN", "REPEAT"]
     assert sorted(map(tuple, split[key].drop_duplicates().values)) == sorted(

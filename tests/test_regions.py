@@ -336,7 +336,7 @@ def test_markers_outside_autoprof_make_no_system_call(tmp_path) -> None:
 
 def test_the_web_form_takes_regions_threads_and_cores_with_the_clis_checks() -> None:
     from autoprof.errors import AutoprofError
-    from autoprof.web.jobs import JobRequest
+    from autoprof.web.form import JobRequest
 
     form = {"tool": "profile", "command": "./prog", "events": ["task-clock"]}
     request = JobRequest.from_form({**form, "regions": "hot\ninner, with a comma\n", "pin": "0"})

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from autoprof import results
 from autoprof.catalog import machine
 from autoprof.perf.unsupported import Unsupported
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke, process
 from autoprof.util.status import RunStatus
@@ -234,7 +234,7 @@ def test_an_event_perf_refuses_is_not_supported_and_the_rest_counted(tmp_path):
     ]
     agg = process("aggregate", str(out))
     assert agg.returncode == 0, agg.stderr
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     # no value, no sample row: the report says why
     assert set(frame["EVENT_NAME"]) == {"task-clock"} and set(frame["STATUS"]) == {"ok"}
     assert frame.loc[frame["EVENT_NAME"] == "task-clock", "SAMPLE_VALUE"].sum() > 0

@@ -226,11 +226,11 @@ def test_planned_quoted_names_aggregate_and_export_excel_safe(tmp_path):
     aggregate, upload and export; --excel-safe quotes it for spreadsheets."""
     import csv
 
-    from autoprof import results
+    from autoprof.results import csvfile
 
     out = renamed(tmp_path, "task-clock", FORMULA, plan=True)
     assert invoke("aggregate", out).returncode == 0
-    frame = results.read_csv(out / "results.csv")
+    frame = csvfile.read_csv(out / "results.csv")
     assert FORMULA in set(frame["EVENT_NAME"])
     store = f"sqlite:///{tmp_path / 's.db'}"
     assert invoke("upload", out, "--store", store).returncode == 0

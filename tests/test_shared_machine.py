@@ -21,7 +21,8 @@ from autoprof.run import outdir
 from autoprof.run.runner import stop_leftovers
 from autoprof.store import bulk
 from autoprof.testing import cli
-from autoprof.web.jobs import JobRequest, LocalQueue
+from autoprof.web.form import JobRequest
+from autoprof.web.localqueue import LocalQueue
 
 PLANTED = "import pathlib; pathlib.Path({marker!r}).write_text('ran')\n"
 
@@ -72,7 +73,7 @@ def test_the_sqlite_reader_imports_nothing_of_the_working_folder(tmp_path, monke
 
 def test_a_web_job_imports_nothing_of_the_servers_folder(tmp_path, monkeypatch):
     marker = tmp_path / "pwned"
-    monkeypatch.chdir(plant(tmp_path / "shared", marker, "shlex"))  # autoprof.web.jobs imports it
+    monkeypatch.chdir(plant(tmp_path / "shared", marker, "shlex"))  # autoprof.web.form imports it
     # relative: the server's folder; a store of the test's own (the user's default one may be
     # at another schema, made by another autoprof)
     queue = LocalQueue(Path("data"), f"sqlite:///{tmp_path / 's.db'}")

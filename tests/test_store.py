@@ -24,8 +24,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from autoprof import results
 from autoprof.examples import expected_writes, slot_addresses
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.store import engine
 from autoprof.store.models import Base, machine_columns, machine_fingerprint
@@ -106,7 +106,7 @@ def test_real_profile_round_trip_is_byte_identical(real_out, writes, store_url, 
     ex = invoke("runs", "export", run_id, "-o", exported, "--store", store_url)
     assert ex.returncode == 0, ex.output
     assert exported.read_bytes() == (real_out / outdir.RESULTS).read_bytes()
-    frame = results.read_csv(exported)
+    frame = csvfile.read_csv(exported)
     assert set(frame["RUN"]) == {1, 2, 3} and set(frame["REPEAT"]) == {1, 2}
     totals = frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum()
     for address, want in zip(slot_addresses(writes), expected_writes(5000), strict=True):
@@ -118,14 +118,14 @@ def test_real_profile_round_trip_is_byte_identical(real_out, writes, store_url, 
 def test_values_survive_losslessly(store_url, tmp_path):
     """Awkward values: NaN-free floats at full precision, huge counts, negative and empty."""
     out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=3)
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     frame.loc[0, "SAMPLE_VALUE"] = 0.1 + 0.2  # 0.30000000000000004
     frame.loc[1, "SAMPLE_VALUE"] = 2.0**60 + 2.0**8  # whole, beyond 2**53: written as repr
     frame.loc[2, "TIME"] = 1e-300
     frame.loc[3, "SAMPLE_VALUE"] = -5.0
     frame.loc[4, "CPU"] = 2**40
     frame.loc[5, "UNIT"] = 'naïve, "quoted" unit'
-    results.write_csv(frame, out / outdir.RESULTS)
+    csvfile.write_csv(frame, out / outdir.RESULTS)
     assert invoke("upload", out, "--store", store_url).returncode == 0
     exported = tmp_path / "exported.csv"
     export = invoke("runs", "export", run_ids(store_url)[0], "-o", exported, "--store", store_url)
@@ -135,7 +135,7 @@ def test_values_survive_losslessly(store_url, tmp_path):
 
 def test_reupload_is_stored_once(store_url, tmp_path):
     out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=10)
-    rows = len(results.read_csv(out / outdir.RESULTS))
+    rows = len(csvfile.read_csv(out / outdir.RESULTS))
     first = invoke("upload", out, "--store", store_url)
     again = invoke("upload", out, "--tag", "x=y", "--store", store_url)
     assert first.returncode == again.returncode == 0
@@ -154,13 +154,13 @@ def test_split_run_is_complete_when_every_part_is_stored(store_url, tmp_path):
         for k in (1, 2)
     ]  # fmt: skip
     # the same seed gives the same values only per run list; rebuild "whole" from the parts' rows
-    frames = [results.read_csv(p / outdir.RESULTS) for p in parts]
-    merged = results.normalize(
+    frames = [csvfile.read_csv(p / outdir.RESULTS) for p in parts]
+    merged = csvfile.normalize(
         pd.concat(frames, ignore_index=True).sort_values(
             ["RUN", "REPEAT"], kind="stable", ignore_index=True
         )
     )
-    results.write_csv(merged, whole / outdir.RESULTS)
+    csvfile.write_csv(merged, whole / outdir.RESULTS)
 
     assert "run incomplete" in invoke("upload", parts[1], "--store", store_url).stdout
     exported = tmp_path / "exported.csv"
@@ -211,7 +211,7 @@ def test_delete_removes_the_run_and_only_it(store_url, tmp_path):
     gone = make_out(tmp_path / "gone", seed=2)
     for out in (keep, gone):
         assert invoke("upload", out, "--store", store_url).returncode == 0
-    kept_rows = len(results.read_csv(keep / outdir.RESULTS))
+    kept_rows = len(csvfile.read_csv(keep / outdir.RESULTS))
     deleted = invoke("runs", "delete", outdir.read_manifest(gone).id, "--yes", "--store", store_url)
     assert deleted.returncode == 0, deleted.output
     assert run_ids(store_url) == [outdir.read_manifest(keep).id]
@@ -239,7 +239,7 @@ def test_bad_input_is_one_clear_line(sqlite_url, tmp_path):
     typo = make_out(tmp_path / "typo")
     lines = (typo / outdir.RESULTS).read_bytes().split(b"\n")
     cells = lines[1].split(b",")
-    cells[results.COLUMNS.index("SAMPLE_VALUE")] = b"lots"
+    cells[csvfile.COLUMNS.index("SAMPLE_VALUE")] = b"lots"
     lines[1] = b",".join(cells)
     (typo / outdir.RESULTS).write_bytes(b"\n".join(lines))
     bad_count = invoke("upload", typo, "--store", sqlite_url)
@@ -411,7 +411,7 @@ def test_concurrent_uploads(backend, n, request, tmp_path):
     assert sum("already stored" in line for line in lines) == n - 1
     assert len(lines) == 2 * n  # nothing else: no error, no warning
     assert len(run_ids(url)) == n + 1
-    expected = sum(len(results.read_csv(p / outdir.RESULTS)) for p in [*distinct, twin])
+    expected = sum(len(csvfile.read_csv(p / outdir.RESULTS)) for p in [*distinct, twin])
     assert count(url, "measurement") == expected
     exported = tmp_path / "twin.csv"
     export = invoke("runs", "export", outdir.read_manifest(twin).id, "-o", exported, "--store", url)

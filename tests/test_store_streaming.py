@@ -24,9 +24,9 @@ from psycopg import sql as sql_id
 from sqlalchemy import text as sql
 from starlette.testclient import TestClient
 
-from autoprof import results
 from autoprof.analysis import correlation, data, stats
 from autoprof.analysis.downsample import lttb, lttb_many
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.store import bulk, engine, export, summary, text
 from autoprof.store.queries import find_run
@@ -48,7 +48,7 @@ def store_url(request, tmp_path) -> str:
 @pytest.fixture
 def tiny_chunks(monkeypatch):
     """Chunks of a few hundred rows in, windows and batches of 1,000 out."""
-    monkeypatch.setattr(results, "CHUNK_BYTES", 1 << 14)
+    monkeypatch.setattr(csvfile, "CHUNK_BYTES", 1 << 14)
     monkeypatch.setattr(bulk, "WINDOW", 1000)
     monkeypatch.setattr(bulk, "BATCH", 1000)
     monkeypatch.setattr(text, "PIECE_BYTES", 1 << 12)
@@ -64,13 +64,13 @@ def uploaded(url: str, out) -> str:
 def test_results_chunks_are_the_file(tmp_path, monkeypatch, check_cells):
     """Read as text and checked, or as numbers at once: the file's values either way."""
     out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=40)
-    monkeypatch.setattr(results, "CHUNK_BYTES", 1 << 12)
-    chunks = list(results.read_chunks(out / outdir.RESULTS, check_cells=check_cells))
+    monkeypatch.setattr(csvfile, "CHUNK_BYTES", 1 << 12)
+    chunks = list(csvfile.read_chunks(out / outdir.RESULTS, check_cells=check_cells))
     assert len(chunks) > 10
     import pyarrow as pa
 
-    whole = results.normalize(pa.concat_tables(chunks).to_pandas())
-    pd.testing.assert_frame_equal(whole, results.read_csv(out / outdir.RESULTS))
+    whole = csvfile.normalize(pa.concat_tables(chunks).to_pandas())
+    pd.testing.assert_frame_equal(whole, csvfile.read_csv(out / outdir.RESULTS))
 
 
 def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_path, tiny_chunks):
@@ -78,7 +78,7 @@ def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_pat
     out = make_out(tmp_path / "out", runs=4, repeats=2, intervals=60)
     run_id = uploaded(store_url, out)
     store = engine.open_store(store_url, create=False)
-    rows = len(results.read_csv(out / outdir.RESULTS))
+    rows = len(csvfile.read_csv(out / outdir.RESULTS))
     for source in ("kept text", "rows"):
         with store.write() as conn:
             kept = conn.execute(sql("SELECT count(*) FROM part_text")).scalar_one()
@@ -88,7 +88,7 @@ def test_upload_and_export_in_small_chunks_are_byte_identical(store_url, tmp_pat
             conn.execute(sql("DELETE FROM part_text"))
         assert len(pieces) >= rows // 1000  # streamed: a window (or piece) at a time
         assert b"".join(pieces) == (out / outdir.RESULTS).read_bytes()
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     keys = ["EVENT_NAME", "SOCKET", "CORE", "CPU", "NODE", "UNIT", "RUN", "REPEAT", "PMU"]
     keys += ["VALUE_UNIT"]
     assert series == len(frame[keys].drop_duplicates())  # numbered once across chunks
@@ -218,7 +218,7 @@ def test_a_file_not_in_canonical_form_exports_in_it(store_url, tmp_path, edit, d
     else:  # one cell of the first row, its value the same
         first, rest = body.split(b"\n", 1)
         cells = first.decode().split(",")
-        at = results.COLUMNS.index(edit[0])
+        at = csvfile.COLUMNS.index(edit[0])
         cells[at] = edit[1].format(cells[at])
         edited = ",".join(cells).encode() + b"\n" + rest
     assert edited != body
@@ -239,10 +239,10 @@ def test_split_run_exports_in_run_order_from_small_windows(store_url, tmp_path, 
         parts[k] = make_out(tmp_path / f"p{k}", runs=5, repeats=2, intervals=30, seed=4,
                             profile_id=profile_id, part=k, parts=3)  # fmt: skip
         uploaded(store_url, parts[k])
-    frames = [results.read_csv(parts[k] / outdir.RESULTS) for k in (1, 2, 3)]
+    frames = [csvfile.read_csv(parts[k] / outdir.RESULTS) for k in (1, 2, 3)]
     merged = pd.concat(frames, ignore_index=True)
     merged = merged.sort_values(["RUN", "REPEAT"], kind="stable", ignore_index=True)
-    results.write_csv(merged, tmp_path / "want.csv")
+    csvfile.write_csv(merged, tmp_path / "want.csv")
     exported = tmp_path / "e.csv"
     assert (
         invoke("runs", "export", profile_id, "-o", exported, "--store", store_url).returncode == 0
@@ -272,7 +272,7 @@ def test_download_streams_from_the_store_then_from_the_kept_file(served):
     # streamed from the kept text, whose length is known before it is read: no chunked encoding
     assert answer.headers["content-length"] == str((out / outdir.RESULTS).stat().st_size)
     kept = list((data_dir / "exports").glob("*.csv"))
-    assert [p.name for p in kept] == [f"{run_id}-{len(results.read_csv(out / 'results.csv'))}.csv"]
+    assert [p.name for p in kept] == [f"{run_id}-{len(csvfile.read_csv(out / 'results.csv'))}.csv"]
     again = client.get(f"/runs/{run_id}/results.csv")
     assert again.content == (out / outdir.RESULTS).read_bytes()
     assert again.headers["content-length"] == str(kept[0].stat().st_size)  # a file, sent whole
@@ -398,7 +398,7 @@ def test_a_summary_is_rebuilt_when_the_run_gains_a_part(store_url, tmp_path):
             analysis = client.get(f"/api/runs/{profile_id}/analysis").json()
             runs = {row["event"]: row["runs"] for row in analysis["stats"]}
             assert runs["task-clock"] == 2 * k  # part k brings plan runs k and k + 2
-    both = sum(len(results.read_csv(tmp_path / f"p{k}" / outdir.RESULTS)) for k in (1, 2))
+    both = sum(len(csvfile.read_csv(tmp_path / f"p{k}" / outdir.RESULTS)) for k in (1, 2))
     assert {rows for _, _, rows in _summary_rows(store, profile_id)} == {both}
 
 
@@ -416,7 +416,7 @@ def test_an_event_no_interval_counted_has_an_empty_timeline(served):
     """Every event the run page lists can be plotted: one never counted (not supported) has a
     stored timeline with nothing to draw, not a 400."""
     client, _, run_id, out, _ = served
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     never = set(frame["EVENT_NAME"]) - set(frame.dropna(subset=["SAMPLE_VALUE"])["EVENT_NAME"])
     assert never  # OFFCORE_RESPONSE.ALL: not supported in every run
     for event in never:
@@ -514,13 +514,13 @@ def test_missing_cells_round_trip_through_the_rows(store_url, tmp_path):
     """Rows of every layout (a missing INDEX, TIME, count, percent or STATUS, several at once)
     come back from the rows, the kept text set aside, as they went in."""
     out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20)
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     columns = ["INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING", "STATUS"]
     for row in range(0, len(frame), 7):  # some rows lose one cell, some several
         for k, column in enumerate(columns):
             if (row // 7) & (1 << k):
                 frame.loc[row, column] = pd.NA
-    results.write_csv(frame, out / outdir.RESULTS)
+    csvfile.write_csv(frame, out / outdir.RESULTS)
     run_id = uploaded(store_url, out)
     with engine.open_store(store_url, create=False).write() as conn:
         conn.execute(sql("DELETE FROM part_text"))

@@ -119,11 +119,11 @@ def test_csv_download_is_runs_export(web, stored, tmp_path):
     url, ids = stored
     got = web.get(f"/runs/{ids[1]}/results.csv")
     assert got.status_code == 200
-    from autoprof import results
+    from autoprof.results import csvfile
 
     with engine.open_store(url).read() as conn:
         frame = export.frame(conn, ids[1])
-    results.write_csv(frame, tmp_path / "export.csv")
+    csvfile.write_csv(frame, tmp_path / "export.csv")
     assert got.content == (tmp_path / "export.csv").read_bytes()
     parquet = web.get(f"/runs/{ids[1]}/results.parquet")
     assert parquet.content[:4] == b"PAR1"

@@ -1,7 +1,7 @@
 """Loading a results file for analysis, and the per-event views every analysis builds on.
 
 The contract of this package: `load()` turns a `results.csv` into a validated frame (the
-`autoprof.results` columns plus ``EVENT``, the label of an event); every analysis is a pure
+`autoprof.results.csvfile` columns plus ``EVENT``, the label of an event); every analysis is a pure
 function of such frames that returns frames or figures; only the CLI reads and writes files.
 
 Two views cover all the analyses:
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoprof import results
 from autoprof.errors import AutoprofError
+from autoprof.results import csvfile
 from autoprof.results.sanity_report import Report, read_report
 from autoprof.run import outdir
 
@@ -64,14 +64,14 @@ def load(
         raise AutoprofError(f"{path}: no such results file")
     try:
         header = list(pd.read_csv(path, nrows=0).columns)
-        missing = [c for c in results.AUTOPERF_COLUMNS if c not in header]
+        missing = [c for c in csvfile.AUTOPERF_COLUMNS if c not in header]
         if missing:
             raise AutoprofError(
                 f"{path}: not a results.csv: missing column(s) {', '.join(missing)} "
-                f"(expected {','.join(results.AUTOPERF_COLUMNS)},...)"
+                f"(expected {','.join(csvfile.AUTOPERF_COLUMNS)},...)"
             )
         wanted = None if columns is None else [*columns, "REGION"]
-        frame = results.read_csv(path, columns=wanted, categorical=True)
+        frame = csvfile.read_csv(path, columns=wanted, categorical=True)
     except pd.errors.EmptyDataError:
         raise AutoprofError(f"{path}: the file is empty, not a results.csv") from None
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as err:
@@ -92,7 +92,7 @@ def of_region(frame: pd.DataFrame, region: str | None, path: object = "results")
     names = frame["REGION"].astype("string")
     keep = names.isna() if region is None else (names == region).fillna(False)
     if region is not None and not keep.any():
-        there = ", ".join(results.region_names(frame)) or "none"
+        there = ", ".join(csvfile.region_names(frame)) or "none"
         raise AutoprofError(f"{path}: no rows of region {region!r} (regions: {there})")
     return frame[keep.to_numpy(dtype=bool)].drop(columns="REGION")
 
@@ -106,7 +106,7 @@ def region_totals(frame: pd.DataFrame) -> pd.DataFrame:
     if "REGION" not in frame.columns or frame["REGION"].isna().all():
         return pd.DataFrame()
     region = frame["REGION"].astype("string").fillna(WHOLE_PROGRAM)
-    order = [WHOLE_PROGRAM, *results.region_names(frame)]
+    order = [WHOLE_PROGRAM, *csvfile.region_names(frame)]
     return side_by_side(frame.assign(REGION=region), "REGION", order)
 
 
@@ -142,7 +142,7 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
     """Normalize a results frame (all columns or some) for analysis: canonical dtypes with text
     as categories, RUN/REPEAT defaulting to 1 (autoperf files have neither), a SAMPLE_VALUE of
     ±inf missing (a run stored before `upload` refused them), and the EVENT label column."""
-    dtypes = {c: results.DTYPES[c] for c in frame.columns if c in results.DTYPES}
+    dtypes = {c: csvfile.DTYPES[c] for c in frame.columns if c in csvfile.DTYPES}
     frame = frame.astype({c: "category" if t == "string" else t for c, t in dtypes.items()})
     keep = frame["EVENT_NAME"].notna() & frame["INDEX"].notna()
     if not keep.all():

@@ -15,10 +15,11 @@ import json
 import uuid
 from pathlib import Path
 
-from autoprof import __version__, results
+from autoprof import __version__
 from autoprof.benchmark.measure import BenchResult
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import Manifest
@@ -55,7 +56,7 @@ def frame(result: BenchResult):
         for rep in command.repetitions
         for metric in result.metrics
     ]
-    return results.normalize(pd.DataFrame(rows).reindex(columns=results.COLUMNS))
+    return csvfile.normalize(pd.DataFrame(rows).reindex(columns=csvfile.COLUMNS))
 
 
 def write(out: Path, result: BenchResult, facts: MachineFacts, document: dict) -> Manifest:
@@ -73,6 +74,6 @@ def write(out: Path, result: BenchResult, facts: MachineFacts, document: dict) -
         options=ProfileOptions(interval_ms=None),
     )
     atomic.write(out / outdir.BENCH, json.dumps(document, indent=1) + "\n")
-    results.write_csv(frame(result), out / outdir.RESULTS)
+    csvfile.write_csv(frame(result), out / outdir.RESULTS)
     outdir.write_manifest(out, manifest)
     return manifest

@@ -198,15 +198,15 @@ def stats(results, out, k, region) -> None:
     Events, samples, zero and untrustworthy events, top events."""
     import pandas as pd
 
-    from autoprof import results as results_
     from autoprof.analysis import data
     from autoprof.analysis import stats as stats_
+    from autoprof.results import csvfile
 
     frame = data.load(results, region=region)
     manifest = data.read_manifest_beside(results)
     sides = pd.DataFrame()
     if region is None:  # the whole program beside its regions, or its threads
-        everything = results_.read_csv(results)
+        everything = csvfile.read_csv(results)
         sides = data.region_totals(everything)
         if manifest is not None and manifest.options.per_thread:
             sides = data.thread_totals(everything)

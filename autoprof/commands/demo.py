@@ -33,8 +33,8 @@ def demo(output: str, writes: int) -> None:
     Build the example workload, watch its 12 slots with hardware breakpoints plus software
     events (3 runs: 4 debug registers), aggregate, and check every count against the writes
     the example made."""
-    from autoprof import results
     from autoprof.perf.selfcheck import breakpoint_miscount  # perf's CSV reader: pandas
+    from autoprof.results import csvfile
 
     out = Path(output)
     binary = build_writes(xdg.cache_dir() / "demo")
@@ -55,7 +55,7 @@ def demo(output: str, writes: int) -> None:
         click.echo(f"$ autoprof {' '.join(step[4:6])} ...", err=True)
         if subprocess.run(step).returncode != 0:
             sys.exit(1)
-    frame = results.read_csv(out / outdir.RESULTS)
+    frame = csvfile.read_csv(out / outdir.RESULTS)
     counted = frame.groupby("EVENT_NAME")["SAMPLE_VALUE"].sum()
     click.echo("\nslot  event               written  counted")
     exact = 0

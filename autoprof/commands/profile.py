@@ -112,6 +112,7 @@ def _run(measure, request, planned, out, resume) -> None:
     from autoprof.perf.process import Interrupted
     from autoprof.run import attach
     from autoprof.run import profile as library
+    from autoprof.run.runner import TaskEnded, TaskEvent, TaskRetried, TaskStarted
 
     options, plan = request.options, planned.plan
     what = attach.describe(options) if options.attached else shlex.join(request.command)
@@ -127,19 +128,22 @@ def _run(measure, request, planned, out, resume) -> None:
             if skipped:
                 report.say(f"resuming: {_resumed(skipped, pairs)}")
 
-        def on_event(kind, task, record):
-            if kind == "start":
+        def on_event(event: TaskEvent) -> None:
+            task = event.task
+            if isinstance(event, TaskStarted):
                 names = ", ".join(e.name for e in task.events[:3])
                 more = f" +{len(task.events) - 3}" if len(task.events) > 3 else ""
                 report.describe(f"run {task.run} rep {task.repeat}: {names}{more}")
-            elif kind == "retry":
+            elif isinstance(event, TaskRetried):
+                record = event.record
                 report.say(
                     f"run {task.run} rep {task.repeat}: {record.status}: {record.error}; "
                     f"running it again (attempt {record.attempt + 1} of {options.retries + 1})"
                 )
             else:
                 report.advance()
-                if record is not None and record.status != RunStatus.OK:
+                if isinstance(event, TaskEnded) and event.record.status != RunStatus.OK:
+                    record = event.record
                     report.say(f"run {task.run} rep {task.repeat}: {record.status}: {record.error}")
 
         hooks = measure.Hooks(

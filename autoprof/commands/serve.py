@@ -107,9 +107,9 @@ def serve(
     from autoprof.queue.spec import compile_allow
     from autoprof.store import engine
     from autoprof.web import server
+    from autoprof.web.admission import harmless_env_text, refused_env_names
     from autoprof.web.app import create_app
     from autoprof.web.guard import host_names
-    from autoprof.web.jobs import harmless_env_text, refused_env_names
     from autoprof.web.limits import Limits
     from autoprof.web.state import Settings
 

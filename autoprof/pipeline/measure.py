@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any
 from autoprof.catalog import machine
 from autoprof.run import planning
 from autoprof.run import profile as library
-from autoprof.run.outdir import RunRecord
 from autoprof.run.planning import Planned
 from autoprof.run.profile import Outcome
 from autoprof.run.request import Request
-from autoprof.run.runner import Task
+from autoprof.run.runner import Listener
 from autoprof.util.owned import own_folder
 
 if TYPE_CHECKING:  # the store's libraries (SQLAlchemy, pandas) load only to upload
@@ -44,7 +43,7 @@ class Hooks:
     warn: Callable[[str], None] = _ignore
     phase: Callable[[str], None] = _ignore  # checking, profiling, aggregating, uploading, done
     ready: Callable[[Planned], dict[str, Any] | None] = _ignore
-    run: Callable[[str, Task, RunRecord | None], None] | None = None  # the runner's progress
+    run: Listener | None = None  # the runner's progress (`run.runner.TaskEvent`)
 
 
 @dataclass

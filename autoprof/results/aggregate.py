@@ -1,4 +1,4 @@
-"""`out/` -> `results.csv` (the `autoprof.results` contract) and a sanity report, run by run.
+"""`out/` -> `results.csv` (the `results.csvfile` contract) and a sanity report, run by run.
 
 Every perf.csv is read by `autoprof.perf.stat_arrow` (pyarrow when the file is regular, the
 general parser otherwise); perf's event labels are mapped back to catalog events through the
@@ -23,11 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from autoprof import results
 from autoprof.errors import AutoprofError, NewerFormat
 from autoprof.perf import stat_arrow, stat_csv, threads
 from autoprof.perf.unsupported import Unsupported
-from autoprof.results import regions, rows, tally
+from autoprof.results import csvfile, regions, rows, tally
 from autoprof.results.sanity_report import (
     BrokenFile,
     BrokenRun,
@@ -50,7 +49,7 @@ EXACT = (RowStatus.OK.code,)  # --exact-only: counted 100% of the time
 
 @dataclass
 class Aggregation:
-    frame: Any  # pandas DataFrame of results.COLUMNS, or None when the rows went to a file
+    frame: Any  # pandas DataFrame of csvfile.COLUMNS, or None when the rows went to a file
     report: Report
     lines: int = 0  # perf CSV lines read (for the benchmark)
     notes: list[str] = field(default_factory=list)
@@ -68,9 +67,9 @@ def aggregate(
 
     tables: list[Any] = []
     aggregation = _aggregate(Path(out), tables.append, results_name, exact_only)
-    decoded = [results.decoded(t) for t in tables]
-    frame = pa.concat_tables(decoded).to_pandas() if tables else results.empty_frame()
-    aggregation.frame = results.normalize(frame)
+    decoded = [csvfile.decoded(t) for t in tables]
+    frame = pa.concat_tables(decoded).to_pandas() if tables else csvfile.empty_frame()
+    aggregation.frame = csvfile.normalize(frame)
     return aggregation
 
 
@@ -85,7 +84,7 @@ def aggregate_to(
     path = Path(path) if path else out / outdir.RESULTS
     partial = path.with_name(path.name + ".partial")  # an older results.csv stays until done
     try:
-        with results.ResultsWriter(partial) as writer:
+        with csvfile.ResultsWriter(partial) as writer:
             aggregation = _aggregate(out, writer.write, results_name or str(path), exact_only)
         aggregation.report.results_sha256 = writer.sha256
         # the report first: on a full disk, no results.csv is left without its report
@@ -106,7 +105,7 @@ def aggregate_to(
 def write(out: Path, aggregation: Aggregation, path: Path | None = None) -> Path:
     """Write results.csv (canonical writer) and report.json; return the results path."""
     path = Path(path) if path else Path(out) / outdir.RESULTS
-    aggregation.report.results_sha256 = results.write_csv(aggregation.frame, path)
+    aggregation.report.results_sha256 = csvfile.write_csv(aggregation.frame, path)
     write_report(Path(out) / outdir.REPORT, aggregation.report)
     return path
 

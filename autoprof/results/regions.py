@@ -108,11 +108,11 @@ def table(rows: list[dict]):
     """Region rows as a pyarrow table of the results columns."""
     import pyarrow as pa
 
-    from autoprof import results
+    from autoprof.results import csvfile
 
-    types = results.arrow_types()
+    types = csvfile.arrow_types()
     return pa.table(
-        {name: pa.array([r[name] for r in rows], types[name]) for name in results.COLUMNS}
+        {name: pa.array([r[name] for r in rows], types[name]) for name in csvfile.COLUMNS}
     )
 
 

@@ -1,5 +1,5 @@
 """One run's perf counts -> its results rows (`tally.RunRows`), and those rows as a pyarrow
-table in the `autoprof.results` columns. Pure: no file is read or written here.
+table in the `results.csvfile` columns. Pure: no file is read or written here.
 
 Everything per line is numpy over codes; Python only sees the distinct event names of a run.
 """

@@ -248,7 +248,7 @@ class Report(_Record):
     profile_id: str | None = None
     results: str = ""  # the results file the rows went to
     rows: int = 0  # rows written to it
-    # sha256 of the bytes written to it (`results.ResultsWriter`): an upload finding the same
+    # sha256 of the bytes written to it (`csvfile.ResultsWriter`): an upload finding the same
     # bytes takes every cell as canonical without reading it as text ("" for none recorded)
     results_sha256: str = ""
     events_measured: int = 0  # events with at least one value counted 100% of the time

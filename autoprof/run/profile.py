@@ -13,7 +13,7 @@ run numbers, so the parts' results put together are one machine's.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from autoprof.run.emulated import EmulatedRunner
 from autoprof.run.journal import finished
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import Manifest, RunRecord
-from autoprof.run.runner import Runner, Task, counts_workload, perf_argv
+from autoprof.run.runner import Listener, Runner, Task, counts_workload, perf_argv
 from autoprof.schedule.plan import Plan
 from autoprof.util.clock import now_iso
 from autoprof.util.owned import own_folder
@@ -167,7 +167,7 @@ def profile(
     facts: MachineFacts | None = None,
     profile_id: str | None = None,
     job: dict[str, Any] | None = None,
-    on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
+    on_event: Listener | None = None,
     resume: bool = False,
     env: dict[str, str] | None = None,
 ) -> Outcome:

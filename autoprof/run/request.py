@@ -1,7 +1,7 @@
 """One measurement as every entry point asks for it: `Request`.
 
 `autoprof profile`, `autoprof schedule`, `autoprof bench`, a queue job (`queue.spec.JobSpec`
-carries one) and the web's form (`web.jobs.JobRequest`) all end in a Request, and
+carries one) and the web's form (`web.form.JobRequest`) all end in a Request, and
 `run.planning` plans every one of them the one way: so a plan `schedule` prints is the plan
 `profile` runs. How each run measures is `ProfileOptions`, which events `EventSelection`: their
 fields declare their flags and limits once (`run.options`), for the CLI, the queue and the web.

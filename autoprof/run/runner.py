@@ -56,6 +56,41 @@ class Task:
     events: tuple[Event, ...]
 
 
+@dataclass(frozen=True)
+class TaskEvent:
+    """What the runner tells its listener (`Runner.on_event`) about a task, as it happens:
+    one of the four kinds below, each with what that kind knows."""
+
+    task: Task
+
+
+@dataclass(frozen=True)
+class TaskSkipped(TaskEvent):
+    """Finished in an earlier run of the profile (the journal says so): not run again."""
+
+
+@dataclass(frozen=True)
+class TaskStarted(TaskEvent):
+    """Its first attempt begins."""
+
+
+@dataclass(frozen=True)
+class TaskRetried(TaskEvent):
+    """An attempt failed (`record`: its last part) and the task runs again (--retries)."""
+
+    record: RunRecord
+
+
+@dataclass(frozen=True)
+class TaskEnded(TaskEvent):
+    """Its last attempt ended (`record`: its last part), well or not."""
+
+    record: RunRecord
+
+
+Listener = Callable[[TaskEvent], None]
+
+
 def perf_argv(
     folder: Path, events: list[Event], command: list[str], options: ProfileOptions, perf: str
 ) -> list[str]:
@@ -87,7 +122,7 @@ def counts_workload(options: ProfileOptions) -> bool:
 
 
 class Runner:
-    """Runs tasks of one profile; `on_event(kind, task, record)` reports progress; `env`: the
+    """Runs tasks of one profile; `on_event(TaskEvent)` reports progress; `env`: the
     variables a job sets for its workload (`perf.process.workload_env`)."""
 
     def __init__(
@@ -95,13 +130,13 @@ class Runner:
         out: Path,
         command: list[str],
         options: ProfileOptions,
-        on_event: Callable[[str, Task, RunRecord | None], None] | None = None,
+        on_event: Listener | None = None,
         env: dict[str, str] | None = None,
     ):
         self.out = out
         self.command = command
         self.options = options
-        self.on_event = on_event or (lambda *_: None)
+        self.on_event = on_event or (lambda _: None)
         self.perf = perf_command.perf_path()
         self.env = workload_env()  # perf's
         # the command's own, as under bare perf, with a job's variables (never perf's)
@@ -168,19 +203,19 @@ class Runner:
         done = set() if self.options.force else finished(self.out)
         for task in todo:
             if (task.run, task.repeat) in done:
-                self.on_event("skip", task, None)
+                self.on_event(TaskSkipped(task))
                 continue
-            self.on_event("start", task, None)
+            self.on_event(TaskStarted(task))
             parts = self.run_task(task)
             self._journal(parts)
             for attempt in range(2, self.options.retries + 2):
                 if all(p.status == RunStatus.OK for p in parts) or attach.target_gone(parts):
                     break
-                self.on_event("retry", task, parts[-1])
+                self.on_event(TaskRetried(task, parts[-1]))
                 parts = self.run_task(task, attempt)
                 self._journal(parts)
             records += parts
-            self.on_event("end", task, parts[-1])
+            self.on_event(TaskEnded(task, parts[-1]))
             self._check_markers(parts)
             if attach.target_gone(parts):
                 break  # nothing left to attach to: the other runs are missing (resume them)

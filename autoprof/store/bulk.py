@@ -1,7 +1,7 @@
 """The measurement table's bulk paths, each driver's own, in chunks: a run is never whole in
 memory, whatever its size.
 
-In: chunks of a results file (`autoprof.results.read_chunks`, pyarrow tables) become a part's
+In: chunks of a results file (`results.csvfile.read_chunks`, pyarrow tables) become a part's
 series (`SeriesNumbers`, numbered in the order they first appear) and its narrow measurement
 rows, sent with PostgreSQL's ``COPY measurement FROM STDIN (FORMAT BINARY)`` (tuples built by
 numpy, a few chunks made ahead in a thread while one is sent) or SQLite prepared inserts of
@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import Connection
 
-from autoprof import results
 from autoprof.errors import AutoprofError
+from autoprof.results import csvfile
 from autoprof.store.models import MEASUREMENT_INDEX, SAMPLE_COLUMNS, SERIES_COLUMNS
 from autoprof.util import children
 from autoprof.util.prefetch import prefetched
@@ -239,7 +239,7 @@ def _python_values(chunk: pa.Table) -> list[Any]:
 
 _READ_TYPES = {
     "series": pa.int32(),
-    **{name: results.arrow_types()[name] for name in SAMPLE_COLUMNS},
+    **{name: csvfile.arrow_types()[name] for name in SAMPLE_COLUMNS},
 }
 _NULLABLE = list(SAMPLE_COLUMNS.values())
 _RESULTS_NAME = {column: name for name, column in SAMPLE_COLUMNS.items()}

@@ -2,7 +2,7 @@
 run whose uploaded text was canonical sends that text, kept compressed in the store
 (`store.text`). Otherwise the rows come from the database a window at a time
 (`bulk.read_rows`), each window is joined to the run's series (few: held as pyarrow
-dictionaries, so each event name or CPU is formatted once) and written by `results.encode`.
+dictionaries, so each event name or CPU is formatted once) and written by `csvfile.encode`.
 Memory stays that of a window, whatever the run's size, and the first bytes leave before the
 last rows are read.
 
@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import Connection, Row, select
 
-from autoprof import results
 from autoprof.errors import AutoprofError
+from autoprof.results import csvfile
 from autoprof.store import bulk, text
 from autoprof.store.models import RUN_COMPLETE, SERIES_COLUMNS, RunPart, Series
 from autoprof.store.queries import find_run
@@ -76,7 +76,7 @@ def _joined(
             columns[name] = rows.column(name)
         if excel_safe:
             columns["STATUS"] = _safe(pc.dictionary_encode(rows.column("STATUS").combine_chunks()))
-        yield pa.table([columns[name] for name in results.COLUMNS], names=results.COLUMNS)
+        yield pa.table([columns[name] for name in csvfile.COLUMNS], names=csvfile.COLUMNS)
 
 
 def _series(
@@ -100,7 +100,7 @@ def _series(
     for part_id in part_ids:
         offsets.append(total)
         total += counts[part_id]
-    types = results.arrow_types()
+    types = csvfile.arrow_types()
     columns = list(zip(*found, strict=True))[1:] if found else [()] * len(SERIES_COLUMNS)
     series = {
         name: pa.array(values, types[name])
@@ -131,7 +131,7 @@ def csv_chunks(
     written from its rows (`chunks`)."""
     parts = _parts(conn, ident, partial)
     if len(parts) == 1 and not excel_safe and (count := text.pieces(conn, parts[0].id)):
-        return itertools.chain([results.HEADER], text.lines(conn, parts[0].id, count))
+        return itertools.chain([csvfile.HEADER], text.lines(conn, parts[0].id, count))
     return _encoded(chunks(conn, ident, partial=partial, excel_safe=excel_safe))
 
 
@@ -140,20 +140,20 @@ def csv_length(conn: Connection, ident: str, *, partial: bool = False) -> int | 
     it is read: the web download's Content-Length); None where it is written from rows."""
     parts = _parts(conn, ident, partial)
     if len(parts) == 1 and (kept := text.size(conn, parts[0].id)):
-        return len(results.HEADER) + kept
+        return len(csvfile.HEADER) + kept
     return None
 
 
 def _encoded(tables: Iterator[pa.Table]) -> Iterator[bytes]:
-    yield results.HEADER
+    yield csvfile.HEADER
     for table in tables:
         for start in range(0, table.num_rows, ENCODED_ROWS):  # its text and the steps to it
-            yield results.encode(table.slice(start, ENCODED_ROWS))
+            yield csvfile.encode(table.slice(start, ENCODED_ROWS))
 
 
 def frame(conn: Connection, ident: str, *, partial: bool = False) -> pd.DataFrame:
     """The run's results as one pandas frame (for analyses that need it whole: `compare`)."""
-    tables = [results.decoded(t) for t in chunks(conn, ident, partial=partial)]
+    tables = [csvfile.decoded(t) for t in chunks(conn, ident, partial=partial)]
     if not tables:
-        return results.empty_frame()
-    return results.normalize(pa.concat_tables(tables).to_pandas())
+        return csvfile.empty_frame()
+    return csvfile.normalize(pa.concat_tables(tables).to_pandas())

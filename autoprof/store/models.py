@@ -226,7 +226,7 @@ class RunSummary(Base):
 
 class PartText(Base):
     """A part's results.csv lines, kept as uploaded when they are the canonical text of its
-    rows (`results.ResultsChunks`): a zstd-compressed piece of a few MiB per row, in order
+    rows (`results.csvfile.ResultsChunks`): a zstd-compressed piece of a few MiB per row, in order
     (`autoprof.store.text`). `runs export` and the web download of a one-part run send these
     pieces decompressed instead of writing the rows again. A part without them (text that was
     not canonical, or stored before migration 0007) is written from its rows."""

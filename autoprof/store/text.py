@@ -1,5 +1,5 @@
 """A part's results.csv lines kept in the store, compressed, beside its rows (`PartText`): when
-the uploaded file is the canonical text of its rows (`results.ResultsChunks`, checked as it is
+the uploaded file is the canonical text of its rows (`csvfile.ResultsChunks`, checked as it is
 read), it *is* what `runs export` would write from them, so exporting a one-part run, or
 downloading it from the web server, sends these pieces decompressed at the speed of the disk
 instead of formatting every number again (the slow part of writing a million rows).
@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 from sqlalchemy import Connection, func, insert, select
 
-from autoprof import results
+from autoprof.results import csvfile
 from autoprof.store.models import PartText
 from autoprof.util.prefetch import prefetched
 
@@ -36,7 +36,7 @@ class Compressed:
     loads its rows, each piece spooled to a temporary file as it is made (memory holds one
     piece); `keep` stores them once the rows proved the text canonical. Use as a context
     manager: leaving stops the thread at its next piece and drops the file. The thread also
-    checks the lines (`results.CanonicalLines`) as it reads them: no second pass."""
+    checks the lines (`csvfile.CanonicalLines`) as it reads them: no second pass."""
 
     def __init__(self, path: Path) -> None:
         self._file = tempfile.TemporaryFile()  # noqa: SIM115  # closed by __exit__
@@ -44,14 +44,14 @@ class Compressed:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._pieces = self._pool.submit(self._spool, path)
 
-    def _spool(self, path: Path) -> tuple[list[tuple[int, int]], results.CanonicalLines, str]:
+    def _spool(self, path: Path) -> tuple[list[tuple[int, int]], csvfile.CanonicalLines, str]:
         """(size, compressed size) of each piece written, the lines' check, and the file's
         sha256."""
         codec = pa.Codec(CODEC, compression_level=LEVEL)
         pieces = []
         with open(path, "rb") as file:
             header = file.readline()
-            lines, digest = results.CanonicalLines(header), hashlib.sha256(header)
+            lines, digest = csvfile.CanonicalLines(header), hashlib.sha256(header)
             while (block := file.read(PIECE_BYTES)) and not self._stop.is_set():
                 lines.feed(block)
                 digest.update(block)  # lets go of the GIL, as compressing does
@@ -62,7 +62,7 @@ class Compressed:
 
     def canonical(self, rows: int, cells: bool | None, written: str) -> bool:
         """Whether the file's lines are the canonical text of its `rows` rows: lines as
-        `results.CanonicalLines` has them, and cells as `results.ResultsChunks.cells_canonical`
+        `csvfile.CanonicalLines` has them, and cells as `csvfile.ResultsChunks.cells_canonical`
         found them, or, where it did not check them (None), the very bytes whose sha256
         `written` the writer recorded."""
         _, lines, digest = self._pieces.result()

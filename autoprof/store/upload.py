@@ -28,9 +28,9 @@ from typing import Any
 from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from autoprof import results
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
+from autoprof.results import csvfile
 from autoprof.results.sanity_report import Report, not_planned, read_report
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
@@ -114,13 +114,13 @@ def read_profile(out: Path) -> Profile:
 
 def results_chunks(
     out: Path, check_cells: bool = True
-) -> tuple[results.ResultsChunks, Iterator[Any]]:
-    """The chunks of `out`'s results.csv (`results.read_chunks`, which says afterwards whether
+) -> tuple[csvfile.ResultsChunks, Iterator[Any]]:
+    """The chunks of `out`'s results.csv (`csvfile.read_chunks`, which says afterwards whether
     its cells are canonical text, if `check_cells`), checked as they are read; its header is
     checked now, a malformed line when its chunk is read (both: one line)."""
     path = out / outdir.RESULTS
     try:
-        chunks = results.read_chunks(path, check_cells=check_cells)
+        chunks = csvfile.read_chunks(path, check_cells=check_cells)
     except ValueError as err:
         raise AutoprofError(f"{path}: not a results file: {err}") from None
 

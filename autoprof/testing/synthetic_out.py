@@ -1,7 +1,7 @@
 """Synthetic but realistic profile output folders (out/) for the store's tests and benchmark.
 
 Built only with `autoprof.run.outdir` and `autoprof.results`, so they follow the contracts exactly:
-a manifest, one run.json per (run, repeat), results.csv written by `results.write_csv` and a
+a manifest, one run.json per (run, repeat), results.csv written by `csvfile.write_csv` and a
 report.json. Values look like `perf stat -I` output on this kind of machine: software events in
 msec with fractional values, per-CPU and whole-process rows, an uncore box, a breakpoint, a
 multiplexed event (percent running < 100), a `<not counted>` interval and an unsupported event.
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoprof import results
 from autoprof.catalog.facts import MachineFacts
 from autoprof.catalog.model import Event
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
 from autoprof.schedule.plan import Plan
@@ -126,7 +126,7 @@ def frame_for(runs: list[int], repeats: int, intervals: int, cpus: int, seed: in
                 }
             )
         )
-    return results.normalize(pd.concat(pieces, ignore_index=True))
+    return csvfile.normalize(pd.concat(pieces, ignore_index=True))
 
 
 def make_out(
@@ -191,7 +191,7 @@ def make_out(
                 ),
             )
     frame = frame_for(my_runs, repeats, intervals, cpus, seed)
-    digest = results.write_csv(frame, root / outdir.RESULTS)
+    digest = csvfile.write_csv(frame, root / outdir.RESULTS)
     write_json(
         root / outdir.REPORT,
         {
@@ -296,6 +296,6 @@ def counts_frame(
         for i in range(intervals)
     ]
     frame = pd.DataFrame(rows)
-    for column in set(results.COLUMNS) - set(frame.columns):
+    for column in set(csvfile.COLUMNS) - set(frame.columns):
         frame[column] = None
-    return results.normalize(frame)
+    return csvfile.normalize(frame)

@@ -7,7 +7,10 @@ state.py      the server's settings and state, and the token check
 guard.py      Host, Origin and Content-Type checks before any route; limits.py: sizes, streams
 views.py      what a page shows, read from the store (SQL aggregation, never row by row)
 analyses.py   compare over two runs' results frames (cached); a run's stats come from store.summary
-jobs.py       new measurements: a one-at-a-time local queue (or RQ), live intervals
+form.py       what the new-measurement form asks for (JobRequest), parsed with one-line errors
+admission.py  what a job may do here: --allow, the harmless environment (--allow-env), events
+job.py        a job as the page shows it, and the interface of the backends that run it
+localqueue.py new measurements run here, one at a time, each in a child; live intervals
 task.py       the child process that runs one job with the library's profile/record
 rqjobs.py     the same jobs on RQ ($AUTOPROF_REDIS), for `autoprof worker`
 server.py     uvicorn with limits: idle, half-open and slow connections are closed

@@ -19,8 +19,9 @@ from starlette.middleware import Middleware
 from autoprof.errors import AutoprofError
 from autoprof.web import routes
 from autoprof.web.guard import Guard
-from autoprof.web.jobs import Backend, LocalQueue
+from autoprof.web.job import Backend
 from autoprof.web.limits import Streams
+from autoprof.web.localqueue import LocalQueue
 from autoprof.web.state import Settings, State
 
 

@@ -26,9 +26,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
-from autoprof import results
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import RECORD_INFO
+from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.store import export
 from autoprof.store.engine import Store
@@ -241,11 +241,11 @@ def _parquet_chunks(conn, uuid: str, partial: bool) -> Iterator[bytes]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.Schema.from_pandas(results.empty_frame(), preserve_index=False)
+    schema = pa.Schema.from_pandas(csvfile.empty_frame(), preserve_index=False)
     sink = _Drained()
     with pq.ParquetWriter(sink, schema) as writer:
         for table in export.chunks(conn, uuid, partial=partial):
-            writer.write_table(results.decoded(table).cast(schema))
+            writer.write_table(csvfile.decoded(table).cast(schema))
             yield sink.drain()
     yield sink.drain()
 

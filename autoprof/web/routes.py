@@ -25,9 +25,10 @@ from autoprof.errors import AutoprofError
 from autoprof.run.options import ProfileOptions
 from autoprof.store import queries, summary
 from autoprof.web import analyses, views
+from autoprof.web.admission import check_allowed, check_env, check_events
 from autoprof.web.files import download, favicon, local_out, plotly_js, record_file, static_file
+from autoprof.web.form import JobRequest
 from autoprof.web.guard import TOKEN_COOKIE
-from autoprof.web.jobs import JobRequest, check_allowed, check_env, check_events
 from autoprof.web.limits import LimitedStream
 from autoprof.web.state import has_token, require_token, state_of, token_matches
 

@@ -15,7 +15,8 @@ import socket
 from autoprof.errors import AutoprofError
 from autoprof.queue.live import Follow
 from autoprof.queue.model import DONE, FAILED, QUEUED, RUNNING, STOPPED, JobResult
-from autoprof.web.jobs import Job, JobRequest
+from autoprof.web.form import JobRequest
+from autoprof.web.job import Job
 
 STATES = {"finished": DONE, "failed": FAILED, "stopped": STOPPED, "canceled": STOPPED}
 
@@ -25,7 +26,7 @@ def _stamp(value) -> str | None:
 
 
 class RqQueue:
-    """Submit to and read from RQ: a `jobs.Backend`, as `jobs.LocalQueue` is."""
+    """Submit to and read from RQ: a `job.Backend`, as `localqueue.LocalQueue` is."""
 
     def __init__(self, redis_url: str, hostname: str | None = None):
         from autoprof.queue import connection

@@ -18,7 +18,7 @@ from autoprof.catalog.model import Catalog
 from autoprof.store.engine import Store
 from autoprof.web.analyses import FrameCache
 from autoprof.web.guard import TOKEN_COOKIE, host_names
-from autoprof.web.jobs import Backend
+from autoprof.web.job import Backend
 from autoprof.web.limits import DEFAULTS, Limits, Streams
 
 TOKEN_HEADER = "X-Autoprof-Token"

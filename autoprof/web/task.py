@@ -22,7 +22,8 @@ from pathlib import Path
 from autoprof.errors import AutoprofError
 from autoprof.queue.model import DONE, FAILED, STOPPED, JobResult
 from autoprof.util.records import write_json
-from autoprof.web.jobs import REQUEST, RESULT, JobRequest
+from autoprof.web.form import JobRequest
+from autoprof.web.job import REQUEST, RESULT
 
 FLAME_SVG = "flame.svg"
 TOP_FUNCTIONS = "top.json"
@@ -66,7 +67,7 @@ def top_functions(stacks: dict[tuple[str, ...], int], total: int, k: int = TOP) 
 
 
 def read_store() -> str | None:
-    """The store's URL, one line on standard input (`jobs.LocalQueue` writes it there: the
+    """The store's URL, one line on standard input (`localqueue.LocalQueue` writes it there: the
     environment and the arguments are the workload's to read); standard input is then
     /dev/null, as it is for a job's workload."""
     line = sys.stdin.readline().strip()
