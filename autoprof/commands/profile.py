@@ -11,9 +11,10 @@ from pathlib import Path
 import click
 
 from autoprof.commands import common
-from autoprof.commands.common import catalog_options, measure_options, profile_flags, take_options
+from autoprof.commands.common import catalog_options, measure_options, profile_flags, takes_request
 from autoprof.errors import AutoprofError
 from autoprof.run.options import ProfileOptions
+from autoprof.run.request import Request
 from autoprof.util.status import RunStatus
 
 
@@ -64,7 +65,8 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
 )
 @common.planning_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
-def profile(event_names, events_file, output, dry_run, as_json, command, **opts) -> None:
+@takes_request
+def profile(request: Request, output: str, dry_run: bool, as_json: bool, resume: bool) -> None:
     """Measure every event for a command, without multiplexing.
 
     Every event of this machine (or the chosen ones) for COMMAND, one perf stat run per
@@ -79,15 +81,11 @@ def profile(event_names, events_file, output, dry_run, as_json, command, **opts)
     from autoprof.run import planning
     from autoprof.run import profile as library
 
-    command = list(command)
-    options = take_options(opts)
-    resume = opts.pop("resume")
+    command, options = request.command, request.options
     check_attach(command, options)
     if as_json and not dry_run:
         raise AutoprofError("--json prints the plan of --dry-run: give both")
-    request = common.catalog_request(
-        opts, event_names, events_file, command=command, options=options
-    )
+    request.check()
     planned = planning.plan(request, common.note)
     if planned.metrics:
         click.echo(planned.metrics.summary(), err=True)
