@@ -7,11 +7,12 @@ by the functions that use them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from autoprof.catalog.model import Catalog
+    from autoprof.perf.process import Interrupted
 
 D = TypeVar("D", bound=Declared)
 R = TypeVar("R")
@@ -40,6 +42,7 @@ UNWRAPPED_WIDTH = 100_000
 ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 
 __all__ = [
+    "Progress",
     "build_catalog",
     "catalog_options",
     "event_names",
@@ -60,6 +63,7 @@ __all__ = [
     "selection_options",
     "store_option",
     "takes_request",
+    "with_progress",
 ]
 
 
@@ -158,6 +162,78 @@ def console(stderr: bool = False, highlight: bool = True) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else UNWRAPPED_WIDTH
     return Console(stderr=stderr, width=width, highlight=highlight)
+
+
+class Progress:
+    """How a long command (`profile`, `bench`) shows its progress on stderr: here as plain
+    lines (not a terminal: a log, a pipe, a test), what it says and nothing of its bars."""
+
+    def say(self, text: str, style: str | None = None) -> None:
+        click.echo(text, err=True)
+
+    def describe(self, text: str, bar: int = 0) -> None:
+        """What bar `bar` is at now (the run in progress)."""
+
+    def advance(self, bar: int = 0) -> None:
+        """One more step of bar `bar` done."""
+
+
+@contextlib.contextmanager
+def _progress(bars: Sequence[tuple[str, int]]) -> Iterator[Progress]:
+    """Progress bars on a terminal (rich, imported only then), one per (description, total)
+    of `bars`, each started at its first step; plain lines elsewhere."""
+    if not sys.stderr.isatty():
+        yield Progress()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as Bars
+
+    console = Console(stderr=True, soft_wrap=True)  # one line per message
+    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Bars(TextColumn("{task.description}"), *columns, console=console) as shown:
+        ids = [shown.add_task(text, total=total, start=False) for text, total in bars]
+
+        class OnBars(Progress):
+            def say(self, text: str, style: str | None = None) -> None:
+                shown.console.print(text, style=style, markup=False, highlight=False)
+
+            def describe(self, text: str, bar: int = 0) -> None:
+                shown.start_task(ids[bar])
+                shown.update(ids[bar], description=text)
+
+            def advance(self, bar: int = 0) -> None:
+                shown.start_task(ids[bar])
+                shown.advance(ids[bar])
+
+        yield OnBars()
+
+
+def with_progress(
+    bars: Sequence[tuple[str, int]],
+    work: Callable[[Progress], R],
+    stopped: Callable[[Interrupted], str],
+) -> R:
+    """What `work(progress)` returns, run with its progress shown (bars on a terminal, one per
+    (description, total) of `bars`) and a signal's end made the shell's: Ctrl-C, SIGTERM or
+    SIGHUP (`Interrupted`, under a `Stopper`) closes the bars, then `stopped(signal)` is the
+    one error line (what was kept) and the status is 128 + the signal's number (130 for
+    Ctrl-C). What `profile` and `bench` share."""
+    from autoprof.perf.process import Interrupted, Stopper
+
+    with Stopper(), _progress(bars) as progress:
+        try:
+            return work(progress)
+        except Interrupted as stop:
+            interrupted = stop
+    click.echo(f"autoprof: error: {stopped(interrupted)}", err=True)
+    sys.exit(interrupted.exit_code)
 
 
 def next_hint(*argv: str | Path) -> str:
@@ -315,7 +391,7 @@ def declared_flags(cls: type) -> Callable[[Callable], Callable]:
     )
 
 
-def declared_values(cls: type[D], values: dict[str, Any]) -> D:
+def declared_values(cls: type[D], values: Mapping[str, Any]) -> D:
     """`cls` from a command's keyword values (those of its fields), checked: a bad value is
     one line (AutoprofError), as a job spec's."""
     fields = option_fields(cast(type, cls))  # a class is hashable: mypy cannot tell for D
