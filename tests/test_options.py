@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.commands.common import take_options
+from autoprof.commands.common import request_from
 from autoprof.commands.profile import profile
 from autoprof.commands.schedule import schedule
 from autoprof.commands.submit import submit
@@ -92,7 +92,7 @@ def test_every_spec_option_is_taken_by_the_cli_and_the_job_spec(name, option):
     for command in (profile, submit):
         params = command.make_context(command.name, [*argv(option, value), "--", "./w"]).params
         assert params[name] == value
-    from_cli = take_options(profile.make_context("profile", argv(option, value)).params)
+    from_cli = request_from(profile.make_context("profile", argv(option, value)).params).options
     spec = JobSpec.from_json(spec_with({name: value}))
     assert spec.profile_options() == from_cli
     assert getattr(from_cli, name) == value

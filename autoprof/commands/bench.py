@@ -13,6 +13,7 @@ import click
 
 if TYPE_CHECKING:
     from autoprof.catalog.facts import MachineFacts
+    from autoprof.perf.process import Interrupted
 
 from autoprof.benchmark.options import BaselineOptions, GateOptions
 from autoprof.commands import common
@@ -147,12 +148,9 @@ def bench(
     counts per run, mean +- sd, outliers, and the ratio of each command to the first. With
     --fail-if, a regression gate for CI against --baseline or, with two commands, of the
     second against the first: exit 1 when a gate fails, 0 when all hold."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     from autoprof.analysis import bench as stats
     from autoprof.analysis.renderers.bench import BenchRenderer, BenchTables
     from autoprof.benchmark import measure
-    from autoprof.perf.process import Stopper
     from autoprof.run import planning
     from autoprof.run.options import EventSelection
     from autoprof.run.request import Request
@@ -182,37 +180,23 @@ def bench(
         runs, warmup, prepare, timeout, startup_correction, emulate=emulate
     )
     console = common.console(stderr=True)
-    with (
-        Stopper(),
-        Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
-        ) as progress,
-    ):
-        bars = [
-            progress.add_task(" ".join(c)[:40], total=warmup + runs, start=False) for c in commands
-        ]
 
-        def on_run(i, rep, warm):
-            progress.start_task(bars[i])
-            progress.advance(bars[i])
-
-        interrupted: measure.BenchInterrupted | None
-        try:
-            result = measure.bench(commands, events, options, on_run)
-        except measure.BenchInterrupted as stop:
-            interrupted = stop
-        else:
-            interrupted = None
-    if interrupted is not None:
-        document = dict(measure.to_json(interrupted.partial), interrupted=interrupted.name)
-        kept = _export(interrupted.partial, document, export_json, export_csv, excel_safe)
-        click.echo(
-            f"autoprof: error: interrupted by {interrupted.name} after "
-            f"{interrupted.repetitions} timed repetitions"
-            + (f" (kept in {', '.join(map(str, kept))})" if kept else ""),
-            err=True,
+    def stopped(stop: Interrupted) -> str:
+        """What a signal stopped: the repetitions finished before it, kept where the exports
+        go (none when it came before the benchmark began)."""
+        if not isinstance(stop, measure.BenchInterrupted):
+            return f"interrupted by {stop.name} after 0 timed repetitions"
+        document = dict(measure.to_json(stop.partial), interrupted=stop.name)
+        kept = _export(stop.partial, document, export_json, export_csv, excel_safe)
+        return f"interrupted by {stop.name} after {stop.repetitions} timed repetitions" + (
+            f" (kept in {', '.join(map(str, kept))})" if kept else ""
         )
-        sys.exit(interrupted.exit_code)
+
+    def work(progress: common.Progress) -> measure.BenchResult:
+        return measure.bench(commands, events, options, lambda i, *_: progress.advance(i))
+
+    bars = [(" ".join(c)[:40], warmup + runs) for c in commands]
+    result = common.with_progress(bars, work, stopped)
     summaries, ratios = stats.summaries(result), stats.ratios(result)
     write(BenchRenderer(common.console()).render(BenchTables(result, summaries, ratios)), None)
     if startup_correction:

@@ -7,11 +7,12 @@ by the functions that use them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from autoprof.catalog.model import Catalog
+    from autoprof.perf.process import Interrupted
+
+D = TypeVar("D", bound=Declared)
+R = TypeVar("R")
 
 # rich's width where the output is no terminal: lines (and table rows) are never wrapped there,
 # since scripts and `grep` read them whole
@@ -37,9 +42,9 @@ UNWRAPPED_WIDTH = 100_000
 ENV_EVENTS_DIR = "AUTOPROF_EVENTS_DIR"
 
 __all__ = [
+    "Progress",
     "build_catalog",
     "catalog_options",
-    "catalog_request",
     "event_names",
     "event_options",
     "fail_if_option",
@@ -53,38 +58,68 @@ __all__ = [
     "profile_flags",
     "redis_option",
     "report_gates",
+    "request_from",
     "reserve_option",
     "selection_options",
     "store_option",
-    "take_options",
+    "takes_request",
+    "with_progress",
 ]
 
 
-def catalog_request(
-    opts: dict[str, Any],
-    names: tuple[str, ...] = (),
-    events_file: str | None = None,
-    *,
-    command: list[str] | None = None,
-    options: ProfileOptions | None = None,
-) -> Request:
-    """The measurement the command-line values describe (the catalog, event, metric and plan
-    options, taken out of `opts`; `options` when the command took them already), checked:
-    `run.planning` plans it the one way for every command."""
+# The click values a `Request` takes as they are (the value's name: the Request's field, and
+# what makes it the field's type); `request_from` adds the events, the tags and the fields of
+# ProfileOptions and EventSelection, each by its name.
+_REQUEST_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "command": ("command", list),
+    "metric_words": ("metrics", tuple),
+    "metrics_files": ("metrics_files", tuple),
+    "consistent": ("consistent", bool),
+    "events_dir": ("events_dir", str),
+    "cpu": ("cpu", str),
+    "smt": ("smt", str),
+    "counters": ("counters", tuple),
+    "probe": ("probe", bool),
+}
+REQUEST_VALUES = frozenset(
+    [*_REQUEST_FIELDS, "event_names", "events_file", "tags"]
+    + [f.name for f, _ in option_fields(ProfileOptions)]
+    + [f.name for f, _ in option_fields(EventSelection)]
+)
+
+
+def request_from(values: Mapping[str, Any]) -> Request:
+    """The one typed Request a command's click values describe, built at the CLI edge: each
+    value read by its name (`REQUEST_VALUES`), one the command does not take keeps the
+    Request's default. Each declared value (ProfileOptions, EventSelection) is checked here as
+    click checks its types, with a job spec's very refusal; how the values go together is
+    `Request.check`'s, which the command calls where its own checks (`profile`'s target) have
+    had their say."""
+    fields = {
+        field: convert(values[name])
+        for name, (field, convert) in _REQUEST_FIELDS.items()
+        if values.get(name) is not None
+    }
     return Request(
-        command=list(command or []),
-        events=event_names(names, events_file),
-        metrics=tuple(opts.pop("metric_words", ())),
-        metrics_files=tuple(opts.pop("metrics_files", ())),
-        consistent=opts.pop("consistent", False),
-        options=options or take_options(opts),
-        selection=EventSelection.from_json(opts),
-        events_dir=opts.get("events_dir"),
-        cpu=opts.get("cpu"),
-        smt=opts.get("smt"),
-        counters=tuple(opts.get("counters", ())),
-        probe=opts.get("probe", True),
-    ).check()
+        **fields,
+        options=declared_values(ProfileOptions, values),
+        selection=declared_values(EventSelection, values),
+        events=event_names(values.get("event_names", ()), values.get("events_file")),
+        tags=key_values(values.get("tags", ()), "--tag"),
+    )
+
+
+def takes_request(func: Callable[..., R]) -> Callable[..., R]:
+    """The command's click values that describe a measurement (`REQUEST_VALUES`) given to it
+    as one typed `Request`, its first argument (`request_from`); its other values as they are.
+    Put it under the click decorators, right above the function."""
+
+    @functools.wraps(func)
+    def command(**values: Any) -> R:
+        own = {name: value for name, value in values.items() if name not in REQUEST_VALUES}
+        return func(request_from(values), **own)
+
+    return command
 
 
 def existing_parent(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -108,12 +143,12 @@ def note(text: str) -> None:
     click.echo(f"autoprof: note: {text}", err=True)
 
 
-def build_catalog(**options) -> Catalog:
+def build_catalog(request: Request) -> Catalog:
     """The catalog the command-line options describe (`run.planning.machine_catalog`, imported
     when a command first needs one), with its note."""
     from autoprof.run import planning
 
-    catalog = planning.machine_catalog(catalog_request(options))
+    catalog = planning.machine_catalog(request.check())
     if catalog.note:
         note(catalog.note)
     return catalog
@@ -129,6 +164,78 @@ def console(stderr: bool = False, highlight: bool = True) -> Console:
     return Console(stderr=stderr, width=width, highlight=highlight)
 
 
+class Progress:
+    """How a long command (`profile`, `bench`) shows its progress on stderr: here as plain
+    lines (not a terminal: a log, a pipe, a test), what it says and nothing of its bars."""
+
+    def say(self, text: str, style: str | None = None) -> None:
+        click.echo(text, err=True)
+
+    def describe(self, text: str, bar: int = 0) -> None:
+        """What bar `bar` is at now (the run in progress)."""
+
+    def advance(self, bar: int = 0) -> None:
+        """One more step of bar `bar` done."""
+
+
+@contextlib.contextmanager
+def _progress(bars: Sequence[tuple[str, int]]) -> Iterator[Progress]:
+    """Progress bars on a terminal (rich, imported only then), one per (description, total)
+    of `bars`, each started at its first step; plain lines elsewhere."""
+    if not sys.stderr.isatty():
+        yield Progress()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as Bars
+
+    console = Console(stderr=True, soft_wrap=True)  # one line per message
+    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Bars(TextColumn("{task.description}"), *columns, console=console) as shown:
+        ids = [shown.add_task(text, total=total, start=False) for text, total in bars]
+
+        class OnBars(Progress):
+            def say(self, text: str, style: str | None = None) -> None:
+                shown.console.print(text, style=style, markup=False, highlight=False)
+
+            def describe(self, text: str, bar: int = 0) -> None:
+                shown.start_task(ids[bar])
+                shown.update(ids[bar], description=text)
+
+            def advance(self, bar: int = 0) -> None:
+                shown.start_task(ids[bar])
+                shown.advance(ids[bar])
+
+        yield OnBars()
+
+
+def with_progress(
+    bars: Sequence[tuple[str, int]],
+    work: Callable[[Progress], R],
+    stopped: Callable[[Interrupted], str],
+) -> R:
+    """What `work(progress)` returns, run with its progress shown (bars on a terminal, one per
+    (description, total) of `bars`) and a signal's end made the shell's: Ctrl-C, SIGTERM or
+    SIGHUP (`Interrupted`, under a `Stopper`) closes the bars, then `stopped(signal)` is the
+    one error line (what was kept) and the status is 128 + the signal's number (130 for
+    Ctrl-C). What `profile` and `bench` share."""
+    from autoprof.perf.process import Interrupted, Stopper
+
+    with Stopper(), _progress(bars) as progress:
+        try:
+            return work(progress)
+        except Interrupted as stop:
+            interrupted = stop
+    click.echo(f"autoprof: error: {stopped(interrupted)}", err=True)
+    sys.exit(interrupted.exit_code)
+
+
 def next_hint(*argv: str | Path) -> str:
     """ "next: autoprof ..." with every argument shell-quoted, so it can be pasted as is."""
     return "next: " + shlex.join(str(arg) for arg in argv)
@@ -142,7 +249,7 @@ def _apply(func: Callable, options: list) -> Callable:
 
 def selection_options(func: Callable) -> Callable:
     """--reserve and the opt-in event sets (EventSelection): what to measure, whatever the
-    machine; checked by `build_catalog` (or the job spec) as EventSelection says, not by click."""
+    machine; checked by `request_from` (or the job spec) as EventSelection says, not by click."""
     return _apply(
         func,
         [_flag(EventSelection, f.name, f.default, o) for f, o in option_fields(EventSelection)],
@@ -246,7 +353,7 @@ def plan_flags(func: Callable) -> Callable:
 def profile_flags(*, spec: bool) -> Callable[[Callable], Callable]:
     """The click options of the ProfileOptions fields that have flags, derived from their
     declarations: those a job spec carries (spec=True) or the others (spec=False). Their values
-    are checked by `take_options` as a job spec's are (one line, status 2), not by click; --help
+    are checked by `request_from` as a job spec's are (one line, status 2), not by click; --help
     shows each range as click shows an IntRange's."""
     return functools.partial(
         _apply,
@@ -271,9 +378,6 @@ def where_flags(func: Callable) -> Callable:
     )
 
 
-D = TypeVar("D", bound=Declared)
-
-
 def declared_flags(cls: type) -> Callable[[Callable], Callable]:
     """The click options of every field of the `Declared` class `cls` that has flags; the
     command builds `cls` from them with `declared_values`."""
@@ -287,7 +391,7 @@ def declared_flags(cls: type) -> Callable[[Callable], Callable]:
     )
 
 
-def declared_values(cls: type[D], values: dict[str, Any]) -> D:
+def declared_values(cls: type[D], values: Mapping[str, Any]) -> D:
     """`cls` from a command's keyword values (those of its fields), checked: a bad value is
     one line (AutoprofError), as a job spec's."""
     fields = option_fields(cast(type, cls))  # a class is hashable: mypy cannot tell for D
@@ -359,13 +463,6 @@ def key_values(values: tuple[str, ...], option: str) -> dict[str, str]:
             raise AutoprofError(f"{option} {text!r}: expected KEY=VALUE")
         pairs[key.strip()] = value.strip()
     return pairs
-
-
-def take_options(opts: dict[str, Any]) -> ProfileOptions:
-    """The ProfileOptions a command's click values give (taken out of `opts`), checked as a job
-    spec's are: AutoprofError with the spec's very refusal for a value out of its range."""
-    names = [f.name for f, _ in option_fields(ProfileOptions) if f.name in opts]
-    return ProfileOptions(**{name: opts.pop(name) for name in names}).check()
 
 
 # the queue's library (redis, rq) is imported inside the queue commands; $AUTOPROF_REDIS is read

@@ -8,8 +8,9 @@ import re
 import click
 
 from autoprof.catalog.model import Event
-from autoprof.commands.common import build_catalog, catalog_options, console
+from autoprof.commands.common import build_catalog, catalog_options, console, takes_request
 from autoprof.errors import AutoprofError
+from autoprof.run.request import Request
 
 
 @click.group()
@@ -20,13 +21,13 @@ def events() -> None:
 NOT_HERE = "not countable here"  # the notes of an event this machine's kernel cannot count
 
 
-def _uncountable(catalog, chosen: list[Event], options) -> set[tuple[str, str]]:
+def _uncountable(catalog, chosen: list[Event], request: Request) -> set[tuple[str, str]]:
     """The keys of the `chosen` events that this machine's kernel cannot count (none for
     --cpu), said once in a note: a VM without a virtual PMU lists its CPU's events all the
     same, marked."""
     from autoprof.catalog import host
 
-    if options.get("cpu"):
+    if request.cpu:
         return set()
     keys = {e.key for e in host.uncountable(catalog)} & {e.key for e in chosen}
     if keys:
@@ -87,11 +88,12 @@ def event_json(e: Event, countable: bool = True) -> dict:
 @catalog_options
 @click.option("--pmu", help="Only this PMU's events.")
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
-def list_events(pmu: str | None, as_json: bool, **options) -> None:
+@takes_request
+def list_events(request: Request, pmu: str | None, as_json: bool) -> None:
     """List every event of the catalog."""
-    catalog = build_catalog(**options)
+    catalog = build_catalog(request)
     chosen = [e for e in catalog.events if pmu is None or e.pmu == pmu]
-    not_here = _uncountable(catalog, chosen, options)
+    not_here = _uncountable(catalog, chosen, request)
     if as_json:
         click.echo(json.dumps([event_json(e, e.key not in not_here) for e in chosen], indent=1))
         return
@@ -101,7 +103,8 @@ def list_events(pmu: str | None, as_json: bool, **options) -> None:
 @events.command("search")
 @click.argument("pattern")
 @catalog_options
-def search_events(pattern: str, **options) -> None:
+@takes_request
+def search_events(request: Request, pattern: str) -> None:
     """Search the events by name or description.
 
     PATTERN is a regular expression, matched ignoring case."""
@@ -109,15 +112,15 @@ def search_events(pattern: str, **options) -> None:
         regex = re.compile(pattern, re.IGNORECASE)
     except re.error as err:
         raise AutoprofError(f"bad pattern {pattern!r}: {err}") from None
-    catalog = build_catalog(**options)
+    catalog = build_catalog(request)
     chosen = [e for e in catalog.events if regex.search(e.name) or regex.search(e.description)]
     if not chosen:
-        _no_match(pattern, regex, options)
+        _no_match(pattern, regex, request)
         return
-    _table(catalog, chosen, _uncountable(catalog, chosen, options))
+    _table(catalog, chosen, _uncountable(catalog, chosen, request))
 
 
-def _no_match(pattern: str, regex: re.Pattern, options) -> None:
+def _no_match(pattern: str, regex: re.Pattern, request: Request) -> None:
     """An empty search says so in one note instead of an empty table; on this machine it
     adds the tracepoints that match (listed only with --tracepoints, there are thousands),
     or why there are none."""
@@ -125,12 +128,12 @@ def _no_match(pattern: str, regex: re.Pattern, options) -> None:
 
     from autoprof.catalog import host
 
-    if options.get("cpu"):
-        click.echo(f"autoprof: note: no event of {options['cpu']} matches {pattern!r}", err=True)
+    if request.cpu:
+        click.echo(f"autoprof: note: no event of {request.cpu} matches {pattern!r}", err=True)
         return
     said = f"autoprof: note: no event matches {pattern!r}"
     hint = host.tracepoint_hint()
-    found = [] if hint or options.get("tracepoints") else host.tracepoints()
+    found = [] if hint or request.selection.tracepoints else host.tracepoints()
     found = [t for t in found if regex.search(t)]
     if hint:
         said += f"; {hint}"
@@ -147,11 +150,12 @@ def _no_match(pattern: str, regex: re.Pattern, options) -> None:
 @events.command("show")
 @click.argument("name")
 @catalog_options
-def show_event(name: str, **options) -> None:
+@takes_request
+def show_event(request: Request, name: str) -> None:
     """Everything known about one event."""
     from autoprof.catalog.host import resolve_events
 
-    catalog = build_catalog(**options)
+    catalog = build_catalog(request)
     for e in resolve_events(catalog, [name]).events:
         click.echo(f"{e.name}  [{e.pmu}]")
         click.echo(f"  perf spec:   {e.spec}")

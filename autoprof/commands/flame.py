@@ -5,19 +5,16 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from autoprof.commands import common
-from autoprof.errors import AutoprofError
 from autoprof.flame.options import FlameOptions
+from autoprof.flame.request import FlameRequest
 from autoprof.flame.source import FoldOptions
 from autoprof.perf.record import CALL_GRAPHS, RecordOptions
 from autoprof.util.status import RunStatus
-
-if TYPE_CHECKING:
-    from autoprof.flame.fold import Folded
 
 
 @click.command("record")
@@ -120,92 +117,29 @@ def flamegraph_command(inputs: tuple[Path, ...], binaries: tuple[Path, ...], **v
               autoprof flamegraph --trace qemu.log --binary ./myprog -o flame.svg
               autoprof flamegraph --trace qemu.log --binary ./myprog --save out/trace
     """
-    from autoprof.flame import kept
-    from autoprof.flame.renderer import FlameRenderer, FoldedRenderer
-    from autoprof.flame.speedscope import SpeedscopeRenderer
-    from autoprof.flame.svg import SvgRenderer
+    from autoprof.flame.diff import change_lines
     from autoprof.util.renderer import is_stdout, write
 
-    flame = common.declared_values(FlameOptions, values)
-    options = common.declared_values(FoldOptions, values)
-    trace = Path(flame.trace) if flame.trace is not None else None
-    if trace is not None or binaries:
-        if trace is None or not binaries or inputs or flame.diff:
-            raise AutoprofError("--trace FILE takes --binary ELF, and no INPUT nor --diff")
-        if options != FoldOptions(inline=options.inline):
-            raise AutoprofError("--trace takes none of the options of perf input (--pid, ...)")
-    elif flame.save is not None:
-        raise AutoprofError("--save keeps a trace's flame graph: it needs --trace")
-    elif len(inputs) != (2 if flame.diff else 1):
-        want = (
-            "two inputs (BEFORE AFTER) with --diff" if flame.diff else "one input (or --diff A B)"
-        )
-        raise AutoprofError(f"flamegraph takes {want}, got {len(inputs)}")
-    if trace is not None:
-        profiles = [_load_trace(trace, binaries, options.inline)]
-        inputs = (trace,)
-        if flame.save is not None:
-            kept.save(Path(flame.save), profiles[0], trace, list(binaries), options.inline)
-    else:
-        profiles = [_load(path, options) for path in inputs]
+    request = FlameRequest(
+        inputs,
+        binaries,
+        common.declared_values(FlameOptions, values),
+        common.declared_values(FoldOptions, values),
+    ).check()
+    profiles = []
+    for path in request.sources:
+        profiles.append(request.load(path))
+        for note in profiles[-1].notes:
+            click.echo(f"autoprof: note: {path}: {note}", err=True)
+    if request.flame.save is not None:
+        request.save(profiles[0])
     after = profiles[-1]
-    before = profiles[0] if flame.diff else None
-    default = "-" if flame.folded else "diff.svg" if flame.diff else "flame.svg"
-    output = Path(flame.output or default)
-    renderer: FlameRenderer
-    if flame.folded:
-        renderer = FoldedRenderer(before)
-    else:
-        default_title = "Differential Flame Graph" if flame.diff else "Flame Graph"
-        renderer = SvgRenderer(
-            flame.title or default_title, flame.width, flame.minwidth, flame.inverted, before
-        )
-    write(renderer.render(after), output)
-    if flame.speedscope is not None:
-        write(SpeedscopeRenderer(flame.title or inputs[-1].name).render(after), flame.speedscope)
-    quiet = is_stdout(output)  # stdout carries the data: messages go to stderr
+    before = profiles[0] if request.flame.diff else None
+    write(request.renderer(before).render(after), request.output)
+    if request.flame.speedscope is not None:
+        write(request.speedscope().render(after), request.flame.speedscope)
+    quiet = is_stdout(request.output)  # stdout carries the data: messages go to stderr
     if before is not None:
-        _print_changes(before, after, quiet)
-    samples = after.sample_count
-    if trace is not None:  # every instruction, weighted by its cycles when the trace has them
-        counted = f"{after.total:,} {after.event}"
-    else:
-        counted = f"{samples if samples is not None else after.total:,} samples"
-    click.echo(
-        f"wrote {output}: {counted}, {len(after.stacks):,} stacks"
-        + (f", event {after.event}" if after.event and trace is None else ""),
-        err=quiet,
-    )
-
-
-def _load(path: Path, options: FoldOptions) -> Folded:
-    from autoprof.flame.source import load
-
-    folded = load(path, options)
-    for note in folded.notes:
-        click.echo(f"autoprof: note: {path}: {note}", err=True)
-    return folded
-
-
-def _load_trace(path: Path, binaries: tuple[Path, ...], inline: bool) -> Folded:
-    from autoprof.flame.unwind import load_trace
-
-    folded = load_trace(path, list(binaries), inline)
-    for note in folded.notes:
-        click.echo(f"autoprof: note: {path}: {note}", err=True)
-    return folded
-
-
-def _print_changes(before: Folded, after: Folded, err: bool, top: int = 5) -> None:
-    from autoprof.flame.diff import changes, diff_tree
-
-    found = changes(diff_tree(before, after))
-    grown = [c for c in found if c.delta > 0][:top]
-    shrunk = [c for c in reversed(found) if c.delta < 0][:top]
-    for label, items in (("grew", grown), ("shrank", shrunk)):
-        for c in items:
-            click.echo(
-                f"{label:>6} {100 * c.delta:+7.2f} pts  {c.name}"
-                f"  ({100 * c.before:.2f}% -> {100 * c.after:.2f}%)",
-                err=err,
-            )
+        for line in change_lines(before, after):
+            click.echo(line, err=quiet)
+    click.echo(request.wrote(after), err=quiet)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import shlex
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
 from autoprof.commands import common
-from autoprof.commands.common import catalog_options, measure_options, profile_flags, take_options
+from autoprof.commands.common import catalog_options, measure_options, profile_flags, takes_request
 from autoprof.errors import AutoprofError
 from autoprof.run.options import ProfileOptions
+from autoprof.run.request import Request
 from autoprof.util.status import RunStatus
 
 
@@ -64,7 +62,8 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
 )
 @common.planning_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
-def profile(event_names, events_file, output, dry_run, as_json, command, **opts) -> None:
+@takes_request
+def profile(request: Request, output: str, dry_run: bool, as_json: bool, resume: bool) -> None:
     """Measure every event for a command, without multiplexing.
 
     Every event of this machine (or the chosen ones) for COMMAND, one perf stat run per
@@ -79,15 +78,11 @@ def profile(event_names, events_file, output, dry_run, as_json, command, **opts)
     from autoprof.run import planning
     from autoprof.run import profile as library
 
-    command = list(command)
-    options = take_options(opts)
-    resume = opts.pop("resume")
+    command, options = request.command, request.options
     check_attach(command, options)
     if as_json and not dry_run:
         raise AutoprofError("--json prints the plan of --dry-run: give both")
-    request = common.catalog_request(
-        opts, event_names, events_file, command=command, options=options
-    )
+    request.check()
     planned = planning.plan(request, common.note)
     if planned.metrics:
         click.echo(planned.metrics.summary(), err=True)
@@ -109,7 +104,6 @@ def profile(event_names, events_file, output, dry_run, as_json, command, **opts)
 
 def _run(measure, request, planned, out, resume) -> None:
     """Run the profile, reporting progress; a signal ends it with 128 + its number."""
-    from autoprof.perf.process import Interrupted
     from autoprof.run import attach
     from autoprof.run import profile as library
     from autoprof.run.runner import TaskEnded, TaskEvent, TaskRetried, TaskStarted
@@ -117,8 +111,7 @@ def _run(measure, request, planned, out, resume) -> None:
     options, plan = request.options, planned.plan
     what = attach.describe(options) if options.attached else shlex.join(request.command)
 
-    with _reporter(len(plan) * options.repeat) as report:
-
+    def work(report: common.Progress):
         def ready(planned) -> None:
             report.say(
                 f"profiling {what}: {len(planned.catalog.events)} events in "
@@ -149,20 +142,15 @@ def _run(measure, request, planned, out, resume) -> None:
         hooks = measure.Hooks(
             warn=lambda text: report.say(f"warning: {text}", "yellow"), ready=ready, run=on_event
         )
-        interrupted: Interrupted | None
-        try:
-            done = measure.measure(request, out, None, hooks, planned=planned, resume=resume)
-        except Interrupted as stop:
-            interrupted = stop
-        else:
-            interrupted = None
-    if interrupted is not None:
-        click.echo(
-            f"autoprof: error: interrupted by {interrupted.name}; finished runs are kept in "
-            f"{out}/: run the same command again to resume",
-            err=True,
+        return measure.measure(request, out, None, hooks, planned=planned, resume=resume)
+
+    def stopped(stop) -> str:
+        return (
+            f"interrupted by {stop.name}; finished runs are kept in {out}/: run the same "
+            "command again to resume"
         )
-        sys.exit(interrupted.exit_code)
+
+    done = common.with_progress([("runs", len(plan) * options.repeat)], work, stopped)
     outcome = done.outcome
     failed = outcome.failed
     if options.emulate:
@@ -220,50 +208,3 @@ def _say_emulated(out: Path, outcome) -> None:
     slowdown = emulated.slowdown(out, outcome.records)
     cost = f", {slowdown:.1f}x slower than natively (median run)" if slowdown else ""
     click.echo(f"counted under {engine} (emulated counts, user mode only){cost}", err=True)
-
-
-class _Lines:
-    """Progress as plain lines on stderr (not a terminal: a log, a pipe, a test)."""
-
-    def say(self, text: str, style: str | None = None) -> None:
-        click.echo(text, err=True)
-
-    def describe(self, text: str) -> None:
-        pass
-
-    def advance(self) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _reporter(total: int) -> Iterator[_Lines]:
-    """A progress bar on a terminal (rich, imported only then), plain lines elsewhere."""
-    if not sys.stderr.isatty():
-        yield _Lines()
-        return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    console = Console(stderr=True, soft_wrap=True)  # one line per message
-    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(TextColumn("{task.description}"), *columns, console=console) as progress:
-        bar = progress.add_task("runs", total=total)
-
-        class Bar(_Lines):
-            def say(self, text: str, style: str | None = None) -> None:
-                progress.console.print(text, style=style, markup=False, highlight=False)
-
-            def describe(self, text: str) -> None:
-                progress.update(bar, description=text)
-
-            def advance(self) -> None:
-                progress.advance(bar)
-
-        yield Bar()

@@ -8,13 +8,14 @@ import click
 
 from autoprof.commands.common import (
     catalog_options,
-    catalog_request,
     console,
     event_options,
     note,
     plan_flags,
     planning_options,
+    takes_request,
 )
+from autoprof.run.request import Request
 
 
 @click.command("schedule")
@@ -28,7 +29,8 @@ from autoprof.commands.common import (
     help="Print the plan as JSON (the contract): the bytes `profile --dry-run --json` prints.",
 )
 @planning_options
-def schedule(event_names: tuple[str, ...], events_file: str | None, as_json: bool, **opts) -> None:
+@takes_request
+def schedule(request: Request, as_json: bool) -> None:
     """Pack every event into the fewest runs without multiplexing.
 
     The plan `profile` runs with the same options: a command's profile leaves out the PMUs
@@ -37,7 +39,7 @@ def schedule(event_names: tuple[str, ...], events_file: str | None, as_json: boo
     from autoprof.schedule.render import Scheduled, ScheduleRenderer
     from autoprof.util.renderer import write
 
-    request = catalog_request(opts, event_names, events_file)
+    request.check()
     started = time.perf_counter()
     planned = planning.plan(request, note)
     elapsed = time.perf_counter() - started

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.abc
 import json
-import shlex
 import sys
 from pathlib import Path
 
@@ -139,77 +138,17 @@ def show_command(run_id: str, as_json: bool, store_text: str | None) -> None:
     """Show one stored run and its sanity report.
 
     Its command, machine, parts, tags and a summary of its sanity report."""
-    from autoprof.results.sanity_report import Report
-    from autoprof.store import engine, queries
+    from autoprof.store import engine
+    from autoprof.store.show import RunRenderer, shown_run
+    from autoprof.util.renderer import write
 
     store = engine.open_store(store_text, create=False)
     with store.read() as conn:
-        info = queries.run_details(conn, run_id)
+        shown = shown_run(conn, run_id, totals=not as_json)
     if as_json:
-        click.echo(json.dumps(info, indent=2, default=str))
+        click.echo(json.dumps(shown.details, indent=2, default=str))
         return
-    click.echo(f"run        {info['id']}")
-    click.echo(f"command    {shlex.join(info['command'])}")  # as runs list and the web show it
-    click.echo(f"created    {when(info['created'])} UTC")
-    click.echo(f"ran        {when(info['started'])} .. {when(info['ended'])} UTC")
-    parts = f"{len(info['parts'])} of {info['parts_expected']} parts"
-    click.echo(f"status     {info['status']} ({parts})")
-    click.echo(f"rows       {info['rows']}")
-    click.echo(f"autoprof   {info['autoprof_version']}")
-    if info["tags"]:
-        click.echo("tags       " + " ".join(f"{k}={v}" for k, v in info["tags"].items()))
-    for part in info["parts"]:
-        m = part["machine"]
-        uploaded = when(part["uploaded"])
-        click.echo(f"part {part['part']}: {part['rows']} rows, uploaded {uploaded} UTC")
-        click.echo(f"  machine  {m['hostname']}: {m['cpu_id']} ({m['model_name']})")
-        click.echo(
-            f"           kernel {m['kernel']}, perf {m['perf_version']}, "
-            f"SMT {'on' if m['smt'] else 'off'}, "
-            f"NMI watchdog {'on' if m['nmi_watchdog'] else 'off'}"
-        )
-        if part["report"] is None:
-            click.echo("  report   none (aggregate wrote no report.json)")
-            continue
-        report = Report.from_json(part["report"], f"part {part['part']}'s report")
-        runs, events = report.runs, report.events
-        click.echo(
-            f"  report   {report.events_measured} events measured; runs "
-            f"{runs.finished}/{'?' if runs.expected is None else runs.expected} finished, "
-            f"{len(runs.failed)} failed, {len(runs.broken)} broken, {len(runs.missing)} missing; "
-            f"{len(events.multiplexed)} multiplexed, "
-            f"{len(events.not_counted)} not counted, "
-            f"{len(events.not_supported)} not supported, "
-            f"{len(report.broken_files)} broken files"
-        )
-        if report.regions:
-            entered = ", ".join(f"{r.name} ({r.entries} entries)" for r in report.regions)
-            never = [r.name for r in report.regions if r.never_entered]
-            click.echo(
-                f"  regions  {entered}; never entered: {', '.join(never) or 'none'}; "
-                f"{len(report.region_problems)} problems"
-            )
-    regions = any(p["report"] and p["report"].get("regions") for p in info["parts"])
-    threads = any(p["options"].get("per_thread") for p in info["parts"])
-    if regions or threads:
-        from autoprof.analysis import data
-        from autoprof.store.summary import series_totals
-
-        with store.read() as conn:
-            totals = series_totals(conn, [p["part_id"] for p in info["parts"]])
-        for shown, what, sides in (
-            (regions, "regions", data.region_totals),
-            (threads, "threads", data.thread_totals),
-        ):
-            if shown:
-                click.echo(f"{what} side by side (total per execution):")
-                click.echo(sides(totals).to_string())
-    for name, rec in info["functions"].items():
-        totals = ", ".join(f"{e} {n:,}" for e, n in rec["totals"].items())
-        click.echo(f"recording {name}: {totals}")
-        for f in rec["functions"][:5]:
-            shares = "  ".join(f"{e} {f[e]['percent']:6.2f}%" for e in rec["events"])
-            click.echo(f"  {shares}  {f['symbol']} ({f['dso']})")
+    write(RunRenderer().render(shown), None)
 
 
 @runs_group.command("export")

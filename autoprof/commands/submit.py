@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import click
 
-from autoprof.commands import common
-from autoprof.commands.common import measure_options, redis_option, selection_options
+from autoprof.commands.common import (
+    measure_options,
+    redis_option,
+    selection_options,
+    takes_request,
+)
 from autoprof.errors import AutoprofError
-from autoprof.run.options import EventSelection
 from autoprof.run.request import Request
 
 
@@ -49,20 +52,17 @@ from autoprof.run.request import Request
     help="Wait before a job runs again; twice as long before each next try (at most an hour).",
 )
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@takes_request
 def submit(
+    request: Request,
     redis_text,
     host_name,
     cpu_id,
     queue_name,
     split,
-    event_names,
-    events_file,
-    tags,
     job_timeout,
     retry,
     retry_wait,
-    command,
-    **opts,
 ) -> None:
     """Queue a profile of a command for a target machine.
 
@@ -83,13 +83,6 @@ def submit(
         raise AutoprofError("give exactly one of --host NAME, --cpu ID, --queue NAME")
     if split > 1 and host_name:
         raise AutoprofError("--split needs several machines: use --cpu ID (or --queue NAME)")
-    request = Request(
-        command=list(command),
-        events=common.event_names(event_names, events_file),
-        options=common.take_options(opts),
-        selection=EventSelection.from_json(opts),
-        tags=common.key_values(tags, "--tag"),
-    )
     spec = JobSpec.of(request.check())
     text = connection.resolve(redis_text)
     conn = connection.connect(text)

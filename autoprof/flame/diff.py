@@ -72,3 +72,17 @@ def diff_folded_lines(before: Folded, after: Folded) -> list[str]:
         f"{text} {before.stacks.get(stack, 0)} {after.stacks.get(stack, 0)}\n"
         for text, stack in keys
     ]
+
+
+def change_lines(before: Folded, after: Folded, top: int = 5) -> list[str]:
+    """The `top` frames that grew most, then the `top` that shrank most, one line each, as
+    `flamegraph --diff` says them beside its graph."""
+    found = changes(diff_tree(before, after))
+    grown = [c for c in found if c.delta > 0][:top]
+    shrunk = [c for c in reversed(found) if c.delta < 0][:top]
+    return [
+        f"{label:>6} {100 * c.delta:+7.2f} pts  {c.name}"
+        f"  ({100 * c.before:.2f}% -> {100 * c.after:.2f}%)"
+        for label, items in (("grew", grown), ("shrank", shrunk))
+        for c in items
+    ]
