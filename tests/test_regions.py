@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -360,3 +361,35 @@ def test_a_variable_naming_another_descriptor_is_not_the_channel(tmp_path) -> No
     script = "from autoprof.markers import region\nwith region('x'):\n    pass\n"
     py = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
     assert (c.returncode, c.stdout, py.returncode, py.stdout) == (0, b"", 0, b"")
+
+
+@pytest.mark.slow
+def test_a_regions_correlation_takes_its_repeats_as_samples(cli_run, tmp_path, profiled) -> None:
+    """`analyze correlation --region hot` correlates the region's own totals, one per repeat:
+    of the example's two repeats, only task-clock varies (the breakpoint and page-fault counts
+    are exact, the same in both), too few to correlate, said in one line; an unknown region
+    is one line naming those there are."""
+    out, _ = profiled
+    done = cli_run("analyze", "correlation", out, "--region", "hot", "--min-overlap", "2")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.output
+    assert "1 left (task-clock)" in done.stderr and "fewer than 2 intervals" in done.stderr
+    missing = cli_run("analyze", "correlation", out, "--region", "nope")
+    assert missing.returncode == 2 and "regions: hot, inner" in missing.stderr
+
+
+def test_schedule_region_says_the_regions_cost_no_run(cli_run) -> None:
+    done = cli_run("schedule", "--cpu", "SKX", "--region", "hot", "--region", "inner")
+    assert done.returncode == 0, done.output
+    runs = re.search(r"in (\d+) runs", done.output)
+    assert runs is not None, done.output
+    assert (
+        f"regions (hot, inner): every event above is counted per region in the same {runs[1]} runs"
+        in done.output
+    )
+
+
+def test_markers_cflags_is_one_include_flag_for_the_header(cli_run) -> None:
+    done = cli_run("markers", "--cflags")
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.output
+    flag = done.stdout.strip()
+    assert flag.startswith("-I") and (Path(flag[2:]) / "autoprof.h").is_file(), flag
