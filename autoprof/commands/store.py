@@ -11,6 +11,7 @@ import contextlib
 import gc
 import importlib.abc
 import json
+import os
 import shlex
 import sys
 from collections.abc import Iterator
@@ -35,7 +36,7 @@ def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: st
     """Store aggregated profiles in the results store.
 
     Each OUT is a profile folder with results.csv (run `autoprof aggregate OUT` first)."""
-    with _imports_uncollected():
+    with _store_libraries():
         from autoprof.store import engine
         from autoprof.store import upload as store_upload
 
@@ -67,11 +68,13 @@ def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: st
 
 
 @contextlib.contextmanager
-def _imports_uncollected() -> Iterator[None]:
+def _store_libraries() -> Iterator[None]:
     """Import the store's libraries with the garbage collector off, then freeze what they made:
     their hundreds of thousands of objects, none of them garbage, were walked again and again
     by collections meanwhile (a fifth of the imports' 0.8 s of CPU), and by every full one
-    later."""
+    later. An upload does no linear algebra: numpy's OpenBLAS starts no thread pool, whose
+    threads spun 0.05 s of CPU after the import (unless the user chose a number of threads)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.disable()
     try:
         yield
