@@ -205,3 +205,16 @@ def test_a_record_is_written_whole_or_not_at_all(tmp_path):
     assert read_json(path) == {"format": 1, "runs": [1, 2]}
     write_json(path, [1, {"a": 2}], compact=True)
     assert path.read_text() == '[1,{"a":2}]'
+
+
+def test_a_run_record_is_written_a_key_a_line_and_reads_back_the_same(old):
+    """run.json, written every run, goes through the C encoder a key at a time (`indent` would
+    take Python's): still a key per line for a reader, and the same record read back."""
+    record = outdir.read_run_record(old / RUN1)
+    record.error = 'a "quoted"\nline'
+    outdir.write_run_record(old / RUN1, record)
+    text = (old / RUN1 / outdir.RUN_RECORD).read_text()
+    lines = text.splitlines()
+    assert (lines[0], lines[-1], text[-1]) == ("{", "}", "\n")
+    assert [line.split('"')[1] for line in lines[1:-1]] == list(record.to_json())
+    assert outdir.read_run_record(old / RUN1) == record

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 from autoprof.errors import AutoprofError
-from autoprof.perf.process import stop_processes
+from autoprof.perf.process import proc_text, stop_processes
 
 _PTRACE_TRACEME = 0  # <linux/ptrace.h>
 _PTRACE_DETACH = 17
@@ -152,12 +152,11 @@ def _in_poll(pid: int) -> bool:
     """Process `pid` sleeps in poll(2)/ppoll(2): its wait channel names poll (the kernel's
     do_sys_poll, poll_schedule_timeout), or, where the kernel hides wait channels, its system
     call is one of this machine's poll calls."""
-    proc = Path(f"/proc/{pid}")
     try:
-        wchan = (proc / "wchan").read_text().strip()
+        wchan = proc_text(f"/proc/{pid}/wchan").strip()
         if wchan not in ("", "0"):
             return "poll" in wchan
-        number = (proc / "syscall").read_text().split()[0]
+        number = proc_text(f"/proc/{pid}/syscall").split()[0]
     except (OSError, IndexError):
         return False
     return number.isdigit() and int(number) in _POLL_CALLS.get(platform.machine(), ())

@@ -135,7 +135,7 @@ class Journal:
                     return
                 target = self._written
             try:
-                os.fsync(fd)
+                os.fdatasync(fd)  # the lines and the file's length: no timestamps to write
             finally:  # a failed fsync is not retried: the entries were written, the runs go on
                 with self._changed:
                     self._synced = target

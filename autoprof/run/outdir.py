@@ -323,7 +323,7 @@ def one_line(err: Exception) -> str:
 
 
 def write_run_record(folder: Path, record: RunRecord) -> None:
-    write_json(folder / RUN_RECORD, record.to_json())
+    write_json(folder / RUN_RECORD, record.to_json(), lines=True)  # written once a run
 
 
 def read_run_record(folder: Path) -> RunRecord:
@@ -396,7 +396,7 @@ _LOCK_WIDTH = 512  # every note is this long: each is written over the last, in 
 
 def note_running(lock: int, running: Running | None) -> None:
     """Write `running` (None: nothing runs) over the lock file open as `lock`."""
-    text = "" if running is None else json.dumps(asdict(running))
+    text = "" if running is None else json.dumps(vars(running))  # flat: asdict's copies spared
     os.pwrite(lock, text.ljust(_LOCK_WIDTH).encode(), 0)
 
 

@@ -312,9 +312,10 @@ class Runner:
                 workload = None
             else:
                 code, workload = self._launched(record, folder, argv, out, err, started)
+            wrote_errors = os.fstat(err.fileno()).st_size > 0  # mostly not: no file to open
         record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
         record.perf_exit = code
-        stderr = (folder / outdir.STDERR).read_text(errors="replace")
+        stderr = (folder / outdir.STDERR).read_text(errors="replace") if wrote_errors else ""
         if record.status:
             pass
         elif self.options.attached:

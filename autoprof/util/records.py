@@ -24,14 +24,30 @@ def loads(text: str | bytes) -> Any:
         raise ValueError("JSON nested too deeply to read") from None
 
 
-def write_json(path: Path, data: Any, *, compact: bool = False, mode: int = 0o666) -> None:
+def write_json(
+    path: Path, data: Any, *, compact: bool = False, lines: bool = False, mode: int = 0o666
+) -> None:
     """Write JSON atomically: into a temp file of this process and thread beside `path`, then
     renamed over it, so an interrupted write leaves no half file and writers racing on one path
     each leave a whole one. `mode` is the file's permissions before the umask (0o644: never
     writable by others, whatever the umask); `compact` leaves out white space (a large cache
-    entry). Errors are raised, the temp file removed (`util.atomic`)."""
-    text = json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2) + "\n"
+    entry); `lines` writes an object a key a line (`key_lines`). Errors are raised, the temp
+    file removed (`util.atomic`)."""
+    if compact:
+        text = json.dumps(data, separators=(",", ":"))
+    else:
+        text = key_lines(data) if lines else json.dumps(data, indent=2) + "\n"
     atomic.write(path, text, mode)
+
+
+_encode = json.JSONEncoder().encode  # the C encoder (`indent` makes json use Python's)
+
+
+def key_lines(data: dict[str, Any]) -> str:
+    """A JSON object, each key on a line of its own with its value on one line: as readable as
+    `indent` for a flat record, and a quarter of its cost (a run record is written a run)."""
+    body = ",\n".join([f"  {_encode(key)}: {_encode(value)}" for key, value in data.items()])
+    return "{\n" + body + "\n}\n"
 
 
 def read_json(path: Path) -> Any:
