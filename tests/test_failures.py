@@ -21,18 +21,9 @@ from pathlib import Path
 import pytest
 
 from autoprof.run import outdir
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, one_error_line
 from autoprof.testing.synthetic_out import make_out
-
-
-def one_line(result, *says: str) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), result.stderr
-    for text in says:
-        assert text in lines[0], lines[0]
-    return lines[0]
-
+from tests.helpers import free_port, start_serve, stop
 
 # --- 8: a SQLite store is its one file once a write returns -----------------------------------
 
@@ -64,7 +55,7 @@ def test_store_backup_copies_a_sqlite_store_whole(tmp_path):
     got = invoke("runs", "export", run_id, "-o", exported, "--store", f"sqlite:///{backup}")
     assert got.returncode == 0, got.stderr
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
-    one_line(invoke("store", "backup", backup, "--store", store), "exists")
+    one_error_line(invoke("store", "backup", backup, "--store", store), "exists")
 
 
 # --- 9: a results.csv cut short is refused by every reader alike ---------------------------
@@ -80,7 +71,7 @@ def test_a_truncated_results_file_is_refused_by_every_reader(tmp_path, line_end)
     path.write_bytes(b"\n".join([*lines[:-1], b",".join(lines[-1].split(b",")[:9])]) + line_end)
     store = f"sqlite:///{tmp_path / 's.db'}"
     for command in (["analyze", "stats", out], ["upload", out, "--store", store]):
-        one_line(invoke(*command), str(path), "truncated")
+        one_error_line(invoke(*command), str(path), "truncated")
 
 
 # --- 10: one worker per work folder ------------------------------------------------------
@@ -146,7 +137,6 @@ def test_workers_ride_out_a_redis_restart(tmp_path, pg_url):
 
     from autoprof.queue import jobs
     from autoprof.testing.workers import WorkerProcess, wait_ready
-    from tests.test_security_web import free_port
 
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
@@ -445,7 +435,7 @@ def test_an_upload_to_a_frozen_postgresql_ends_in_one_line(tmp_path, pg_url):
                 upload.kill()
                 upload.wait()
     result = subprocess.CompletedProcess(argv, upload.returncode, "", stderr)
-    one_line(result, "no answer from the server in 3 s")
+    one_error_line(result, "no answer from the server in 3 s")
     listed = invoke("runs", "list", "--store", pg_url)
     assert outdir.read_manifest(out).id not in listed.stdout  # nothing stored
     done = invoke("upload", out, "--store", pg_url)  # and the same upload, run again, stores it
@@ -455,7 +445,7 @@ def test_an_upload_to_a_frozen_postgresql_ends_in_one_line(tmp_path, pg_url):
 @pytest.mark.parametrize("value", ["abc", "-1", "inf"])
 def test_a_store_timeout_that_is_no_number_of_seconds_is_one_line(pg_url, value):
     listed = invoke("runs", "list", "--store", pg_url, env={"AUTOPROF_STORE_TIMEOUT": value})
-    one_line(listed, f"AUTOPROF_STORE_TIMEOUT={value!r} is not a number of seconds")
+    one_error_line(listed, f"AUTOPROF_STORE_TIMEOUT={value!r} is not a number of seconds")
 
 
 # --- 13 and 16: the server's connections, held to their promise --------------------------
@@ -482,8 +472,6 @@ def answer_from(
 def test_two_hundred_clients_at_once_are_all_answered(tmp_path):
     """200 clients (the promised number), each asking again and again: uvicorn's cap counted
     connections already closing, and a live one was closed (or a request met 503)."""
-    from tests.test_security_web import start_serve, stop
-
     proc, port, log = start_serve(tmp_path)
     try:
         with ThreadPoolExecutor(max_workers=200) as pool:
@@ -502,8 +490,6 @@ def test_slow_request_bodies_lock_no_one_out(tmp_path):
     """250 POSTs without the token that announce 100 KB and send one byte held every slot: a
     request from another client address got nothing. One client address holds at most 100
     connections now, and a body that has not arrived in time is cut."""
-    from tests.test_security_web import start_serve, stop
-
     proc, port, log = start_serve(tmp_path, "--header-timeout", "3")
     slow: list[socket.socket] = []
     head = (f"POST /api/jobs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
