@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autoprof.run import outdir
-from autoprof.testing.cli import invoke, one_error_line
+from autoprof.testing.cli import CliResult, invoke, one_error_line
 from autoprof.testing.synthetic_out import make_out
 from tests.helpers import free_port, start_serve, stop
 
@@ -87,12 +88,9 @@ def test_a_second_worker_of_one_hostname_is_refused(tmp_path, redis_url):
     first = WorkerProcess(tmp_path, redis_url, f"sqlite:///{tmp_path / 's.db'}", "h1", "true")
     try:
         wait_ready(Redis.from_url(redis_url), ["h1"])
-        second = subprocess.run(
-            [sys.executable, "-m", "autoprof", "worker", "--redis", redis_url,
-             "--store", f"sqlite:///{tmp_path / 's.db'}", "--hostname", "h1", "--allow", "true",
-             "--workdir", first.workdir],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        store = f"sqlite:///{tmp_path / 's.db'}"
+        second = invoke("worker", "--redis", redis_url, "--store", store, "--hostname", "h1",
+                        "--allow", "true", "--workdir", first.workdir)  # fmt: skip
         assert second.returncode == 2, second.stderr
         assert (
             second.stderr.strip()
@@ -242,20 +240,49 @@ def test_standard_output_on_a_full_disk_is_one_line(args):
 # --- 7: a full disk is one line naming the file; nothing half written; resume completes -------
 
 
+# `autoprof ARGS` for each JSON line on stdin, in this one process: a command's answer
+# (returncode, stdout, stderr) on what was standard output, where nothing else writes
+COMMANDS = """
+import json, os, sys
+answers = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+from autoprof.testing.cli import invoke
+for line in sys.stdin:
+    done = invoke(*json.loads(line))
+    print(json.dumps([done.returncode, done.stdout, done.stderr]), file=answers, flush=True)
+"""
+
+
 @dataclass
 class SmallDisk:
     """A tmpfs of `size` at `path`, mounted in a mount namespace of its own (held by a sleeping
-    process, `pid`): commands run in it (`run`), its files are read through /proc/PID/root."""
+    process, `pid`): commands run in it (`run`), autoprof's in one Python process there
+    (`autoprof`: an interpreter's imports cost more than most commands), its files are read
+    through /proc/PID/root."""
 
     path: Path
     pid: int
+    commands: subprocess.Popen | None = None
 
     def run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
         argv = ["nsenter", "-t", str(self.pid), "-m", "--", *map(str, args)]
         return subprocess.run(argv, capture_output=True, text=True, timeout=300)
 
-    def autoprof(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
-        return self.run(sys.executable, "-m", "autoprof", *args)
+    def autoprof(self, *args: str | Path) -> CliResult:
+        if self.commands is None:
+            argv = ["nsenter", "-t", str(self.pid), "-m", "--", sys.executable, "-c", COMMANDS]
+            self.commands = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+        assert self.commands.stdin is not None and self.commands.stdout is not None
+        print(json.dumps([str(a) for a in args]), file=self.commands.stdin, flush=True)
+        answer = self.commands.stdout.readline()
+        assert answer, f"autoprof {args} ended its process (see its traceback above)"
+        return CliResult(*json.loads(answer))
+
+    def close(self) -> None:
+        if self.commands is not None:
+            self.commands.communicate(timeout=60)  # its stdin closed: it ends
 
     def seen(self, path: Path) -> Path:
         """`path` (inside the tmpfs) as this process sees it."""
@@ -287,7 +314,9 @@ def small_disk(tmp_path):
     try:
         if holder.stdout is None or holder.stdout.readline().strip() != "ready":
             pytest.skip("cannot mount a tmpfs in a mount namespace here")
-        yield SmallDisk(path, holder.pid)
+        disk = SmallDisk(path, holder.pid)
+        yield disk
+        disk.close()
     finally:
         holder.kill()
         holder.wait()
@@ -345,8 +374,7 @@ def test_aggregate_on_a_nearly_full_disk_leaves_no_half_result(small_disk, tmp_p
     not (or results.csv failed, naming no file)."""
     source = tmp_path / "src"
     workload = ["--", "sh", "-c", "seq 1 100000 | sort -n > /dev/null"]
-    made = subprocess.run([sys.executable, "-m", "autoprof", *PROFILE, "-o", source, *workload],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    made = invoke(*PROFILE, "-o", source, *workload)
     assert made.returncode == 0, made.stderr
     failed = 0
     for free in (0, 2, 4, 6, 8, 12):
