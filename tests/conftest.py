@@ -31,10 +31,11 @@ import redis
 from psycopg import sql
 
 from autoprof.catalog import embedded
-from autoprof.examples import build_writes
+from autoprof.examples import build_hotspots, build_writes
 from autoprof.perf.selfcheck import breakpoint_miscount
 from autoprof.testing.cli import CliResult, invoke
 from autoprof.testing.workers import claim
+from tests.helpers import CHROMIUM, FLAGS
 
 REPO = Path(__file__).resolve().parents[1]
 _SHIPPED = embedded.directory("intel")
@@ -222,3 +223,43 @@ def redis_url():
     url, client = claimed
     yield url
     client.flushdb()
+
+
+@pytest.fixture(scope="session")
+def hotspots_recording(tmp_path_factory) -> Path:
+    """A live `autoprof record -F 999 -e cpu-clock -e page-faults` of hotspots (heavy 3 :
+    medium 2 : touch 1, and touch maps fresh pages), shared by the report, callgraph and store
+    tests."""
+    for tool in ("perf", "cc"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not found")
+    tmp = tmp_path_factory.mktemp("hotspots")
+    binary = build_hotspots(tmp)
+    out = tmp / "rec"
+    events = ["-e", "cpu-clock", "-e", "page-faults"]
+    result = invoke("record", "-F", "999", *events, "-o", out, "--", binary, "30")
+    if result.returncode != 0:
+        pytest.skip(f"perf record failed here: {result.output.strip()[-300:]}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """A page of Debian's Chromium (Playwright; never a downloaded browser), 1020 pixels wide:
+    a 1000-pixel flame graph and its margins. Skips without Playwright or Chromium."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not Path(CHROMIUM).is_file():
+        pytest.skip("Debian's chromium is not installed (make system-deps installs it)")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=CHROMIUM,
+            args=FLAGS,
+            headless=True,
+            viewport={"width": 1020, "height": 700},
+        )
+        try:
+            yield context.new_page()
+        finally:
+            context.close()

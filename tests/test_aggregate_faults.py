@@ -17,8 +17,9 @@ from autoprof.catalog.facts import MachineFacts
 from autoprof.perf import stat_csv
 from autoprof.results import aggregate, csvfile
 from autoprof.run import outdir
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, one_error_line
 from autoprof.util.status import RowStatus, RunStatus
+from tests.helpers import PROFILE
 
 DATA = Path(__file__).parent / "data" / "perf61"
 
@@ -294,3 +295,80 @@ def test_aggregate_says_what_it_skipped_and_exits_3(tmp_path):
         f"autoprof: error: {tmp_path / 'nosuchdir'}: no such folder (give the -o folder of "
         "autoprof profile)\n"
     )
+
+
+# aggregate of a corrupt manifest and of garbage perf.csv files (issue #29)
+
+GARBAGE = {
+    "text": b"hello world\nthis is not perf\n",
+    "bytes": bytes(range(1, 256)) * 8,  # \r, quotes, separators: once "pandas read 18 lines"
+    "zeros": b"\x00" * 4096 + b"\n",
+}
+
+
+@pytest.mark.parametrize("manifest", ["{bad", "", None])
+def test_aggregate_of_a_corrupt_manifest_fails_and_keeps_everything(cli_run, tmp_path, manifest):
+    """Without its plan nothing says which runs were expected ("runs ok 2 of ?", rc 0): one
+    line, status 2, and the folder as it was (an earlier results.csv and report.json too)."""
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    if manifest is None:
+        (out / "manifest.json").unlink()
+    else:
+        (out / "manifest.json").write_text(manifest)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    line = one_error_line(cli_run("aggregate", out))
+    assert "manifest" in line and "nothing aggregated" in line and str(out / "runs") in line
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    upload = one_error_line(cli_run("upload", out, "--store", tmp_path / "s.db"))
+    assert "manifest" in upload
+
+
+def _garbled(tmp_path: Path, kinds: list[str | None]) -> Path:
+    """The recorded profile's first run, repeated once per kind (None: its real perf.csv)."""
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    (out / "results.csv").unlink()
+    (out / "report.json").unlink()
+    real = next((out / "runs").iterdir())
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["options"]["repeat"] = len(kinds)
+    manifest["plan"]["runs"] = manifest["plan"]["runs"][:1]  # its run 2 never finished
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    for repeat, kind in enumerate(kinds, 1):
+        folder = out / "runs" / f"run0001-rep{repeat}"
+        if repeat > 1:
+            shutil.copytree(real, folder)
+            record = json.loads((folder / "run.json").read_text())
+            (folder / "run.json").write_text(json.dumps(dict(record, repeat=repeat)))
+        if kind is not None:
+            (folder / "perf.csv").write_bytes(GARBAGE[kind])
+    return out
+
+
+def test_garbage_perf_csv_files_are_broken_runs_with_a_reason(cli_run, tmp_path):
+    """Three runs of garbage: "runs ok 3 of 3" said before, with pandas' line count as the
+    reason. Now each run is broken, in words about the file."""
+    out = _garbled(tmp_path, list(GARBAGE))
+    run = cli_run("aggregate", out)
+    assert run.returncode == 2
+    assert "0 of 3 runs ok, 3 broken" in run.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["runs"]["ok"] == 0
+    assert [b["repeat"] for b in report["runs"]["broken"]] == [1, 2, 3]
+    for broken in report["runs"]["broken"]:
+        assert broken["reason"].startswith("perf.csv holds no count of perf's: ")
+    assert "pandas" not in json.dumps(report)
+    assert report["events"]["not_counted"] == []  # the files are at fault, not the events
+    assert "runs broken" in run.stdout
+
+
+def test_one_broken_run_leaves_the_others_ok(cli_run, tmp_path):
+    out = _garbled(tmp_path, [None, "text", None])
+    run = cli_run("aggregate", out)
+    assert run.returncode == 3, run.stderr  # written, one run skipped (#41)
+    assert "skipped 1 broken run (run 1 rep 2: " in run.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["runs"]["ok"] == 2 and report["runs"]["finished"] == 3
+    assert [(b["run"], b["repeat"]) for b in report["runs"]["broken"]] == [(1, 2)]
+    assert "line 1: 1 fields" in report["runs"]["broken"][0]["reason"]

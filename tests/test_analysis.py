@@ -7,7 +7,6 @@ from the construction (a linear relation, an injected 2x change), not from the c
 from __future__ import annotations
 
 import json
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -19,71 +18,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from autoprof.analysis import compare, correlation, data, event_detail, stats
 from autoprof.analysis.renderers import png
-from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
-from autoprof.run import outdir
 from autoprof.testing.cli import invoke
+from tests.helpers import png_size, results_frame, write_results
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def results_frame(
-    series: dict[str, np.ndarray],
-    run_of: dict[str, int] | None = None,
-    cpus: int = 0,
-    times: np.ndarray | None = None,
-    pmu: str = "software",
-) -> pd.DataFrame:
-    """A results frame from per-event values of shape (repeats, intervals); NaN = not counted.
-    With `cpus`, each value is counted on that many CPUs (value + cpu, so the mean is value +
-    (cpus - 1) / 2)."""
-    rows = []
-    for event, values in series.items():
-        values = np.atleast_2d(values)
-        for repeat, per_interval in enumerate(values, 1):
-            for index, value in enumerate(per_interval):
-                for cpu in range(max(cpus, 1)):
-                    counted = not np.isnan(value)
-                    rows.append(
-                        {
-                            "EVENT_NAME": event,
-                            "INDEX": index,
-                            "TIME": times[index] if times is not None else 0.1 * (index + 1),
-                            "SOCKET": 0 if cpus else None,
-                            "CORE": cpu if cpus else None,
-                            "CPU": cpu if cpus else None,
-                            "NODE": 0 if cpus else None,
-                            "UNIT": "cpu" if cpus else pmu,
-                            "SAMPLE_VALUE": value + cpu if counted else None,
-                            "RUN": (run_of or {}).get(event, 1),
-                            "REPEAT": repeat,
-                            "PMU": pmu,
-                            "VALUE_UNIT": None,
-                            "PERCENT_RUNNING": 100.0 if counted else None,
-                            "STATUS": "ok" if counted else "not counted",
-                        }
-                    )
-    return csvfile.normalize(pd.DataFrame(rows))
-
-
-def write(frame: pd.DataFrame, folder: Path, cpu_id: str | None = None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "results.csv"
-    csvfile.write_csv(frame, path)
-    if cpu_id is not None:
-        machine = MachineFacts(cpu_id, "test", "host", "6.1", "6.1", False, False, 2)
-        manifest = outdir.Manifest("id", "0.1.0", "2026-01-01T00:00:00Z", ["w"], machine, {})
-        outdir.write_manifest(folder, manifest)
-    return path
-
-
-def png_size(path: Path) -> tuple[int, int]:
-    """Width and height from a PNG's IHDR chunk, after checking the signature."""
-    head = path.read_bytes()[:24]
-    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    assert head[12:16] == b"IHDR"
-    return struct.unpack(">II", head[16:24])
 
 
 def drawn_outside(fig) -> list[float]:
@@ -220,7 +160,7 @@ def test_events_of_a_short_run_are_left_out_and_short_pairs_listed(tmp_path):
         "brief": np.where(np.arange(60) < 6, RNG.normal(size=60), np.nan),
     }
     run_of = {"x": 1, "x2": 1, "early": 2, "late": 3, "brief": 4}
-    path = write(results_frame(series, run_of), tmp_path)
+    path = write_results(results_frame(series, run_of), tmp_path)
     run = invoke("analyze", "correlation", str(path), "-o", str(tmp_path / "o"))
     assert run.returncode == 0, run.output
     assert "brief (fewer than 10 intervals)" in run.output
@@ -257,7 +197,7 @@ def test_top_keeps_the_most_variable_and_events_filters(structured):
 
 
 def test_correlation_command_writes_matrix_and_heatmap(tmp_path, structured):
-    path = write(structured, tmp_path / "in")
+    path = write_results(structured, tmp_path / "in")
     out = tmp_path / "out"
     run = invoke("analyze", "correlation", str(path), "-o", str(out))
     assert run.returncode == 0, run.output
@@ -271,7 +211,7 @@ def test_correlation_command_writes_matrix_and_heatmap(tmp_path, structured):
 def test_many_events_get_an_index_file_instead_of_labels(tmp_path):
     signal = RNG.random(30)
     series = {f"e{i:03d}": signal * (i + 1) + RNG.random(30) for i in range(70)}
-    path = write(results_frame(series), tmp_path)
+    path = write_results(results_frame(series), tmp_path)
     run = invoke(
         "analyze", "correlation", str(path), "-o", str(tmp_path / "o"), "--method", "spearman"
     )
@@ -290,7 +230,7 @@ def test_event_detail_plots_against_real_interval_lengths(tmp_path):
     lines = event_detail.timelines(intervals, ["a"], rate=True)
     np.testing.assert_allclose(lines["TIME"], times)
     np.testing.assert_allclose(lines["VALUE"], [100.0, 100.0, 100.0, 100.0])
-    path = write(frame, tmp_path)
+    path = write_results(frame, tmp_path)
     run = invoke(
         "analyze", "event-detail", str(path), "-e", "a", "-e", "b", "--rate", "-o", str(tmp_path)
     )
@@ -304,7 +244,7 @@ def test_event_detail_plots_against_real_interval_lengths(tmp_path):
 
 def test_event_detail_refuses_unknown_or_uncounted_events(tmp_path):
     frame = results_frame({"a": np.array([1.0, 2.0]), "gone": np.array([np.nan, np.nan])})
-    path = write(frame, tmp_path)
+    path = write_results(frame, tmp_path)
     run = invoke("analyze", "event-detail", str(path), "-e", "nope")
     assert run.returncode == 2 and "not in the results: nope" in run.stderr
     run = invoke("analyze", "event-detail", str(path), "-e", "gone")
@@ -331,7 +271,7 @@ def test_stats_counts_samples_zero_and_uncounted_events(tmp_path, structured):
 
 
 def test_stats_command_uses_the_report_beside_the_results(tmp_path, structured):
-    path = write(structured, tmp_path)
+    path = write_results(structured, tmp_path)
     report = {
         "events": {"multiplexed": [{"event": "X", "pmu": "cpu", "min_percent_running": 48.2}]}
     }
@@ -387,12 +327,12 @@ def test_mann_whitney_with_5_repeats_finds_the_change(ab):
 
 
 def test_compare_command_refuses_different_cpus_and_warns_without_manifest(tmp_path, ab):
-    a = write(ab[0], tmp_path / "a", cpu_id="GenuineIntel-6-55-4")
-    b = write(ab[1], tmp_path / "b", cpu_id="GenuineIntel-6-8F-8")
+    a = write_results(ab[0], tmp_path / "a", cpu_id="GenuineIntel-6-55-4")
+    b = write_results(ab[1], tmp_path / "b", cpu_id="GenuineIntel-6-8F-8")
     run = invoke("analyze", "compare", str(a), str(b), "-o", str(tmp_path / "o"))
     assert run.returncode == 2
     assert "different CPUs" in run.stderr and "GenuineIntel-6-8F-8" in run.stderr
-    b = write(ab[1], tmp_path / "c")
+    b = write_results(ab[1], tmp_path / "c")
     run = invoke("analyze", "compare", str(a), str(b), "-o", str(tmp_path / "o"), "--top", "10")
     assert run.returncode == 0, run.output
     assert "cannot check that both results come from the same CPU" in run.stderr
@@ -432,7 +372,7 @@ def test_bad_input_is_one_clear_line_and_a_non_zero_exit(tmp_path, command):
 
 def test_results_with_no_counted_value_are_a_clear_error_and_write_nothing(tmp_path):
     frame = results_frame({"a": np.full(12, np.nan), "b": np.full(12, np.nan)})
-    path = write(frame, tmp_path)
+    path = write_results(frame, tmp_path)
     expected = {
         "correlation": "correlation needs at least 2 events that vary; 0 left (none)",
         "event-detail": "no counted value to plot for: a, b",
@@ -446,7 +386,7 @@ def test_results_with_no_counted_value_are_a_clear_error_and_write_nothing(tmp_p
 
 
 def test_correlation_of_a_single_event_is_a_clear_error(tmp_path):
-    path = write(results_frame({"only": np.arange(10.0), "zero": np.zeros(10)}), tmp_path)
+    path = write_results(results_frame({"only": np.arange(10.0), "zero": np.zeros(10)}), tmp_path)
     run = invoke("analyze", "correlation", str(path))
     assert run.returncode == 2
     assert "needs at least 2 events that vary; 1 left (only)" in run.stderr
@@ -454,7 +394,7 @@ def test_correlation_of_a_single_event_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow
 def test_scripts_run_the_same_command(tmp_path, structured):
-    path = write(structured, tmp_path)
+    path = write_results(structured, tmp_path)
     proc = subprocess.run(
         [sys.executable, str(REPO / "analyze" / "stats.py"), str(path), "-o", str(tmp_path / "o")],
         capture_output=True,
@@ -502,7 +442,7 @@ def test_long_event_names_fit_in_every_figure(ab):
 
 
 def test_a_single_event_is_enough_for_stats_event_detail_and_compare(tmp_path):
-    path = write(results_frame({"only": np.arange(1.0, 11.0)}), tmp_path)
+    path = write_results(results_frame({"only": np.arange(1.0, 11.0)}), tmp_path)
     for command in (["stats"], ["event-detail"], ["compare", str(path)]):
         run = invoke("analyze", *command, str(path), "-o", str(tmp_path / command[0]))
         assert run.returncode == 0, (command, run.output)
@@ -523,7 +463,9 @@ def test_a_single_event_is_enough_for_stats_event_detail_and_compare(tmp_path):
 )
 def test_scripts_give_one_clear_line_on_bad_input(tmp_path, script, case, message):
     inputs = {name: path for name, (path, _) in bad_inputs(tmp_path).items()}
-    inputs["single event"] = write(results_frame({"only": np.arange(10.0)}), tmp_path / "one")
+    inputs["single event"] = write_results(
+        results_frame({"only": np.arange(10.0)}), tmp_path / "one"
+    )
     args = [str(inputs[case])] * (2 if script == "compare" else 1)
     proc = subprocess.run(
         [sys.executable, str(REPO / "analyze" / f"{script}.py"), *args, "-o", str(tmp_path / "o")],

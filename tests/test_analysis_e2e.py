@@ -29,7 +29,7 @@ from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 from autoprof.util.records import read_json
 from autoprof.util.status import RowStatus
-from tests.test_analysis import png_size
+from tests.helpers import png_size
 
 REPO = Path(__file__).resolve().parents[1]
 N = 4000  # writes N: slot i is written N * (i + 1) times

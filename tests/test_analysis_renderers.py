@@ -17,7 +17,7 @@ from matplotlib import image
 import autoprof.analysis
 from autoprof.analysis import correlation, data
 from autoprof.testing.cli import invoke
-from tests.test_analysis import png_size, results_frame, write
+from tests.helpers import png_size, results_frame, write_results
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -28,7 +28,7 @@ def linear(tmp_path_factory):
     rng = np.random.default_rng(16)
     signal = np.cumsum(rng.normal(size=40)) + 100
     series = {"a": signal, "b": 2 * signal + 1, "c": -signal + 500, "noise": rng.normal(size=40)}
-    return write(results_frame(series), tmp_path_factory.mktemp("linear"))
+    return write_results(results_frame(series), tmp_path_factory.mktemp("linear"))
 
 
 def test_importing_the_analyses_imports_no_matplotlib():
@@ -182,3 +182,32 @@ def test_dash_puts_the_main_table_or_the_tables_on_stdout_and_no_figure(
             "figure.png)"
         ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["main.csv", "tables.txt"]
+
+
+def test_the_png_and_the_web_page_colour_a_correlation_alike(tmp_path):
+    """r = +1 is red and r = -1 blue in both (the web page had them the other way round)."""
+    import numpy as np
+    import pandas as pd
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_rgb
+
+    from autoprof.analysis.correlation import Correlation, colour_scale
+    from autoprof.analysis.renderers.png import figure
+
+    events = ["a", "b"]
+    matrix = pd.DataFrame([[1.0, -1.0], [-1.0, 1.0]], index=events, columns=events)
+    fig = figure(Correlation(matrix, pd.DataFrame(columns=["event", "reason"]), "pearson", 20))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    pixels = np.asarray(canvas.buffer_rgba())[:, :, :3] / 255
+    ax = fig.axes[0]
+
+    def cell(i: int, j: int) -> np.ndarray:
+        x, y = ax.transData.transform((j - 0.3, i - 0.3))  # off the printed coefficient
+        return pixels[int(pixels.shape[0] - y), int(x)]
+
+    scale = dict(colour_scale())  # what the web page's heatmap is given
+    assert np.allclose(cell(0, 0), to_rgb(scale[1.0]), atol=0.02)  # r = +1
+    assert np.allclose(cell(0, 1), to_rgb(scale[0.0]), atol=0.02)  # r = -1
+    red, _, blue = to_rgb(scale[1.0])
+    assert red > 0.3 > blue

@@ -199,3 +199,16 @@ def test_cross_run_pairs_are_the_events_no_run_measured_together():
     )
     pairs = correlation.cross_run_pairs(frame, ["a", "b", "c"])
     assert pairs.to_numpy().tolist() == [["a", "b", "1", "2"]]
+
+
+@pytest.mark.needs_perf
+@pytest.mark.slow  # attaches to a real process for its duration
+def test_a_one_run_attached_profile_does_not_warn_about_moments(cli_run, tmp_path):
+    with subprocess.Popen(["sleep", "60"]) as target:
+        try:
+            run = cli_run("profile", "-p", target.pid, "--duration", "0.3", "-e", "task-clock",
+                          "-o", tmp_path / "out")  # fmt: skip
+        finally:
+            target.kill()
+    assert run.returncode == 0, run.stderr
+    assert "different moment" not in run.stderr

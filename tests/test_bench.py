@@ -22,7 +22,7 @@ from autoprof.errors import AutoprofError
 from autoprof.examples import expected_writes, slot_addresses
 from autoprof.run import planning
 from autoprof.run.request import Request
-from autoprof.testing.cli import process
+from autoprof.testing.cli import invoke, process
 
 needs_msr = pytest.mark.skipif(
     shutil.which("perf") is None
@@ -152,7 +152,7 @@ def test_an_event_given_a_name_is_read_under_the_name_perf_prints(tmp_path):
     (``cpu/event=0xc0,name=INST_RETIRED.ANY/``) and perf prints that name, not the string it
     was given: the TSC, given both ways, counts under both."""
     out = tmp_path / "bench.json"
-    proc = process(
+    proc = invoke(
         "bench", "-n", "2", "--warmup", "0", "-e", "msr/tsc,name=TSC.TICKS/", "-e", "msr/tsc/",
         "--export-json", str(out), "--", "true",
     )  # fmt: skip
@@ -250,7 +250,7 @@ def test_a_run_perf_lost_runs_again_and_is_counted(tmp_path):
     # lost by perf on its own too, up to LOST_TRIES times in a row), and ends well within the
     # second the delayed perf sleeps: the one loss is the test's
     workload = ("--", "sh", "-c", "sleep 0.3; exit 0")
-    proc = process(*bench, *prepare, "--export-json", out, *workload, env=env)
+    proc = invoke(*bench, *prepare, "--export-json", out, *workload, env=env)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     lost = data["lost_runs"]  # the provoked loss, and any perf made on its own all the same
@@ -260,9 +260,9 @@ def test_a_run_perf_lost_runs_again_and_is_counted(tmp_path):
     assert f"perf lost {lost} run(s)" in proc.stderr
     # the run perf lost had exited 3 and perf said 0: the run again says 3
     exit3 = ("--", "sh", "-c", "sleep 0.3; exit 3")
-    failing = process(*bench, *exit3, env=_perf_delayed(tmp_path / "2", 1))
+    failing = invoke(*bench, *exit3, env=_perf_delayed(tmp_path / "2", 1))
     assert failing.returncode == 2 and "exited with status 3" in failing.stderr, failing.stderr
-    always = process(*bench, *exit3, env=_perf_delayed(tmp_path / "3", 99))
+    always = invoke(*bench, *exit3, env=_perf_delayed(tmp_path / "3", 99))
     assert always.returncode == 2 and "Traceback" not in always.stderr
     last = always.stderr.strip().splitlines()[-1]
     assert last.startswith(

@@ -23,6 +23,7 @@ import pytest
 
 from autoprof.benchmark import energy
 from autoprof.testing import perf_attrs
+from autoprof.testing.cli import invoke
 
 
 def power_tree(root: Path, unit: str = "Joules", events: bool = True) -> Path:
@@ -66,11 +67,7 @@ def test_a_machine_without_rapl_says_so_in_one_note(tmp_path):
     if Path(perf_attrs.DEVICES, "power", "events", "energy-pkg").exists():
         pytest.skip("this machine has RAPL")
     out = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "autoprof", "bench", "-n", "2", "--warmup", "0",
-         "--export-json", str(out), "--", "true"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    proc = invoke("bench", "-n", "2", "--warmup", "0", "--export-json", out, "--", "true")
     assert proc.returncode == 0, proc.stderr
     notes = [line for line in (proc.stdout + proc.stderr).splitlines() if "energy" in line]
     assert notes == [

@@ -15,8 +15,6 @@ import pytest
 from autoprof.callgraph.graph import GraphOptions, gprof2dot_argv, output_format
 from autoprof.errors import AutoprofError
 from autoprof.testing.cli import invoke
-from tests.recordings import hotspots_recording  # noqa: F401 (a fixture)
-from tests.test_flame_browser import page  # noqa: F401 (a fixture: Chromium via Playwright)
 
 FUNCTIONS = ("heavy", "medium", "touch")
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -35,7 +33,7 @@ def node_labels(svg: Path) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def callgraph_svg(hotspots_recording: Path, tmp_path_factory) -> Path:  # noqa: F811
+def callgraph_svg(hotspots_recording: Path, tmp_path_factory) -> Path:
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot not found (make system-deps installs it)")
     out = tmp_path_factory.mktemp("callgraph") / "graph.svg"
@@ -45,7 +43,7 @@ def callgraph_svg(hotspots_recording: Path, tmp_path_factory) -> Path:  # noqa: 
 
 
 @pytest.mark.slow
-def test_svg_percentages_agree_with_report(hotspots_recording: Path, callgraph_svg: Path):  # noqa: F811
+def test_svg_percentages_agree_with_report(hotspots_recording: Path, callgraph_svg: Path):
     report = invoke("report", str(hotspots_recording), "--csv", "-")
     shares = {
         r["symbol"]: float(r["cpu-clock %"]) for r in csv.DictReader(io.StringIO(report.output))
@@ -61,7 +59,7 @@ def test_svg_percentages_agree_with_report(hotspots_recording: Path, callgraph_s
 
 
 @pytest.mark.slow
-def test_svg_opens_in_chromium(page, callgraph_svg: Path, tmp_path: Path):  # noqa: F811
+def test_svg_opens_in_chromium(page, callgraph_svg: Path, tmp_path: Path):
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.goto(callgraph_svg.as_uri())
@@ -87,7 +85,7 @@ def test_options_and_formats():
 
 
 @pytest.mark.slow
-def test_dot_output_and_a_missing_root(hotspots_recording: Path, tmp_path: Path):  # noqa: F811
+def test_dot_output_and_a_missing_root(hotspots_recording: Path, tmp_path: Path):
     out = tmp_path / "g.dot"
     ok = invoke("callgraph", str(hotspots_recording), "-o", str(out), "--leaf", "heavy")
     assert ok.returncode == 0, ok.output

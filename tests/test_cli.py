@@ -64,12 +64,9 @@ def test_version(cli_run):
 def usage_error_line(proc) -> str:
     """The contract for a malformed command line: status 2, one `autoprof: error:` line that
     says where the help is, no traceback (issue #23: no more click usage + `Error:`)."""
-    assert proc.returncode == 2, proc.stdout
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), proc.stderr
-    assert "--help')" in lines[0], proc.stderr
-    return lines[0]
+    line = one_error_line(proc)
+    assert "--help')" in line, proc.stderr
+    return line
 
 
 @pytest.mark.parametrize(
@@ -297,3 +294,25 @@ def test_every_option_says_what_it_does():
         if isinstance(param, click.Option) and not param.hidden and not param.help
     ]
     assert not bare, bare
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# my events\n   # none yet\n"])
+def test_an_events_file_that_names_no_event_is_an_error(cli_run, tmp_path, text):
+    """Not "every event": that would be the longest profile the machine offers."""
+    events = tmp_path / "events.txt"
+    events.write_text(text)
+    commands = (["profile", "--dry-run"], ["bench", "-n", "2"], ["submit", "--host", "nowhere"])
+    for command in commands:
+        line = one_error_line(cli_run(*command, "--events", events, "--", "true"))
+        assert "names no event" in line and str(events) in line
+
+
+@pytest.mark.parametrize("group", [[], ["events"], ["runs"], ["store"], ["jobs"], ["analyze"],
+                                   ["metrics"]])  # fmt: skip
+def test_help_lists_every_summary_whole(cli_run, group):
+    """Each command's help opens with a one-line summary short enough for an 80-column
+    listing: click cut every long first sentence with "..."."""
+    listing = cli_run(*group, "--help").stdout.split("Commands:")[1]
+    rows = [line for line in listing.splitlines() if line.strip()]
+    assert rows and not [row for row in rows if row.endswith("...")], listing
+    assert all(row.rstrip().endswith(".") for row in rows), listing

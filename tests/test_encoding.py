@@ -10,7 +10,6 @@ reasons `perf_reference.justification` lists, where the kernel's format wins ove
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,6 +21,7 @@ from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.testing import perf_reference
 from tests.conftest import REPO
+from tests.helpers import skl_catalog_copy
 
 ENCODINGS = REPO / "tests" / "data" / "perf-encodings"
 PLATFORMS = perf_reference.SHIPPED
@@ -185,23 +185,6 @@ def test_modifiers_derive_their_own_string():
     assert "thresh=2" in uncore.spec
 
 
-def _catalog_dir(tmp_path: Path, intel_dir: Path, mutate) -> Path:
-    """A copy of the SKL perfmon files with one event changed by `mutate`."""
-    (tmp_path / "SKL" / "events").mkdir(parents=True)
-    rows = [r for r in (intel_dir / "mapfile.csv").read_text().splitlines() if "/SKL/" in r]
-    (tmp_path / "mapfile.csv").write_text(
-        "Family-model,Version,Filename,EventType,Core Type,Native Model ID,Core Role Name\n"
-        + "\n".join(rows)
-        + "\n"
-    )
-    for path in (intel_dir / "SKL" / "events").glob("*.json"):
-        data = json.loads(path.read_text())
-        if path.name == "skylake_core.json":
-            mutate(data["Events"])
-        (tmp_path / "SKL" / "events" / path.name).write_text(json.dumps(data))
-    return tmp_path
-
-
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
@@ -214,7 +197,7 @@ def test_malformed_catalog_is_one_line(tmp_path, intel_dir, field, value, messag
         target = next(e for e in events if e.get("EventName") == "INST_RETIRED.ANY_P")
         target[field] = value
 
-    directory = _catalog_dir(tmp_path, intel_dir, mutate)
+    directory = skl_catalog_copy(tmp_path, intel_dir, mutate)
     with pytest.raises(AutoprofError) as err:
         intel.load(directory, "SKL")
     assert message in str(err.value)

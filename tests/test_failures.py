@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -21,18 +22,9 @@ from pathlib import Path
 import pytest
 
 from autoprof.run import outdir
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import CliResult, invoke, one_error_line
 from autoprof.testing.synthetic_out import make_out
-
-
-def one_line(result, *says: str) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), result.stderr
-    for text in says:
-        assert text in lines[0], lines[0]
-    return lines[0]
-
+from tests.helpers import free_port, start_serve, stop
 
 # --- 8: a SQLite store is its one file once a write returns -----------------------------------
 
@@ -64,7 +56,7 @@ def test_store_backup_copies_a_sqlite_store_whole(tmp_path):
     got = invoke("runs", "export", run_id, "-o", exported, "--store", f"sqlite:///{backup}")
     assert got.returncode == 0, got.stderr
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
-    one_line(invoke("store", "backup", backup, "--store", store), "exists")
+    one_error_line(invoke("store", "backup", backup, "--store", store), "exists")
 
 
 # --- 9: a results.csv cut short is refused by every reader alike ---------------------------
@@ -80,7 +72,7 @@ def test_a_truncated_results_file_is_refused_by_every_reader(tmp_path, line_end)
     path.write_bytes(b"\n".join([*lines[:-1], b",".join(lines[-1].split(b",")[:9])]) + line_end)
     store = f"sqlite:///{tmp_path / 's.db'}"
     for command in (["analyze", "stats", out], ["upload", out, "--store", store]):
-        one_line(invoke(*command), str(path), "truncated")
+        one_error_line(invoke(*command), str(path), "truncated")
 
 
 # --- 10: one worker per work folder ------------------------------------------------------
@@ -96,12 +88,9 @@ def test_a_second_worker_of_one_hostname_is_refused(tmp_path, redis_url):
     first = WorkerProcess(tmp_path, redis_url, f"sqlite:///{tmp_path / 's.db'}", "h1", "true")
     try:
         wait_ready(Redis.from_url(redis_url), ["h1"])
-        second = subprocess.run(
-            [sys.executable, "-m", "autoprof", "worker", "--redis", redis_url,
-             "--store", f"sqlite:///{tmp_path / 's.db'}", "--hostname", "h1", "--allow", "true",
-             "--workdir", first.workdir],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        store = f"sqlite:///{tmp_path / 's.db'}"
+        second = invoke("worker", "--redis", redis_url, "--store", store, "--hostname", "h1",
+                        "--allow", "true", "--workdir", first.workdir)  # fmt: skip
         assert second.returncode == 2, second.stderr
         assert (
             second.stderr.strip()
@@ -146,7 +135,6 @@ def test_workers_ride_out_a_redis_restart(tmp_path, pg_url):
 
     from autoprof.queue import jobs
     from autoprof.testing.workers import WorkerProcess, wait_ready
-    from tests.test_security_web import free_port
 
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
@@ -252,20 +240,49 @@ def test_standard_output_on_a_full_disk_is_one_line(args):
 # --- 7: a full disk is one line naming the file; nothing half written; resume completes -------
 
 
+# `autoprof ARGS` for each JSON line on stdin, in this one process: a command's answer
+# (returncode, stdout, stderr) on what was standard output, where nothing else writes
+COMMANDS = """
+import json, os, sys
+answers = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+from autoprof.testing.cli import invoke
+for line in sys.stdin:
+    done = invoke(*json.loads(line))
+    print(json.dumps([done.returncode, done.stdout, done.stderr]), file=answers, flush=True)
+"""
+
+
 @dataclass
 class SmallDisk:
     """A tmpfs of `size` at `path`, mounted in a mount namespace of its own (held by a sleeping
-    process, `pid`): commands run in it (`run`), its files are read through /proc/PID/root."""
+    process, `pid`): commands run in it (`run`), autoprof's in one Python process there
+    (`autoprof`: an interpreter's imports cost more than most commands), its files are read
+    through /proc/PID/root."""
 
     path: Path
     pid: int
+    commands: subprocess.Popen | None = None
 
     def run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
         argv = ["nsenter", "-t", str(self.pid), "-m", "--", *map(str, args)]
         return subprocess.run(argv, capture_output=True, text=True, timeout=300)
 
-    def autoprof(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
-        return self.run(sys.executable, "-m", "autoprof", *args)
+    def autoprof(self, *args: str | Path) -> CliResult:
+        if self.commands is None:
+            argv = ["nsenter", "-t", str(self.pid), "-m", "--", sys.executable, "-c", COMMANDS]
+            self.commands = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+        assert self.commands.stdin is not None and self.commands.stdout is not None
+        print(json.dumps([str(a) for a in args]), file=self.commands.stdin, flush=True)
+        answer = self.commands.stdout.readline()
+        assert answer, f"autoprof {args} ended its process (see its traceback above)"
+        return CliResult(*json.loads(answer))
+
+    def close(self) -> None:
+        if self.commands is not None:
+            self.commands.communicate(timeout=60)  # its stdin closed: it ends
 
     def seen(self, path: Path) -> Path:
         """`path` (inside the tmpfs) as this process sees it."""
@@ -297,7 +314,9 @@ def small_disk(tmp_path):
     try:
         if holder.stdout is None or holder.stdout.readline().strip() != "ready":
             pytest.skip("cannot mount a tmpfs in a mount namespace here")
-        yield SmallDisk(path, holder.pid)
+        disk = SmallDisk(path, holder.pid)
+        yield disk
+        disk.close()
     finally:
         holder.kill()
         holder.wait()
@@ -355,8 +374,7 @@ def test_aggregate_on_a_nearly_full_disk_leaves_no_half_result(small_disk, tmp_p
     not (or results.csv failed, naming no file)."""
     source = tmp_path / "src"
     workload = ["--", "sh", "-c", "seq 1 100000 | sort -n > /dev/null"]
-    made = subprocess.run([sys.executable, "-m", "autoprof", *PROFILE, "-o", source, *workload],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    made = invoke(*PROFILE, "-o", source, *workload)
     assert made.returncode == 0, made.stderr
     failed = 0
     for free in (0, 2, 4, 6, 8, 12):
@@ -445,7 +463,7 @@ def test_an_upload_to_a_frozen_postgresql_ends_in_one_line(tmp_path, pg_url):
                 upload.kill()
                 upload.wait()
     result = subprocess.CompletedProcess(argv, upload.returncode, "", stderr)
-    one_line(result, "no answer from the server in 3 s")
+    one_error_line(result, "no answer from the server in 3 s")
     listed = invoke("runs", "list", "--store", pg_url)
     assert outdir.read_manifest(out).id not in listed.stdout  # nothing stored
     done = invoke("upload", out, "--store", pg_url)  # and the same upload, run again, stores it
@@ -455,7 +473,7 @@ def test_an_upload_to_a_frozen_postgresql_ends_in_one_line(tmp_path, pg_url):
 @pytest.mark.parametrize("value", ["abc", "-1", "inf"])
 def test_a_store_timeout_that_is_no_number_of_seconds_is_one_line(pg_url, value):
     listed = invoke("runs", "list", "--store", pg_url, env={"AUTOPROF_STORE_TIMEOUT": value})
-    one_line(listed, f"AUTOPROF_STORE_TIMEOUT={value!r} is not a number of seconds")
+    one_error_line(listed, f"AUTOPROF_STORE_TIMEOUT={value!r} is not a number of seconds")
 
 
 # --- 13 and 16: the server's connections, held to their promise --------------------------
@@ -482,8 +500,6 @@ def answer_from(
 def test_two_hundred_clients_at_once_are_all_answered(tmp_path):
     """200 clients (the promised number), each asking again and again: uvicorn's cap counted
     connections already closing, and a live one was closed (or a request met 503)."""
-    from tests.test_security_web import start_serve, stop
-
     proc, port, log = start_serve(tmp_path)
     try:
         with ThreadPoolExecutor(max_workers=200) as pool:
@@ -502,8 +518,6 @@ def test_slow_request_bodies_lock_no_one_out(tmp_path):
     """250 POSTs without the token that announce 100 KB and send one byte held every slot: a
     request from another client address got nothing. One client address holds at most 100
     connections now, and a body that has not arrived in time is cut."""
-    from tests.test_security_web import start_serve, stop
-
     proc, port, log = start_serve(tmp_path, "--header-timeout", "3")
     slow: list[socket.socket] = []
     head = (f"POST /api/jobs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "

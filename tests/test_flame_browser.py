@@ -7,7 +7,6 @@ missing. Expected numbers come from the SVG's own frames and the folded data, no
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,39 +15,8 @@ from autoprof.flame.source import FoldOptions, load
 from autoprof.flame.svg import PAD_X, SvgRenderer
 
 DATA = Path(__file__).parent / "data"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WIDTH = 1000
 pytestmark = pytest.mark.slow  # a real browser
-
-
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    if not Path(CHROMIUM).is_file():
-        pytest.skip("Debian's chromium is not installed (make system-deps installs it)")
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            args=FLAGS,
-            headless=True,
-            viewport={"width": WIDTH + 20, "height": 700},
-        )
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
 
 
 @pytest.fixture(scope="module")

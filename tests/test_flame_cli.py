@@ -172,3 +172,9 @@ def test_flamegraph_gives_the_hint_for_a_python_recording(tmp_path):
     run = invoke("flamegraph", SAMPLES / "python311-fp.folded", "-o", tmp_path / "f.svg")
     assert run.returncode == 0, run.output
     assert "python3 -X perf" in run.stderr and "--call-graph dwarf" in run.stderr
+
+
+@pytest.mark.needs_perf
+def test_record_of_a_missing_command_says_it_once(cli_run, tmp_path):
+    line = one_error_line(cli_run("record", "-o", tmp_path / "rec", "--", "nosuchprog"))
+    assert line == "autoprof: error: command not found: nosuchprog"

@@ -22,8 +22,8 @@ from autoprof.store import engine
 from autoprof.testing.cli import process
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
-from tests.test_security_web import TOKEN as SERVED_TOKEN
-from tests.test_security_web import Served, start_serve, stop
+from tests.helpers import TOKEN as SERVED_TOKEN
+from tests.helpers import Served, start_serve, stop
 
 TOKEN = "t" * 24
 AUTH = {TOKEN_HEADER: TOKEN}

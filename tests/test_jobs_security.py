@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from autoprof.store import engine
 from autoprof.testing.cli import process
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
+from tests.helpers import free_port
 
 TOKEN = "k" * 24
 # Each runs code of the job's choosing: the loader, Python, bash, webbrowser, PATH, the store.
@@ -66,16 +66,10 @@ def test_serve_refuses_to_allow_a_variable_that_runs_code(cli_run):
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow  # a real server process
 def test_a_real_server_refuses_ld_preload_in_a_job(tmp_path):
     (tmp_path / "token").write_text(TOKEN + "\n")
-    port = _free_port()
+    port = free_port()
     argv = [sys.executable, "-m", "autoprof", "serve", "--store", f"sqlite:///{tmp_path}/r.db",
             "--port", str(port), "--allow", "true", "--allow-env", "OMP_NUM_THREADS",
             "--token-file", str(tmp_path / "token"), "--data", str(tmp_path / "data")]  # fmt: skip

@@ -19,6 +19,7 @@ from autoprof.metrics.events import modify, resolve
 from autoprof.metrics.formula import FormulaError, parse
 from autoprof.metrics.plan import metric_needs, smt_constants
 from autoprof.metrics.tree import Node, bottleneck_path, tree_lines
+from autoprof.testing.cli import one_error_line
 from tests.conftest import INTEL_DIR
 
 
@@ -315,3 +316,10 @@ def test_every_skx_and_spr_metric_evaluates_on_random_counts(random_inputs, coun
     for m in metrics:
         if m.threshold is not None:
             m.threshold({a: values[name] for a, name in m.threshold_metrics.items()})
+
+
+def test_a_cpu_without_metrics_points_at_the_shipped_software_metrics(cli_run):
+    line = one_error_line(cli_run("schedule", "--cpu", "a64fx", "--metrics", "all"))
+    assert "--metrics-file software" in line
+    here = cli_run("schedule", "--metrics", "all", "--metrics-file", "software")
+    assert here.returncode == 0, here.stderr  # this machine's software events

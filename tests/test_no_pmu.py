@@ -172,9 +172,9 @@ def test_bench_refuses_hardware_events_before_any_run(cli_run, tmp_path):
 def test_the_web_api_refuses_a_job_of_hardware_events(tmp_path):
     """A job that `profile` would refuse is a 400 at once, not a job queued to fail."""
     from autoprof.web.state import TOKEN_HEADER
-    from tests.test_web import TOKEN, client
+    from tests.helpers import TOKEN, web_client
 
-    with client(f"sqlite:///{tmp_path / 's.db'}", tmp_path / "data", ["true"]) as web:
+    with web_client(f"sqlite:///{tmp_path / 's.db'}", tmp_path / "data", ["true"]) as web:
         job = {"tool": "profile", "command": "true", "events": ["task-clock", "instructions"]}
         answer = web.post("/api/jobs", json=job, headers={TOKEN_HEADER: TOKEN})
         assert answer.status_code == 400

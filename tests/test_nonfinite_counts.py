@@ -16,7 +16,7 @@ import pytest
 from autoprof.run import outdir
 from autoprof.store import engine, upload
 from autoprof.testing.synthetic_out import make_out
-from tests.test_security_web import Served, start_serve, stop
+from tests.helpers import Served, start_serve, stop
 
 
 def with_values(out: Path, event: str, every: int, value: str) -> int:

@@ -4,11 +4,14 @@ to `runs export -o` gets the file by its usual name."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from autoprof.run import outdir
 from autoprof.testing.cli import invoke, one_error_line
 from autoprof.testing.synthetic_out import make_out
+from tests.helpers import PROFILE
 
 
 @pytest.mark.parametrize(
@@ -49,3 +52,23 @@ def test_runs_export_into_a_folder_writes_results_csv_there(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr.endswith(f" rows to {folder / 'results.csv'}\n")
     assert ".tmp" not in done.stderr and (folder / "results.csv").is_file()
+
+
+def test_aggregate_to_a_path_that_cannot_be_written_names_that_path(cli_run, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    target = tmp_path / "no-such-folder" / "results.csv"
+    line = one_error_line(cli_run("aggregate", out, "-o", target))
+    assert f"{target}: No such file or directory" in line and ".partial" not in line
+
+
+@pytest.mark.needs_perf
+def test_a_bad_output_folder_fails_before_the_profiling_banner(cli_run, tmp_path):
+    (tmp_path / "file").write_text("")
+    line = one_error_line(cli_run("profile", "-e", "task-clock", "-o", tmp_path / "file" / "o",
+                                  "--", "true"))  # fmt: skip
+    assert f"{tmp_path / 'file'}: Not a directory" in line
+    first = tmp_path / "first"
+    assert cli_run("profile", "-e", "task-clock", "-o", first, "--", "true").returncode == 0
+    again = one_error_line(cli_run("profile", "-e", "task-clock", "-o", first, "--", "ls"))
+    assert "holds a profile of another command" in again

@@ -26,6 +26,7 @@ from autoprof.metrics.plan import known_constants, metric_needs, plan_metrics, u
 from autoprof.testing import synthetic_out
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import profile_from_plan
+from tests.helpers import ZEN4_COUNTS, zen4_profile
 
 AMD_DIR = embedded.directory("amd")
 ARM_DIR = embedded.directory("arm64")
@@ -130,26 +131,6 @@ def evaluate(found, name: str, counts: dict[str, float], known: dict[str, float]
     return float(metric.formula(values)) * metric.scale
 
 
-ZEN4_COUNTS = {
-    "ls_not_halted_cyc": 1_000_000,  # slots = 6 per cycle: 6,000,000
-    "de_no_dispatch_per_slot.no_ops_from_frontend": 1_200_000,
-    "de_no_dispatch_per_slot.no_ops_from_frontend:cmask=0x6": 150_000,
-    "de_src_op_disp.all": 2_500_000,
-    "ex_ret_ops": 2_100_000,
-    "de_no_dispatch_per_slot.backend_stalls": 1_800_000,
-    "de_no_dispatch_per_slot.smt_contention": 600_000,
-    "ex_ret_brn_misp": 30_000,
-    "resyncs_or_nc_redirects": 10_000,
-    "ex_no_retire.load_not_complete": 600,
-    "ex_no_retire.not_complete": 2_400,
-    "ex_ret_ucode_ops": 210_000,
-    "ex_ret_brn": 600_000,
-    "ic_tag_hit_miss.instruction_cache_miss": 0,
-    "ic_tag_hit_miss.all_instruction_cache_accesses": 0,
-    "umc_cas_cmd.all": 1_000_000,
-    "l3_xi_sampled_latency.all": 5_000,
-    "l3_xi_sampled_latency_requests.all": 250,
-}
 # by hand: bad speculation = (2.5M - 2.1M) / 6M = 1/15; its share of mispredicts 30k / 40k
 ZEN4_EXPECTED = {
     "total_dispatch_slots": 6_000_000,
@@ -417,19 +398,8 @@ def test_amd_pair_events_are_co_scheduled_where_they_fit(tmp_path):
 # --- the tree from aggregate's results --------------------------------------------------------
 
 
-def _zen4_profile(tmp_path):
-    catalog = host.build_catalog(cpu="zen4", deprecated=True, experimental=True)
-    found = metric_catalog.for_machine(None, "zen4")
-    planned = plan_metrics(catalog, found.select(["PipelineL1", "PipelineL2"]), True, True)
-    out = profile_from_plan(
-        tmp_path / "out", planned.plan, lambda e: ZEN4_COUNTS[e.name], intervals=10
-    )
-    assert invoke("aggregate", str(out)).returncode == 0
-    return out
-
-
 def test_analyze_metrics_prints_zen4s_tree_from_aggregated_results(tmp_path):
-    out = _zen4_profile(tmp_path)
+    out = zen4_profile(tmp_path)
     shown = invoke("analyze", "metrics", str(out), "--tree", "-o", str(tmp_path / "a"))
     assert shown.returncode == 0, shown.stderr
     lines = [ln.rstrip() for ln in shown.stdout.splitlines()]

@@ -12,7 +12,7 @@ from autoprof.catalog import host, intel, perfnames
 from autoprof.perf import labels as perf_labels
 from autoprof.schedule import schedule
 from autoprof.testing.cli import invoke
-from tests.test_encoding import _catalog_dir
+from tests.helpers import skl_catalog_copy
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ def test_malformed_catalog_is_one_line_in_the_cli(tmp_path, intel_dir, command):
     def mutate(events):
         next(e for e in events if e.get("EventName") == "INST_RETIRED.ANY_P")["EventCode"] = "zz"
 
-    directory = _catalog_dir(tmp_path, intel_dir, mutate)
+    directory = skl_catalog_copy(tmp_path, intel_dir, mutate)
     proc = invoke(*command, "--cpu", "SKL", "--events-dir", str(directory))
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
@@ -145,7 +145,7 @@ def test_malformed_event_name_is_one_line_in_the_cli(tmp_path, intel_dir):
     def mutate(events):
         events[3]["EventName"] = 12
 
-    directory = _catalog_dir(tmp_path, intel_dir, mutate)
+    directory = skl_catalog_copy(tmp_path, intel_dir, mutate)
     proc = invoke("schedule", "--cpu", "SKL", "--events-dir", str(directory))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     path = Path(directory) / "SKL/events/skylake_core.json"

@@ -39,6 +39,7 @@ from autoprof.testing.workers import WorkerProcess, wait_ready
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
 from tests.conftest import still_running
+from tests.helpers import free_port
 
 TOKEN = "p" * 24
 RESERVE = 8  # more than any core PMU can give up (it keeps one counter), and more than none
@@ -179,7 +180,7 @@ def test_a_queue_jobs_intervals_reach_the_page_and_jobs_watch_within_a_second(re
         pytest.skip("needs perf")
     host = socket.gethostname()  # serve sends its jobs to host:HOSTNAME
     store = f"sqlite:///{tmp_path / 'live.db'}"
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, AUTOPROF_REDIS=redis_url)
     (tmp_path / "token").write_text(TOKEN)
     serve = subprocess.Popen(
@@ -245,12 +246,6 @@ def test_a_queue_jobs_intervals_reach_the_page_and_jobs_watch_within_a_second(re
         serve.wait(timeout=20)
         if worker is not None:
             worker.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_http(base: str, timeout: float = 30) -> None:

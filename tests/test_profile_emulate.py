@@ -19,7 +19,7 @@ from autoprof.emulate import cachegrind
 from autoprof.errors import AutoprofError
 from autoprof.queue.spec import JobSpec, Refused
 from autoprof.run import outdir, planning
-from autoprof.testing.cli import process
+from autoprof.testing.cli import CliResult, invoke
 from autoprof.web.form import JobRequest
 
 needs_valgrind = pytest.mark.skipif(
@@ -59,10 +59,10 @@ def rows(out: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def profiled(out: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    proc = process("profile", "--emulate", "-o", out, *args)
+def profiled(out: Path, *args: str | Path) -> CliResult:
+    proc = invoke("profile", "--emulate", "-o", out, *args)
     assert proc.returncode == 0, proc.stderr
-    aggregated = process("aggregate", out)
+    aggregated = invoke("aggregate", out)
     assert aggregated.returncode == 0, aggregated.stderr
     return proc
 
@@ -103,18 +103,18 @@ def test_emulated_profiles_gate_exactly_and_store_as_any_run(tmp_path, program):
     profiled(base, "-e", "instructions:u", "--repeat", "2", "--", program, "100000")
     profiled(more, "-e", "instructions:u", "--repeat", "2", "--", program, "110000")
     summary = tmp_path / "gates.json"
-    gated = process("analyze", "compare", base, more, "--fail-if", "instructions:u > +5%",
-                    "--summary-json", summary)  # fmt: skip
+    gated = invoke("analyze", "compare", base, more, "--fail-if", "instructions:u > +5%",
+                   "--summary-json", summary)  # fmt: skip
     assert gated.returncode == 1, gated.stderr
     (verdict,) = json.loads(summary.read_text())["gates"]
     assert verdict["exact"] and verdict["emulated"] and 0.05 < verdict["change"] < 0.11
-    held = process("analyze", "compare", base, base, "--fail-if", "instructions:u > +0%")
+    held = invoke("analyze", "compare", base, base, "--fail-if", "instructions:u > +0%")
     assert held.returncode == 0, held.stderr
     store = tmp_path / "store.db"
-    stored = process("upload", "--store", store, base)
+    stored = invoke("upload", "--store", store, base)
     assert stored.returncode == 0, stored.stderr
     run_id = json.loads((base / outdir.MANIFEST).read_text())["id"]
-    exported = process("runs", "export", "--store", store, run_id, "-o", tmp_path / "back.csv")
+    exported = invoke("runs", "export", "--store", store, run_id, "-o", tmp_path / "back.csv")
     assert exported.returncode == 0, exported.stderr
     back = list(csv.DictReader((tmp_path / "back.csv").open()))
     assert {(r["EVENT_NAME"], r["PMU"]) for r in back} == {("instructions:u", "cachegrind")}
@@ -130,11 +130,11 @@ def test_what_an_emulated_profile_refuses(tmp_path, program):
         (("--region", "all"), "not with --region"),
         (("--metrics", "all"), "not with --metrics"),
     ):
-        proc = process("profile", "--emulate", "-o", tmp_path / "out", *args, "--", program, "1")
+        proc = invoke("profile", "--emulate", "-o", tmp_path / "out", *args, "--", program, "1")
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.startswith("autoprof: error: ") and said in proc.stderr, proc.stderr
         assert proc.stderr.count("\n") == 1
-    dry = process("profile", "--emulate", "--dry-run", "-o", tmp_path / "d", "--", program, "1")
+    dry = invoke("profile", "--emulate", "--dry-run", "-o", tmp_path / "d", "--", program, "1")
     assert dry.returncode == 0 and dry.stdout.startswith("valgrind --tool=cachegrind")
     assert not (tmp_path / "d").exists()
 

@@ -323,3 +323,17 @@ def test_a_signal_stops_a_bench_and_keeps_its_repetitions(tmp_path, reaper, sig)
     # header + 3 times, max RSS, task-clock
     assert len(rows.read_text().splitlines()) == 1 + 5
     assert_nothing_left(group, proc.pid)
+
+
+@pytest.mark.needs_perf
+@pytest.mark.slow  # a real profile that waits for its timeout
+def test_a_single_run_that_times_out_says_so(cli_run, tmp_path):
+    run = cli_run("profile", "-e", "task-clock", "--timeout", "1", "-o", tmp_path / "out",
+                  "--", "sleep", "60")  # fmt: skip
+    assert run.returncode == 2
+    error = run.stderr.strip().splitlines()[-1]
+    assert error == (
+        "autoprof: error: the run failed (timed out after --timeout 1 s: perf and the command "
+        f"were stopped); its output is kept in {tmp_path / 'out'}/"
+    )
+    assert "next:" not in run.stderr  # nothing to aggregate

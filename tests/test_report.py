@@ -15,7 +15,6 @@ from autoprof.functions.render import CsvRenderer
 from autoprof.functions.table import base_event, build
 from autoprof.perf.script import Frame, Sample
 from autoprof.testing.cli import invoke
-from tests.recordings import hotspots_recording  # noqa: F401 (a fixture)
 
 
 def perf_report_totals(data: Path) -> dict[str, tuple[int, int]]:
@@ -42,7 +41,7 @@ def read_csv(text: str) -> list[dict[str, str]]:
 
 @pytest.mark.slow
 def test_report_ranks_the_three_functions_and_sums_to_perf_report(
-    hotspots_recording: Path,  # noqa: F811
+    hotspots_recording: Path,
 ):
     result = invoke("report", str(hotspots_recording), "--csv", "-")
     assert result.returncode == 0, result.output
@@ -63,7 +62,7 @@ def test_report_ranks_the_three_functions_and_sums_to_perf_report(
 
 
 @pytest.mark.slow
-def test_terminal_table_and_other_groupings(hotspots_recording: Path):  # noqa: F811
+def test_terminal_table_and_other_groupings(hotspots_recording: Path):
     table = invoke("report", str(hotspots_recording), "--top", "3")
     assert table.returncode == 0, table.output
     assert "heavy" in table.output and "3 of" in table.output

@@ -19,7 +19,7 @@ from autoprof.perf import command as perf_command
 from autoprof.run import outdir
 from autoprof.run.options import MAX_REPEAT, ProfileOptions
 from autoprof.run.runner import Runner, Task
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, one_error_line
 from autoprof.util.status import RunStatus
 
 DATA = Path(__file__).parent / "data" / "perf61"
@@ -117,16 +117,6 @@ def test_bench_of_an_empty_program_reports_no_negative_time(tmp_path):
 PROFILE = Path(__file__).parent / "data" / "profile-ed64973"
 
 
-def one_line_error(result, *says: str) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()  # progress lines may come first (profile)
-    assert [x for x in lines if x.startswith("autoprof:")] == lines[-1:], result.stderr
-    assert lines[-1].startswith("autoprof: error: "), result.stderr
-    assert all(s in lines[-1] for s in says), lines[-1]
-    return lines[-1]
-
-
 @pytest.fixture
 def under_a_file(tmp_path) -> Path:
     """A path no one may write, root included: its parent is a regular file."""
@@ -144,7 +134,7 @@ def test_unwritable_outputs_are_one_line(tmp_path, under_a_file):
         ("analyze", "stats", results, "-o", under_a_file),
         ("runs", "export", run_id, "-o", under_a_file, "--store", store),
     ]:
-        one_line_error(invoke(*args), str(under_a_file.parent), "Not a directory")
+        one_error_line(invoke(*args), str(under_a_file.parent), "Not a directory")
 
 
 @pytest.mark.needs_perf
@@ -155,26 +145,26 @@ def test_unwritable_outputs_of_measuring_commands_are_one_line(under_a_file):
         ("memory", "-o", under_a_file, "--", "true"),
         ("bench", "-n", "2", "--export-json", under_a_file, "--", "true"),
     ]:
-        one_line_error(invoke(*args), str(under_a_file), "Not a directory")
+        one_error_line(invoke(*args), str(under_a_file), "Not a directory")
 
 
 def test_an_events_file_that_is_not_utf8_is_one_line(tmp_path):
     events = tmp_path / "events.txt"
     events.write_bytes(b"task-clock\n\xff\xfe\n")
-    one_line_error(invoke("profile", "--events", events, "--", "true"), "not UTF-8", "0xff")
+    one_error_line(invoke("profile", "--events", events, "--", "true"), "not UTF-8", "0xff")
 
 
 def test_a_deeply_nested_manifest_is_one_line(tmp_path):
     out = tmp_path / "out"
     shutil.copytree(PROFILE, out)
     (out / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
-    one_line_error(invoke("upload", out, "--store", f"sqlite:///{tmp_path / 's.db'}"), "nested")
-    one_line_error(invoke("aggregate", out), "nested too deeply")  # #29: refused, as upload does
+    one_error_line(invoke("upload", out, "--store", f"sqlite:///{tmp_path / 's.db'}"), "nested")
+    one_error_line(invoke("aggregate", out), "nested too deeply")  # #29: refused, as upload does
 
 
 def test_click_usage_errors_are_one_line():
-    one_line_error(invoke("profile", "--no-such-flag"), "--no-such-flag", "autoprof profile --help")
-    one_line_error(invoke("no-such-command"), "no-such-command")
+    one_error_line(invoke("profile", "--no-such-flag"), "--no-such-flag", "autoprof profile --help")
+    one_error_line(invoke("no-such-command"), "no-such-command")
 
 
 # --- 14: names that are formulas: refused when not planned, quoted for spreadsheets ----------
@@ -204,7 +194,7 @@ def renamed(tmp_path: Path, old: str, new: str, plan: bool) -> Path:
 
 def test_aggregate_refuses_events_not_in_the_plan(tmp_path):
     out = renamed(tmp_path, "task-clock", FORMULA, plan=False)
-    error = one_line_error(invoke("aggregate", out), "1 events not in the plan", repr(FORMULA))
+    error = one_error_line(invoke("aggregate", out), "1 events not in the plan", repr(FORMULA))
     assert "left out of" in error
     assert "HYPERLINK" not in (out / "results.csv").read_text()
     assert "mem:0x10000:w" in (out / "results.csv").read_text()  # the planned events stay
@@ -217,7 +207,7 @@ def test_upload_refuses_results_with_events_not_in_the_plan(tmp_path):
     text = (out / "results.csv").read_text().replace("\ntask-clock,", '\n"=1+2",')
     (out / "results.csv").write_text(text)
     store = f"sqlite:///{tmp_path / 's.db'}"
-    one_line_error(invoke("upload", out, "--store", store), "not in the plan", "'=1+2'")
+    one_error_line(invoke("upload", out, "--store", store), "not in the plan", "'=1+2'")
     assert "no run" in invoke("runs", "export", "20fd6379", "--store", store).stderr
 
 

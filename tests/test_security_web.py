@@ -6,16 +6,11 @@ would fix the request up (Host, Origin, half-open connections)."""
 from __future__ import annotations
 
 import gzip
-import http.client
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 import urllib.parse
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -25,83 +20,9 @@ from autoprof.testing.cli import process
 from autoprof.testing.synthetic_out import make_out
 from autoprof.web.guard import host_name, host_names, refusal
 from autoprof.web.state import TOKEN_HEADER
+from tests.helpers import TOKEN, Served, start_serve, stop
 
-TOKEN = "s" * 24
 JOB = {"tool": "stat", "command": "true", "events": ["task-clock"]}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Served:
-    port: int
-    proc: subprocess.Popen
-    log: Path
-    run_id: str
-    job_id: str
-
-    def request(
-        self, method: str, path: str, body: bytes | None = None, headers: dict | None = None
-    ) -> tuple[int, dict[str, str], bytes]:
-        """One request with exactly these headers (Host defaults to 127.0.0.1:PORT)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        sent = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
-        if body is not None:
-            sent.setdefault("Content-Length", str(len(body)))
-        for key, value in sent.items():
-            if value is not None:
-                conn.putheader(key, value)
-        conn.endheaders(body)
-        answer = conn.getresponse()
-        data = answer.read()
-        conn.close()
-        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, data
-
-    def post_job(self, job, content_type: str = "application/json", **headers) -> tuple:
-        body = job if isinstance(job, bytes) else json.dumps(job).encode()
-        auth = {TOKEN_HEADER: TOKEN, "Content-Type": content_type, **headers}
-        return self.request("POST", "/api/jobs", body, auth)
-
-
-def start_serve(
-    tmp_path: Path,
-    *args: str,
-    env: dict[str, str] | None = None,
-    prefix: tuple[str, ...] = (),
-    store: bool = True,
-) -> tuple[subprocess.Popen, int, Path]:
-    """`autoprof serve` on a free port (its store in `tmp_path` unless not `store`: then
-    $AUTOPROF_STORE of `env`), started as `prefix` says (setpriv ...)."""
-    (tmp_path / "token").write_text(TOKEN + "\n")
-    port = free_port()
-    log = tmp_path / f"serve-{port}.log"
-    where = ["--store", f"sqlite:///{tmp_path}/r.db"] if store else []
-    argv = [*prefix, sys.executable, "-m", "autoprof", "serve", *where,
-            "--port", str(port), "--token-file", str(tmp_path / "token"),
-            "--data", str(tmp_path / "data"), *args]  # fmt: skip
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=env)
-    for _ in range(160):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return proc, port, log
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"serve did not start: {log.read_text()}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    proc.wait(timeout=30)
-
 
 WORKLOAD_FILES = {
     "report.html": "<script src='r.js'></script>",

@@ -19,7 +19,7 @@ import pytest
 from autoprof.store import engine, upload
 from autoprof.testing.synthetic_out import make_out
 from autoprof.web.state import TOKEN_HEADER
-from tests.test_security_web import TOKEN, Served, start_serve, stop
+from tests.helpers import TOKEN, Served, start_serve, stop
 
 BIG = 64 * 1024 * 1024  # a file far larger than what the kernel buffers for one connection
 # the defaults (web/limits.py, README "Web pages"), spelled out: the tests run on the server

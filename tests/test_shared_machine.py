@@ -21,6 +21,7 @@ from autoprof.run import outdir
 from autoprof.run.runner import stop_leftovers
 from autoprof.store import bulk
 from autoprof.testing import cli
+from autoprof.testing.cli import one_error_line
 from autoprof.web.form import JobRequest
 from autoprof.web.localqueue import LocalQueue
 
@@ -103,14 +104,6 @@ def nobodys(folder: Path) -> Path:
     return folder
 
 
-def one_line_refusal(result, *says: str) -> None:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("autoprof: error: "), result.stderr
-    for text in says:
-        assert text in lines[0], lines[0]
-
-
 @pytest.fixture
 def victim(tmp_path) -> Path:
     path = tmp_path / "victim"
@@ -128,7 +121,7 @@ def test_an_out_folder_of_another_user_is_refused_and_its_links_never_followed(t
         os.symlink(victim, out / name)
         os.lchown(out / name, NOBODY, NOBODY)
     result = cli.invoke("profile", "-e", "task-clock", "-o", out, "--", "true")
-    one_line_refusal(result, str(out), "owned by nobody")
+    one_error_line(result, str(out), "owned by nobody")
     assert victim.read_text() == "precious\n"
 
 
@@ -155,7 +148,7 @@ def test_a_folder_others_can_change_is_refused(tmp_path, where):
             os.chown(out, -1, NOBODY)  # a group of others (a user's own group is let be)
         says = "writable by"
     result = cli.invoke("profile", "-e", "task-clock", "-o", out, "--", "true")
-    one_line_refusal(result, says)
+    one_error_line(result, says)
     assert not (out / outdir.MANIFEST).exists()
 
 
@@ -178,14 +171,14 @@ def test_aggregate_refuses_a_profile_folder_of_another_user(tmp_path, victim):
     assert cli.invoke("profile", "-e", "task-clock", "-o", out, "--", "true").returncode == 0
     os.symlink(victim, out / "results.csv.partial")
     nobodys(out)
-    one_line_refusal(cli.invoke("aggregate", out), "owned by nobody")
+    one_error_line(cli.invoke("aggregate", out), "owned by nobody")
     assert victim.read_text() == "precious\n"
 
 
 @as_root
 def test_a_server_and_a_worker_refuse_a_folder_of_another_user(tmp_path, cli_run):
     data = nobodys(tmp_path / "data")
-    one_line_refusal(
+    one_error_line(
         cli_run("serve", "--data", data, "--port", "0", "--store", f"sqlite:///{tmp_path}/s.db"),
         "owned by nobody",
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -29,11 +30,12 @@ from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.store import engine
 from autoprof.store.models import Base, machine_columns, machine_fingerprint
-from autoprof.testing.cli import invoke, process
+from autoprof.testing.cli import invoke, one_error_line, process
 from autoprof.testing.synthetic_out import machine as synthetic_machine
 from autoprof.testing.synthetic_out import make_out
 from autoprof.util.records import read_json, write_json
 from tests.conftest import SECRET, admin_connection, count
+from tests.helpers import PROFILE
 
 
 def run_ids(url: str) -> list[str]:
@@ -550,3 +552,28 @@ def test_read_only_commands_leave_an_empty_database_empty(store_url):
     store.engine.dispose()
     assert invoke("store", "migrate", "--store", store_url).returncode == 0  # this one creates it
     assert invoke("runs", "list", "--store", store_url).returncode == 0
+
+
+def test_runs_delete_without_a_terminal_is_refused_in_one_line(cli_run, tmp_path):
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    out = tmp_path / "out"
+    shutil.copytree(PROFILE, out)
+    assert cli_run("upload", out, "--store", store).returncode == 0
+    run_id = json.loads((out / "manifest.json").read_text())["id"]
+    proc = cli_run("runs", "delete", run_id, "--store", store)  # its input is no terminal
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = one_error_line(proc)
+    assert run_id in line and "no terminal" in line and "--yes" in line
+    assert run_id in cli_run("runs", "list", "--store", store).stdout  # kept
+
+
+def test_runs_show_quotes_the_command_as_list_and_web_do(cli_run, tmp_path):
+    from autoprof.testing.synthetic_out import make_out
+
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    out = make_out(tmp_path / "out", command=("sh", "-c", "echo hi there"))
+    assert cli_run("upload", out, "--store", store).returncode == 0
+    run_id = json.loads((out / "manifest.json").read_text())["id"]
+    shown = cli_run("runs", "show", run_id, "--store", store).stdout
+    assert "command    sh -c 'echo hi there'" in shown.splitlines()
+    assert "sh -c 'echo hi there'" in cli_run("runs", "list", "--store", store).stdout

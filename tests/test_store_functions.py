@@ -14,11 +14,10 @@ from autoprof.run import outdir
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
 from tests.conftest import count
-from tests.recordings import hotspots_recording  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
-def out_with_recording(hotspots_recording: Path, tmp_path: Path) -> Path:  # noqa: F811
+def out_with_recording(hotspots_recording: Path, tmp_path: Path) -> Path:
     out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=3)
     shutil.copytree(hotspots_recording, out / "rec")
     return out
@@ -59,7 +58,7 @@ def test_a_run_without_recordings(sqlite_url: str, tmp_path: Path):
 
 @pytest.mark.slow
 def test_several_recordings_are_named_on_export(
-    hotspots_recording: Path,  # noqa: F811
+    hotspots_recording: Path,
     sqlite_url: str,
     tmp_path: Path,
 ):

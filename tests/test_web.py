@@ -25,12 +25,13 @@ from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
 from autoprof.results.live import Tail
 from autoprof.store import engine, export, queries, upload
+from autoprof.testing.cli import one_error_line
 from autoprof.testing.synthetic_out import EVENTS, PLANNED, make_out
 from autoprof.web import views
 from autoprof.web.app import create_app
 from autoprof.web.state import TOKEN_HEADER, Settings
+from tests.helpers import TOKEN, web_client
 
-TOKEN = "t" * 24
 XSS = "<script>window.pwned=1</script>"
 
 
@@ -54,14 +55,9 @@ def stored(tmp_path_factory) -> tuple[str, list[str]]:
     return url, ids
 
 
-def client(url: str, data_dir: Path, allow: list[str] | None = None) -> TestClient:
-    settings = Settings(engine.open_store(url), data_dir, TOKEN, compile_allow(allow or []))
-    return TestClient(create_app(settings), base_url="http://127.0.0.1")
-
-
 @pytest.fixture
 def web(stored, tmp_path):
-    with client(stored[0], tmp_path, ["./w [0-9]+"]) as c:
+    with web_client(stored[0], tmp_path, ["./w [0-9]+"]) as c:
         yield c
 
 
@@ -160,7 +156,7 @@ def test_refusals(web, stored, tmp_path):
         assert web.get(path % ids[0]).status_code == 404
     assert web.get("/runs/ffffffff").status_code == 404
     assert web.get("/api/runs?page=abc").status_code == 400
-    with client(stored[0], tmp_path / "ro") as read_only:
+    with web_client(stored[0], tmp_path / "ro") as read_only:
         assert read_only.get("/new").status_code == 404
         answer = read_only.delete(f"/api/runs/{ids[2]}", headers={TOKEN_HEADER: TOKEN})
         assert answer.status_code == 403 and "read-only" in answer.json()["error"]
@@ -170,7 +166,7 @@ def test_delete_with_token(tmp_path):
     url = f"sqlite:///{tmp_path / 'delete.db'}"
     out = make_out(tmp_path / "out", seed=42)
     uuid = upload.upload(engine.open_store(url), out).uuid
-    with client(url, tmp_path / "d", ["x"]) as web:
+    with web_client(url, tmp_path / "d", ["x"]) as web:
         answer = web.delete(f"/api/runs/{uuid}", headers={TOKEN_HEADER: TOKEN})
         assert answer.status_code == 200 and answer.json()["deleted"] == uuid
         assert web.get(f"/api/runs/{uuid}").status_code == 404
@@ -269,7 +265,7 @@ def test_metrics_in_the_report_are_shown(tmp_path):
     report["metrics"] = {"IPC": 1.25, "<b>bold</b>": 2}
     (out / "report.json").write_text(json.dumps(report))
     uuid = upload.upload(engine.open_store(url), out).uuid
-    with client(url, tmp_path / "m") as web:
+    with web_client(url, tmp_path / "m") as web:
         page = web.get(f"/runs/{uuid}").text
     assert "<h2>Metrics" in page and "<td>IPC</td>" in page and "1.25" in page
     assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
@@ -303,7 +299,7 @@ def test_series_of_a_split_run_come_from_every_part(tmp_path):
     for part in (1, 2):
         out = make_out(tmp_path / f"p{part}", runs=3, profile_id=run_id, part=part, parts=2)
         upload.upload(store, out)
-    with client(url, tmp_path / "d") as web:
+    with web_client(url, tmp_path / "d") as web:
         series = web.get(f"/api/runs/{run_id}/series", params={"event": "context-switches"})
     names = sorted(line["name"] for line in series.json()["lines"])
     assert names == [f"run {r} repeat {k}" for r in (1, 2, 3) for k in (1, 2)]
@@ -318,7 +314,7 @@ def test_a_profile_job_attaches_to_a_running_process(stored, tmp_path):
         pytest.skip("needs perf")
     busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
     try:
-        with client(stored[0], tmp_path, ["-p [0-9]+"]) as web:
+        with web_client(stored[0], tmp_path, ["-p [0-9]+"]) as web:
             auth = {TOKEN_HEADER: TOKEN}
             job = {"tool": "profile", "command": "", "pid": busy.pid, "duration": 0.3,
                    "events": ["task-clock", "context-switches"]}  # fmt: skip
@@ -368,7 +364,7 @@ def test_run_metrics_give_the_top_down_tree_of_the_recorded_cpu(tmp_path):
     store = engine.open_store(url)
     zen4 = upload.upload(store, out).uuid
     intel = upload.upload(store, make_out(tmp_path / "skx", seed=3)).uuid
-    with client(url, tmp_path / "d") as web:
+    with web_client(url, tmp_path / "d") as web:
         tree = web.get(f"/api/runs/{zen4}/metrics").json()
         other = web.get(f"/api/runs/{intel}/metrics").json()
         page = web.get(f"/runs/{zen4}").text
@@ -398,7 +394,31 @@ def test_the_top_down_tree_of_a_run_without_hardware_events_says_why_it_is_empty
     shutil.copytree(Path(__file__).parent / "data" / "profile-ed64973", out)
     url = f"sqlite:///{tmp_path / 'm.db'}"
     run = upload.upload(engine.open_store(url), out).uuid
-    with client(url, tmp_path / "d") as web:
+    with web_client(url, tmp_path / "d") as web:
         metrics = web.get(f"/api/runs/{run}/metrics").json()
     assert metrics["notes"][0].startswith("these results count no hardware event")
     assert metrics["notes"][1].startswith("0 of ")
+
+
+def test_serve_on_a_busy_port_is_one_line_before_any_banner(cli_run, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = cli_run("serve", "--port", str(port), "--store", tmp_path / "s.db")
+    assert proc.returncode == 2 and proc.stdout == ""  # no banner first
+    line = one_error_line(proc)
+    assert f"cannot listen on 127.0.0.1 port {port}: Address already in use" in line
+    assert "--port" in line
+
+
+def test_served_pages_have_an_icon_and_no_token_field_once_logged_in(tmp_path):
+    from tests.helpers import TOKEN, web_client
+
+    with web_client(f"sqlite:///{tmp_path / 's.db'}", tmp_path / "data", ["true"]) as web:
+        icon = web.get("/favicon.ico")
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+        assert icon.text.startswith("<svg") and 'rel="icon"' in web.get("/").text
+        assert 'id="token"' in web.get("/new").text  # not logged in: the field asks for it
+        web.get(f"/login?token={TOKEN}")  # sets the cookie
+        assert 'id="token"' not in web.get("/new").text

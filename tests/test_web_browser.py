@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from autoprof.testing.cli import invoke, process
-from tests.test_flame_browser import CHROMIUM, FLAGS
+from tests.helpers import CHROMIUM, FLAGS, free_port, zen4_profile
 
 pytestmark = pytest.mark.slow
 
@@ -28,12 +27,6 @@ TOKEN = "browser-test-token-0123456789"
 EVENTS = ["task-clock", "context-switches", "page-faults"]
 WORKLOAD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=64k", "count=40000"]
 XSS = "<img src=x onerror=window.pwned=1>"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def processes_with(marker: str) -> list[str]:
@@ -330,9 +323,7 @@ def test_record_job_shows_flame_graph_and_top_functions(page, server):
 def test_run_page_shows_the_top_down_tree(page, server, tmp_path):
     """A zen4 run (hand-chosen counts of a PipelineL1/L2 plan, aggregated and uploaded): its
     page draws the tree `analyze metrics` prints, the bottleneck path in bold."""
-    from tests.test_perf_metrics import _zen4_profile
-
-    out = _zen4_profile(tmp_path)
+    out = zen4_profile(tmp_path)
     assert invoke("upload", out, "--store", server["store"], "--tag", "cpu=zen4").returncode == 0
     listing = invoke("runs", "list", "--store", server["store"], "--tag", "cpu=zen4")
     run = listing.stdout.splitlines()[-1].split()[0]

@@ -14,6 +14,7 @@ events, told apart by their ``Unit``. Counters (NON-INTEL.md section 3; none is 
 from __future__ import annotations
 
 import difflib
+import functools
 from pathlib import Path
 
 from autoprof.catalog import pmuevents, vendor
@@ -54,12 +55,18 @@ def model_for(events_dir: Path, cpu_id: str) -> str:
 def models(events_dir: Path) -> dict[str, str]:
     """Model name -> a CPU id it is chosen for: ``amdzen4`` and ``zen4`` -> the first
     family/model that picks it."""
-    table = rows(events_dir)
+    return dict(_models(tuple(tuple(row) for row in rows(events_dir))))
+
+
+@functools.cache
+def _models(table: tuple[tuple[str, ...], ...]) -> dict[str, str]:
+    """`models` of a mapfile's rows, worked out once: 768 ids tried on every row, per load."""
+    listed = [list(row) for row in table]
     found: dict[str, str] = {}
     for family in FAMILIES:
         for model in range(256):
             cpu = f"AuthenticAMD-{family}-{model:X}-0"
-            row = vendor.first_row(table, cpu, vendor.pattern_matches)
+            row = vendor.first_row(listed, cpu, vendor.pattern_matches)
             if row is not None:
                 name = row[2].strip("/")
                 found.setdefault(name, cpu)

@@ -312,7 +312,8 @@ def anchor_event(draft: Draft) -> Draft:
         if runs <= plain
         else f"{runs - plain} more than the {plain} without it"
     )
-    left = [x for x in draft.catalog.excluded if x not in catalog.excluded]
+    earlier = set(catalog.excluded)  # thousands on a big catalog: a list's `in` was seconds
+    left = [x for x in draft.catalog.excluded if x not in earlier]
     shown = ", ".join(x.name for x in left[:3]) + (", ..." if len(left) > 3 else "")
     draft.note(
         f"anchor {anchor.name} takes {taken} in every run: "
