@@ -175,6 +175,8 @@ def test_attach_argv_and_option_checks():
         (["-p", "1"], "needs --duration"),
         (["--duration", "1", "--", "true"], "--duration is for attached"),
         ([], "nothing to profile"),
+        # --cpu-list counts the CPUs' every process, as -a does: a target, not nothing
+        (["--cpu-list", "0"], "-a or --cpu-list without COMMAND) needs --duration"),
         (["-p", "999999999", "--duration", "1", "-e", "task-clock"], "no running process"),
     ]:
         run = invoke("profile", *args)  # refused before perf starts: in-process
@@ -212,3 +214,17 @@ def test_a_one_run_attached_profile_does_not_warn_about_moments(cli_run, tmp_pat
             target.kill()
     assert run.returncode == 0, run.stderr
     assert "different moment" not in run.stderr
+
+
+@pytest.mark.needs_perf
+def test_a_cpu_list_alone_profiles_those_cpus_for_the_duration(tmp_path):
+    """`profile --cpu-list 0 --duration S`, no -a: every process on CPU 0, as REFERENCE and
+    schedule present it (an alternative to -a)."""
+    out = tmp_path / "out"
+    done = invoke("profile", "--cpu-list", "0", "--duration", "0.3", "-e", "task-clock",
+                  "-o", out)  # fmt: skip
+    assert done.returncode == 0, done.output
+    assert invoke("aggregate", out).returncode == 0
+    rows = pd.read_csv(out / "results.csv")
+    assert set(rows["CPU"]) == {0} and set(rows["STATUS"]) == {"ok"}
+    assert rows["SAMPLE_VALUE"].sum() > 0

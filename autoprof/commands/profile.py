@@ -16,7 +16,8 @@ from autoprof.util.status import RunStatus
 
 
 def check_attach(command: list[str], options: ProfileOptions) -> None:
-    """A command, or a target (-p, --cgroup, -a) with --duration: never both, never neither."""
+    """A command, or a target (-p, --cgroup, -a or --cpu-list: the CPUs' every process) with
+    --duration: never both, never neither."""
     target = options.pids or options.cgroup
     if target and command:
         raise AutoprofError("give either a COMMAND or -p/--cgroup, not both")
@@ -24,13 +25,16 @@ def check_attach(command: list[str], options: ProfileOptions) -> None:
         raise AutoprofError("give -p or --cgroup, not both")
     if options.attached and command:
         raise AutoprofError(
-            "--duration is for attached profiles (-p, --cgroup, -a without COMMAND)"
+            "--duration is for attached profiles (-p, --cgroup, -a or --cpu-list without COMMAND)"
         )
-    if not command and not (target or options.system_wide):
-        raise AutoprofError("nothing to profile: give -- COMMAND, -p PID, --cgroup NAME or -a")
+    if not command and not (target or options.system_scope):
+        raise AutoprofError(
+            "nothing to profile: give -- COMMAND, -p PID, --cgroup NAME, -a or --cpu-list CPUS"
+        )
     if not command and not options.attached:
         raise AutoprofError(
-            "an attached profile (-p, --cgroup, -a without COMMAND) needs --duration S"
+            "an attached profile (-p, --cgroup, -a or --cpu-list without COMMAND) needs "
+            "--duration S"
         )
 
 
