@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
-from autoprof.errors import AutoprofError
 from autoprof.flame.options import FlameOptions
 from autoprof.flame.source import FoldOptions
+from autoprof.util.declared import Checked
 
 if TYPE_CHECKING:
     from autoprof.flame.fold import Folded
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class FlameRequest:
+class FlameRequest(Checked):
     """What to draw, from what, and how."""
 
     inputs: tuple[Path, ...] = ()  # a perf.data, a `record` folder, script text, folded stacks
@@ -54,13 +54,6 @@ class FlameRequest:
             want = "two inputs (BEFORE AFTER) with --diff" if diff else "one input (or --diff A B)"
             return f"flamegraph takes {want}, got {len(self.inputs)}"
         return None
-
-    def check(self) -> Self:
-        """This request, unless `problem` finds one: then AutoprofError with it."""
-        found = self.problem()
-        if found:
-            raise AutoprofError(found)
-        return self
 
     @property
     def sources(self) -> tuple[Path, ...]:

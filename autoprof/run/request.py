@@ -12,10 +12,9 @@ Imports nothing heavy (the CLI's --help builds its flags from `PLAN_OPTIONS`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Self
 
-from autoprof.errors import AutoprofError
 from autoprof.run.options import EventSelection, ProfileOptions
+from autoprof.util.declared import Checked
 
 # The ProfileOptions that change a plan (`run.planning`): a profile that is not system-wide
 # leaves out the system-wide-only PMUs, --user counts every event in user mode, the anchor joins
@@ -25,7 +24,7 @@ PLAN_OPTIONS = ("system_wide", "cpu_list", "user", "anchor", "core_type", "regio
 
 
 @dataclass(frozen=True)
-class Request:
+class Request(Checked):
     """What to measure and how, on which machine's catalog."""
 
     command: list[str] = field(default_factory=list)  # none: a plan only, or an attached profile
@@ -65,10 +64,3 @@ class Request:
                 "(a metric's formula names the modes of its events itself)"
             )
         return self.options.problem() or self.selection.problem()
-
-    def check(self) -> Self:
-        """This request, unless `problem` finds one: then AutoprofError with it."""
-        found = self.problem()
-        if found:
-            raise AutoprofError(found)
-        return self

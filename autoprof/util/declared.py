@@ -69,7 +69,23 @@ def declare(default: Any, **declared: Any) -> Any:
     return field(default=default, metadata={_OPTION: Option(**declared)})
 
 
-class Declared:
+class Checked:
+    """A record that says what is wrong with it in one line (`problem`, None when nothing is)
+    and refuses itself with that line (`check`): the one shape of every request's and option
+    set's validation, so that a caller can ask before acting or let bad input stop it."""
+
+    def problem(self) -> str | None:
+        raise NotImplementedError
+
+    def check(self) -> Self:
+        """This record, unless `problem` finds one: then AutoprofError with it."""
+        found = self.problem()
+        if found:
+            raise AutoprofError(found)
+        return self
+
+
+class Declared(Checked):
     """A frozen dataclass whose fields declare their Option: checked the one way everywhere."""
 
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # for the type checker
@@ -82,13 +98,6 @@ class Declared:
             if found:
                 return found
         return None
-
-    def check(self) -> Self:
-        """These values, unless `problem` finds one: then AutoprofError with it."""
-        found = self.problem()
-        if found:
-            raise AutoprofError(found)
-        return self
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
