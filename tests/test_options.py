@@ -18,7 +18,7 @@ from autoprof.errors import AutoprofError
 from autoprof.queue.spec import JobSpec, Refused
 from autoprof.run import outdir
 from autoprof.run.options import EventSelection, ProfileOptions
-from autoprof.testing.cli import invoke
+from autoprof.testing.cli import invoke, parsed
 from autoprof.util.declared import Option, kind_of, option_fields, spec_fields
 from autoprof.util.records import read_json
 
@@ -90,9 +90,9 @@ def test_every_spec_option_is_taken_by_the_cli_and_the_job_spec(name, option):
     value = accepted(name, option)
     assert value != getattr(ProfileOptions(), name)
     for command in (profile, submit):
-        params = command.make_context(command.name, [*argv(option, value), "--", "./w"]).params
+        params = parsed(command, [*argv(option, value), "--", "./w"])
         assert params[name] == value
-    from_cli = request_from(profile.make_context("profile", argv(option, value)).params).options
+    from_cli = request_from(parsed(profile, argv(option, value))).options
     spec = JobSpec.from_json(spec_with({name: value}))
     assert spec.profile_options() == from_cli
     assert getattr(from_cli, name) == value
@@ -225,7 +225,7 @@ def test_every_selection_flag_is_taken_by_the_catalog_commands_and_the_job_spec(
     value = accepted(name, option, EventSelection)
     assert value != field.default
     for command, rest in ((profile, ["--", "./w"]), (submit, ["--", "./w"]), (schedule, [])):
-        params = command.make_context(command.name, [*argv(option, value), *rest]).params
+        params = parsed(command, [*argv(option, value), *rest])
         assert params[name] == value
     spec = JobSpec.from_json(spec_with({}) | {"selection": {name: value}})
     assert spec.selection == {name: value}

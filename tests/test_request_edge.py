@@ -16,13 +16,14 @@ from autoprof.commands.submit import submit
 from autoprof.errors import AutoprofError
 from autoprof.run.options import EventSelection, ProfileOptions
 from autoprof.run.request import Request
+from autoprof.testing.cli import parsed
 
 ARGS = ["-e", "task-clock", "--cpu-list", "0-1", "--reserve", "1", "--user", "--cpu", "SKX"]
 SHUFFLED = ["--user", "--cpu", "SKX", "--reserve", "1", "-e", "task-clock", "--cpu-list", "0-1"]
 
 
 def values(command, args: list[str]) -> dict:
-    return command.make_context(command.name, list(args)).params  # click empties the list
+    return parsed(command, args)
 
 
 def test_every_command_gives_the_same_request_for_the_same_options(tmp_path):

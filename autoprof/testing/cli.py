@@ -29,6 +29,16 @@ class CliResult:
         return self.stdout + self.stderr
 
 
+def parsed(command: Any, args: list[str]) -> dict[str, Any]:
+    """The values click parses from ARGS for one of autoprof's commands, in a context under the
+    `autoprof` group's, as on the command line: a context made without it would leave the
+    command's help option cached without -h for the rest of the process (click keeps it)."""
+    import click
+
+    parent = click.Context(cli, info_name="autoprof", **cli.context_settings)
+    return command.make_context(command.name, list(args), parent=parent).params
+
+
 def invoke(
     *args: str | Path,
     env: dict[str, str] | None = None,
