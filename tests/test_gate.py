@@ -187,9 +187,10 @@ def test_bad_gate_input_exits_2(tmp_path):
     proc = invoke("bench", "--baseline", tmp_path / "none.json", "--fail-if", "wall > 5%",
                   "--", "true")  # fmt: skip
     assert proc.returncode == 2 and "no such file" in proc.stderr
-    proc = invoke("bench", "--fail-if", "wall > 5%", "--", "true")
-    assert proc.returncode == 2 and "-- BASE -- NEW" in proc.stderr, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    for commands in (["true"], ["true", "--", "true", "--", "true"]):
+        proc = invoke("bench", "--fail-if", "wall > 5%", "--", *commands)
+        assert proc.returncode == 2 and "-- BASE -- NEW" in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 @pytest.mark.needs_perf

@@ -240,24 +240,19 @@ def bench(
 
 
 def _gated(gates, baseline, result, commands, gating, console) -> bool:
-    """The gates reported: the command against the --baseline, or each command after the
-    first against the first (interleaved in this bench: paired). Whether one failed."""
+    """The gates reported: the command against the --baseline, or the second command against
+    the first (interleaved in this bench: paired). Whether one failed."""
     from autoprof.analysis import gate
 
     if baseline is not None:
-        samples, name = baseline
-        sides = [(samples, name, 0, False)]
+        (samples, name), paired = baseline, False
     else:
-        first = gate.bench_samples(result, 0)
-        sides = [(first, shlex.join(commands[0]), i, True) for i in range(1, len(commands))]
-    failed = False
-    for samples, name, index, paired in sides:
-        now = gate.bench_samples(result, index)
-        names = (name, shlex.join(commands[index]))
-        found = gate.check(gates, samples, now, names, gating.confidence, paired)
-        common.report_gates(found, gating, console)
-        failed = failed or found.failed
-    return failed
+        samples, name, paired = gate.bench_samples(result, 0), shlex.join(commands[0]), True
+    now = gate.bench_samples(result, len(commands) - 1)
+    names = (name, shlex.join(commands[-1]))
+    found = gate.check(gates, samples, now, names, gating.confidence, paired)
+    common.report_gates(found, gating, console)
+    return found.failed
 
 
 def _gates(ref, texts, commands, store_text):
@@ -267,10 +262,10 @@ def _gates(ref, texts, commands, store_text):
 
     if ref is not None and not texts:
         raise AutoprofError("--baseline needs --fail-if: a baseline is compared by gates")
-    if texts and ref is None and len(commands) < 2:
+    if texts and ref is None and len(commands) != 2:
         raise AutoprofError(
             "--fail-if compares with a baseline: --baseline FILE, or two commands in one "
-            "bench (-- BASE -- NEW)"
+            f"bench (-- BASE -- NEW; {len(commands)} were given)"
         )
     if ref is not None and len(commands) != 1:
         raise AutoprofError(f"--baseline gates one command; {len(commands)} were given")
