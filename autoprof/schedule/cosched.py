@@ -66,15 +66,18 @@ class _State:
         self.pmus = plan.pmus
         self.runs: list[list[Event]] = [list(r.events) for r in plan.runs]
         self.locked: set[tuple[Key, int]] = set()
+        # metrics try the same runs again: a third of the fits were asked before; each entry
+        # keeps its events, so their ids in its key stay theirs
+        self._fits: dict[tuple[int, ...], tuple[tuple[Event, ...], bool]] = {}
 
     def keys(self, run: int) -> set[Key]:
         return {e.key for e in self.runs[run]}
 
-    def where(self, key: Key) -> list[int]:
-        return [i for i, run in enumerate(self.runs) if any(e.key == key for e in run)]
-
     def fits(self, events: list[Event]) -> bool:
-        return fit(events, self.pmus) is not None
+        key = tuple(map(id, events))
+        if key not in self._fits:
+            self._fits[key] = (tuple(events), fit(events, self.pmus) is not None)
+        return self._fits[key][1]
 
     def gather(self, events: list[Event], target: int) -> bool:
         """Bring every event into run `target` (copy, move or swap); False changes nothing.
