@@ -73,6 +73,21 @@ def test_only_the_newest_entries_are_kept(skx_dir, own_cache, monkeypatch):
     assert newest.name == cache.key(skx_dir, "SKX", intel.IntelOptions(reserve=3)) + ".json"
 
 
+def test_an_entry_read_is_kept_over_newer_ones_written(skx_dir, own_cache, monkeypatch):
+    """Pruning goes by last use: an entry read often outlives entries written once since (it
+    was pruned as the oldest written, then parsed and written again: a new file)."""
+    monkeypatch.setattr(cache, "KEEP", 2)
+    used = own_cache / (cache.key(skx_dir, "SKX", intel.IntelOptions(reserve=0)) + ".json")
+    cache.load(skx_dir, "SKX", intel.IntelOptions(reserve=0))
+    with used.open("rb") as first:  # held open: its inode is not reused for another file
+        for reserve in range(1, 4):
+            cache.load(skx_dir, "SKX", intel.IntelOptions(reserve=reserve))
+            cache.load(skx_dir, "SKX", intel.IntelOptions(reserve=0))  # read: in use
+        assert os.fstat(first.fileno()).st_nlink == 1  # never pruned, never written again
+    last = cache.key(skx_dir, "SKX", intel.IntelOptions(reserve=3)) + ".json"
+    assert sorted(p.name for p in own_cache.iterdir()) == sorted([used.name, last])
+
+
 class _Planted:
     """What a planted pickle runs when loaded: it writes a marker file."""
 

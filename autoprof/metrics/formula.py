@@ -144,7 +144,8 @@ def parse(text: str, what: str = "formula") -> Formula:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as err:
         raise FormulaError(f"{what} {text!r} does not parse: {err.msg}") from None
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(tree))  # walked once: a metric set parses hundreds of formulas
+    for node in nodes:
         if not isinstance(node, _ALLOWED):
             raise FormulaError(f"{what} {text!r}: {type(node).__name__} is not allowed")
         if isinstance(node, ast.Constant) and not isinstance(node.value, int | float):
@@ -156,11 +157,9 @@ def parse(text: str, what: str = "formula") -> Formula:
             or len(node.args) < 2
         ):
             raise FormulaError(f"{what} {text!r}: only min(a, b, ...) and max(a, b, ...) calls")
-    functions = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    functions = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     names = frozenset(
-        n.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Name) and n.id != NA and id(n) not in functions
+        n.id for n in nodes if isinstance(n, ast.Name) and n.id != NA and id(n) not in functions
     )
     return Formula(str(text), tree, names)
 

@@ -66,47 +66,66 @@ class _State:
         self.pmus = plan.pmus
         self.runs: list[list[Event]] = [list(r.events) for r in plan.runs]
         self.locked: set[tuple[Key, int]] = set()
+        # metrics try the same runs again: a third of the fits were asked before; each entry
+        # keeps its events, so their ids in its key stay theirs
+        self._fits: dict[tuple[int, ...], tuple[tuple[Event, ...], bool]] = {}
 
     def keys(self, run: int) -> set[Key]:
         return {e.key for e in self.runs[run]}
 
-    def where(self, key: Key) -> list[int]:
-        return [i for i, run in enumerate(self.runs) if any(e.key == key for e in run)]
-
     def fits(self, events: list[Event]) -> bool:
-        return fit(events, self.pmus) is not None
+        key = tuple(map(id, events))
+        if key not in self._fits:
+            self._fits[key] = (tuple(events), fit(events, self.pmus) is not None)
+        return self._fits[key][1]
 
     def gather(self, events: list[Event], target: int) -> bool:
-        """Bring every event into run `target` (copy, move or swap); False changes nothing."""
+        """Bring every event into run `target` (copy, move or swap); False changes nothing.
+        Each run's keys are kept beside it: asking every event of every run whether it is the
+        one sought was half of a metric plan's time."""
         runs = [list(r) for r in self.runs]
+        keys = [{e.key for e in r} for r in runs]
         wanted = {e.key for e in events}
         for event in events:
-            if any(e.key == event.key for e in runs[target]):
+            if event.key in keys[target]:
                 continue
-            homes = [i for i, r in enumerate(runs) if any(e.key == event.key for e in r)]
+            homes = [i for i, k in enumerate(keys) if event.key in k]
             if self.fits([*runs[target], event]):
                 runs[target].append(event)
+                keys[target].add(event.key)
                 for home in homes:  # a move frees the old counter when nothing needs it
                     if (event.key, home) not in self.locked and home != target:
                         runs[home] = [e for e in runs[home] if e.key != event.key]
+                        keys[home].discard(event.key)
                         break
                 continue
-            if not self._swap(runs, target, event, homes, wanted):
+            if not self._swap(runs, keys, target, event, homes, wanted):
                 return False
         self.runs = runs
         self.locked |= {(key, target) for key in wanted}
         return True
 
-    def _swap(self, runs, target: int, event: Event, homes: list[int], wanted: set) -> bool:
+    def _swap(
+        self,
+        runs: list[list[Event]],
+        keys: list[set[Key]],
+        target: int,
+        event: Event,
+        homes: list[int],
+        wanted: set[Key],
+    ) -> bool:
         for other in list(runs[target]):
             if other.key in wanted or (other.key, target) in self.locked:
                 continue
             trial = [e for e in runs[target] if e.key != other.key] + [event]
             if not self.fits(trial):
                 continue
-            elsewhere = [i for i, r in enumerate(runs) if i != target and _holds(r, other)]
-            if elsewhere:
+            if any(
+                i != target and other.key in k and _holds(runs[i], other)
+                for i, k in enumerate(keys)
+            ):
                 runs[target] = trial
+                keys[target] = {e.key for e in trial}
                 return True
             for home in homes:
                 if (event.key, home) in self.locked:
@@ -114,6 +133,7 @@ class _State:
                 moved = [e for e in runs[home] if e.key != event.key] + [other]
                 if self.fits(moved):
                     runs[target], runs[home] = trial, moved
+                    keys[target], keys[home] = {e.key for e in trial}, {e.key for e in moved}
                     return True
         return False
 
