@@ -82,8 +82,10 @@ class JobInfo:
 def retry_waits(retries: int, first_s: int = RETRY_WAIT_S) -> list[int]:
     """Seconds a failed job waits before each run again: `first_s`, twice that, ... (at most
     RETRY_WAIT_MAX_S). Run again at once, `--retry 3` burnt its three tries in three seconds
-    on a store that was restarting."""
-    return [min(first_s * 2**k, RETRY_WAIT_MAX_S) for k in range(retries)]
+    on a store that was restarting. Each is asked of RQ a second longer: RQ keeps a schedule
+    to the whole second, rounded down (registry.ScheduledJobRegistry.schedule), so a wait of
+    S ended up to a second early (`--retry-wait 1` ran again after 0.4 s)."""
+    return [min(first_s * 2**k, RETRY_WAIT_MAX_S) + 1 for k in range(retries)]
 
 
 def split_specs(spec: JobSpec, split: int) -> list[JobSpec]:
