@@ -18,8 +18,9 @@ processes, medians of --repeat:
             run page's first open after the upload (page, stats and correlation, one event's
             timeline) and later opens; the server's RSS.
 Targets: upload and export within 1.5x, their peak RSS under 300 MiB; download first byte
-under 0.5 s and total within 2x; the page of a run of up to 1 M rows opens in 2 s the first
-time and 0.3 s after; the server under 400 MiB.
+under 0.5 s and total within 2x (a first download, built from the store: 1.5x, #40); the
+page of a run of up to 1 M rows opens in 2 s the first time and 0.3 s after; the server under
+400 MiB.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from autoprof.testing.synthetic_out import EVENTS, make_out
 
 AUTOPROF = [sys.executable, "-m", "autoprof"]
 PER_INTERVAL = sum(2 if e[3] else 1 for e in EVENTS)  # rows per interval with 2 CPUs
-RATIO, DOWNLOAD_RATIO = 1.5, 2.0
+RATIO, DOWNLOAD_RATIO, FIRST_DOWNLOAD_RATIO = 1.5, 2.0, 1.5
 RSS_MIB, SERVER_RSS_MIB = 300, 400
 FIRST_BYTE_S, FIRST_OPEN_S, LATER_OPEN_S, PAGE_ROWS = 0.5, 2.0, 0.3, 1_000_000
 DOWNLOADS = 7  # samples of each kind of download, at least
@@ -276,7 +277,7 @@ def web_rows(store: Store, out: Path, run_id: str, rows: int, repeat: int, label
         Row(f"{label} download first byte (s)", max(d[0] for d in first_downloads), None,
             FIRST_BYTE_S),
         Row(f"{label} first downloads / http.server (s)", med(d[1] for d in first_downloads),
-            med(d[2] for d in first_downloads), DOWNLOAD_RATIO),
+            med(d[2] for d in first_downloads), FIRST_DOWNLOAD_RATIO),
         Row(f"{label} later downloads / http.server (s)", med(d[1] for d in later_downloads),
             med(d[2] for d in later_downloads), DOWNLOAD_RATIO),
     ]  # fmt: skip
