@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from autoprof.catalog import embedded, intel
+from autoprof.catalog import embedded, intel, unpack
 
 
 def test_the_shipped_intel_data_is_a_perfmon_directory_with_its_license(tmp_path):
@@ -96,7 +96,7 @@ def test_without_the_data_filter_members_are_checked_as_the_filter_checks_them(t
         folder.mkdir()
         with tarfile.open(archive) as tar:
             try:
-                embedded.extract(tar, folder, data_filter=data_filter)
+                unpack.extract(tar, folder, data_filter=data_filter)
                 results[data_filter] = "ok"
             except tarfile.TarError:
                 results[data_filter] = "refused"
@@ -117,7 +117,7 @@ def test_without_the_data_filter_modes_are_the_filters(tmp_path):
         folder = tmp_path / str(data_filter)
         folder.mkdir()
         with tarfile.open(archive) as tar:
-            embedded.extract(tar, folder, data_filter=data_filter)
+            unpack.extract(tar, folder, data_filter=data_filter)
         modes[data_filter] = {
             p.relative_to(folder).as_posix(): p.stat().st_mode & 0o7777
             for p in sorted(folder.rglob("*"))
@@ -128,5 +128,5 @@ def test_without_the_data_filter_modes_are_the_filters(tmp_path):
 
 def test_the_shipped_data_extracts_without_the_data_filter(tmp_path):
     with tarfile.open(embedded.archive("arm64")) as tar:
-        embedded.extract(tar, tmp_path, data_filter=False)
+        unpack.extract(tar, tmp_path, data_filter=False)
     assert (tmp_path / "mapfile.csv").is_file() and (tmp_path / "LICENSE").is_file()

@@ -13,12 +13,12 @@ events, told apart by their ``Unit``. Counters (NON-INTEL.md section 3; none is 
 
 from __future__ import annotations
 
-import difflib
 import functools
 from pathlib import Path
 
 from autoprof.catalog import pmuevents, vendor
 from autoprof.catalog.model import Catalog, ReadOptions
+from autoprof.util.suggest import close_matches
 
 CORE_PMU = "cpu"
 UNIT_PMU = {"L3PMC": "amd_l3", "DFPMC": "amd_df", "UMCPMC": "amd_umc"}
@@ -46,7 +46,7 @@ def model_for(events_dir: Path, cpu_id: str) -> str:
     """The model folder of a CPU id (first matching row), or UnknownCpu."""
     row = vendor.first_row(rows(events_dir), cpu_id, vendor.pattern_matches)
     if row is None:
-        close = difflib.get_close_matches(cpu_id, list(models(events_dir)), n=3, cutoff=0.5)
+        close = close_matches(cpu_id, list(models(events_dir)), n=3, cutoff=0.5)
         hint = f"; close matches: {', '.join(close)}" if close else ""
         raise vendor.UnknownCpu(f"unknown CPU id {cpu_id!r} in {events_dir}/mapfile.csv{hint}")
     return row[2].strip("/")

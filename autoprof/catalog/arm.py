@@ -18,7 +18,6 @@ when planning for another machine. HiSilicon uncore PMUs count system-wide only.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from autoprof.catalog import pmuevents, vendor
 from autoprof.catalog.model import Catalog, Exclusion, ReadOptions
 from autoprof.errors import AutoprofError
+from autoprof.util.suggest import close_matches
 
 DEFAULT_CORE_PMU = "armv8_pmuv3_0"
 CPU_CYCLES = 0x11
@@ -101,7 +101,7 @@ def model_for(events_dir: Path, midr: str) -> tuple[str, str]:
     """(model folder, its mapfile MIDR) of a MIDR, or UnknownCpu."""
     row = vendor.first_row(rows(events_dir), midr, vendor.midr_matches)
     if row is None:
-        close = difflib.get_close_matches(midr, list(models(events_dir)), n=3, cutoff=0.5)
+        close = close_matches(midr, list(models(events_dir)), n=3, cutoff=0.5)
         hint = f"; close matches: {', '.join(close)}" if close else ""
         raise vendor.UnknownCpu(f"unknown MIDR {midr!r} in {events_dir}/mapfile.csv{hint}")
     return row[2], row[0]

@@ -7,7 +7,6 @@ Reading the machine's identity and settings is `catalog.machine`'s (CPU id, SMT,
 
 from __future__ import annotations
 
-import difflib
 import os
 import platform
 import re
@@ -35,6 +34,7 @@ from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import query as perf_query
 from autoprof.util import xdg
+from autoprof.util.suggest import close_matches
 
 SYSFS_PMUS = machine.SYSFS_PMUS
 TRACEFS = Path("/sys/kernel/tracing/events")
@@ -134,7 +134,7 @@ def choose_data(explicit: Path | None, cpu: str, named: bool) -> tuple[Path, str
         if directory and cpu.lower() in names:
             return directory, kind, names[cpu.lower()]
         known += names.values()
-    close = difflib.get_close_matches(cpu, known, n=5, cutoff=0.5)
+    close = close_matches(cpu, known, n=5, cutoff=0.5)
     hint = f"; close names: {', '.join(close)}" if close else ""
     raise AutoprofError(f"unknown --cpu {cpu!r}: neither a CPU id nor a model name{hint}")
 
@@ -382,7 +382,7 @@ def _unknown_tracepoint(spec: str, known: list[str]) -> AutoprofError:
     """`sys:event` that is no tracepoint here: the close ones, or why there are none."""
     if not known:
         return AutoprofError(f"unknown event {spec!r}: no tracepoints here: {tracepoint_hint()}")
-    close = difflib.get_close_matches(spec, known, n=3)
+    close = close_matches(spec, known, n=3)
     subsystem = spec.partition(":")[0]
     hint = (
         f"did you mean {', '.join(close)}?"

@@ -8,7 +8,6 @@ those rows name the core (or hybrid core) files, the uncore files and the old of
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.catalog.vendor import UnknownCpu
 from autoprof.errors import AutoprofError
 from autoprof.util import records
+from autoprof.util.suggest import close_matches
 
 __all__ = ["IntelOptions", "UnknownCpu", "load", "rows_for_cpu"]
 
@@ -89,7 +89,7 @@ def rows_for_cpu(events_dir: Path, cpu: str) -> list[MapRow]:
     chosen = [r for r in rows if vendor.pattern_matches(r.pattern, cpu)]
     if not chosen:
         known = sorted(platforms) + sorted({example_cpu_id(r.pattern) for r in rows})
-        close = difflib.get_close_matches(cpu, known, n=4, cutoff=0.5)
+        close = close_matches(cpu, known, n=4, cutoff=0.5)
         hint = f"; close matches: {', '.join(close)}" if close else ""
         raise UnknownCpu(f"unknown CPU id {cpu!r} in {events_dir}/mapfile.csv{hint}")
     return chosen

@@ -11,12 +11,12 @@ format.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from dataclasses import dataclass, field
 
 from autoprof.catalog import encoding
 from autoprof.errors import AutoprofError
+from autoprof.util.suggest import close_matches
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ class Catalog:
                         raise AutoprofError(
                             f"{x.pmu}/{x.name} is left out for {self.cpu}: {x.reason}"
                         )
-                close = difflib.get_close_matches(name, [e.name for e in self.events], n=3)
+                close = close_matches(name, [e.name for e in self.events], n=3)
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise AutoprofError(f"unknown event {name!r} for {self.cpu}{hint}")
             chosen.extend(e for e in found if e not in chosen)

@@ -5,12 +5,16 @@ and its answer read here, so the catalog knows perf's formats through this modul
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
 
 from autoprof.perf.command import installed
+from autoprof.util import xdg
+from autoprof.util.records import read_json, write_json
 
+VERSION_CACHE = "perf-version.json"  # in the user's cache folder (`util.xdg`)
 _TRACEPOINT = re.compile(r"[\w-]+:[\w-]+")  # subsystem:event
 
 
@@ -25,10 +29,31 @@ def _ask(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str] | 
 
 
 def version() -> str:
-    """perf's version ("6.1.158"); "" without perf."""
+    """perf's version ("6.1.158"); "" without perf. Remembered in the user's cache for the
+    program it was asked of (its path, inode, size and times) under this kernel (a wrapper
+    may pick its perf by the kernel's release): asking perf cost 8 ms of CPU of every start."""
     perf = installed()
-    found = _ask([perf, "--version"], 20) if perf else None
-    return found.stdout.strip().removeprefix("perf version ").strip() if found else ""
+    if not perf:
+        return ""
+    try:
+        info = os.stat(perf)
+    except OSError:
+        return ""
+    program = (os.path.realpath(perf), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    key = repr((*program, info.st_ctime_ns, os.uname().release))
+    cache = xdg.cache_dir() / VERSION_CACHE
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+        known = read_json(cache)
+        if known["key"] == key and isinstance(known["version"], str):
+            return known["version"]
+    found = _ask([perf, "--version"], 20)
+    if found is None or found.returncode != 0:
+        return ""
+    answer = found.stdout.strip().removeprefix("perf version ").strip()
+    with contextlib.suppress(OSError):  # a cache that cannot be written is no error
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        write_json(cache, {"key": key, "version": answer})
+    return answer
 
 
 def tracepoints() -> list[str]:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from autoprof import emulate
 from autoprof.catalog import host, machine, modifiers
 from autoprof.catalog.encoding import HYBRID_CORE_PMUS
 from autoprof.catalog.model import Catalog, Event, Exclusion
 from autoprof.errors import AutoprofError
-from autoprof.metrics import catalog as metric_catalog
-from autoprof.metrics.plan import MetricPlan, plan_metrics, unavailable_pmus
 from autoprof.perf import labels as perf_labels
 from autoprof.perf import launch
 from autoprof.run import attach, pinning, preflight
@@ -32,6 +31,9 @@ from autoprof.run.request import Request
 from autoprof.schedule import rules, schedule
 from autoprof.schedule.bounds import plan_bound
 from autoprof.schedule.plan import SYSTEM_WIDE_ONLY, Placement, Plan, run_problems
+
+if TYPE_CHECKING:
+    from autoprof.metrics.plan import MetricPlan
 
 
 def _ignore(_: str) -> None:
@@ -114,6 +116,9 @@ def metric_events(draft: Draft) -> Draft:
     request = draft.request
     if not request.by_metrics:
         return draft
+    from autoprof.metrics import catalog as metric_catalog  # --metrics only (~8 ms of a start)
+    from autoprof.metrics.plan import plan_metrics, unavailable_pmus
+
     metrics = metric_catalog.for_machine(request.events_dir, request.cpu, request.metrics_files)
     chosen = metrics.select(list(request.metrics) or ["all"])
     for text in metrics.notes:
