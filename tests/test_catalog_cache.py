@@ -118,7 +118,7 @@ def test_every_vendors_catalog_reads_back_as_parsed(own_cache, kind, cpu):
     from autoprof.catalog import embedded
 
     directory = embedded.directory(kind)
-    parsed = cache.LOADERS[kind](directory, cpu)
+    parsed = cache.reader(kind)(directory, cpu)
     cache.load(directory, cpu, kind=kind)
     assert cache.load(directory, cpu, kind=kind) == parsed
     assert [e.spec for e in cache.load(directory, cpu, kind=kind).events] == [

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib
 import json
 import os
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import __version__
-from autoprof.catalog import amd, arm, intel, vendor
+from autoprof.catalog import vendor
 from autoprof.catalog import yaml as yaml_catalog
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
 from autoprof.util import xdg
@@ -39,7 +40,9 @@ _FORMAT = 2  # bump when the entry's layout changes (2: JSON, was a pickle)
 # entries kept (about 0.5 MB for a large CPU, most far less); the least recently used go. At
 # 16, planning for more CPUs and options than that (the tests use dozens) parsed again and again
 KEEP = 64
-LOADERS = {vendor.INTEL: intel.load, vendor.AMD: amd.load, vendor.ARM64: arm.load}
+# each vendor's reader, by module: imported only to parse (a warm load needs none of them, and
+# importing all three cost ~10 ms of every start)
+READERS = {vendor.INTEL: "intel", vendor.AMD: "amd", vendor.ARM64: "arm"}
 SUFFIX = ".json"
 _EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(Event))
 # the Event fields JSON cannot hold as they are: a list read back as the field's type
@@ -83,13 +86,18 @@ def _digest(parts: list[Any]) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
+def reader(kind: str) -> Callable[[Path, str, ReadOptions], Catalog]:
+    """The `load` of vendor `kind`'s reader (`catalog.intel`, `amd`, `arm`)."""
+    return importlib.import_module(f"autoprof.catalog.{READERS[kind]}").load
+
+
 def load(
     events_dir: str | Path, cpu: str, options: ReadOptions | None = None, kind: str | None = None
 ) -> Catalog:
     """The `kind` vendor's reader (default: the directory's layout) on `events_dir`, from the
     cache when an entry matches."""
     events_dir, options = Path(events_dir), options or ReadOptions()
-    parse = LOADERS[kind or vendor.layout(events_dir)]
+    parse = reader(kind or vendor.layout(events_dir))
     try:
         path = cache_dir() / f"{key(events_dir, cpu, options)}{SUFFIX}"
     except OSError:  # a directory that cannot be walked: the parse says what is wrong with it

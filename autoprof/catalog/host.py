@@ -15,13 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from autoprof.catalog import (
-    amd,
-    arm,
     cache,
     embedded,
     encoding,
     formats,
-    intel,
     machine,
     modifiers,
     perfnames,
@@ -107,6 +104,8 @@ def user_events_dir(kind: str) -> Path:
 def model_names(directory: Path, kind: str) -> dict[str, str]:
     """The model names a vendor's data knows (``SKX``, ``zen4``, ``neoverse-n1``) -> the name
     its reader takes."""
+    from autoprof.catalog import amd, arm, intel  # the readers: not needed for this machine
+
     if kind == vendor.INTEL:
         names = list(intel.platform_cpu_ids(directory))
     else:

@@ -36,15 +36,17 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
-from autoprof.perf.threads import ThreadRecord
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run.options import ProfileOptions, measuring_fields
 from autoprof.util.owned import FOLDER_MODE, trusted
 from autoprof.util.records import file_format, known_fields, read_json, write_json
+
+if TYPE_CHECKING:
+    from autoprof.perf.threads import ThreadRecord
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -222,7 +224,7 @@ class RunRecord:
         file_format(data, cls.FORMAT, path)
         events = [EventRef(**known_fields(EventRef, e)) for e in data.get("events", [])]
         unsupported = [Unsupported.from_json(u) for u in data.get("unsupported", [])]
-        threads = [ThreadRecord(**known_fields(ThreadRecord, t)) for t in data.get("threads", [])]
+        threads = _thread_records(data.get("threads", []))
         required = {
             "threads": threads,
             "run": int(data["run"]),
@@ -326,6 +328,15 @@ def read_manifest(out: Path) -> Manifest:
 
 def one_line(err: Exception) -> str:
     return f"{type(err).__name__}: {err}".splitlines()[0]
+
+
+def _thread_records(found: list[dict[str, Any]]) -> list[ThreadRecord]:
+    """--per-thread's records of a run (`perf.threads` loads only for a run that has them)."""
+    if not found:
+        return []
+    from autoprof.perf.threads import ThreadRecord
+
+    return [ThreadRecord(**known_fields(ThreadRecord, t)) for t in found]
 
 
 def write_run_record(folder: Path, record: RunRecord) -> None:

@@ -23,7 +23,6 @@ def replacing(
     removed. `mode`: the file's permissions before the umask. The temp file is made anew
     (O_EXCL: never a file or link someone left under its name)."""
     path = Path(path)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     open_args["mode"] = "w" if text else "wb"
     if text:
         open_args.setdefault("encoding", "utf-8")
@@ -31,24 +30,67 @@ def replacing(
         with open(path, **open_args) as file:
             yield file
         return
-    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    tmp, fd = _created(path, mode)
     try:
-        try:
-            fd = os.open(tmp, create, mode)
-        except FileExistsError:  # a crashed writer's: the new file must get `mode`
-            tmp.unlink()
-            fd = os.open(tmp, create, mode)
         with open(fd, **open_args) as file:
             yield file
-        tmp.replace(path)
+        os.replace(tmp, path)
+    except BaseException as err:
+        _failed(path, tmp, err)
+        raise
+
+
+def write(path: Path, data: str | bytes, mode: int = 0o666) -> None:
+    """`data` into `path`, whole or not at all, as `replacing` writes it (text as UTF-8), with
+    no file object: a run's record is written this way at every run."""
+    raw = data.encode() if isinstance(data, str) else data
+    if _special(path):
+        with open(path, "wb") as file:
+            file.write(raw)
+        return
+    tmp, fd = _created(path, mode)
+    try:
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException as err:
+        _failed(path, tmp, err)
+        raise
+
+
+def _created(path: Path, mode: int) -> tuple[str, int]:
+    """A new temp file beside `path`, of this process and thread: (its name, its descriptor)."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        try:
+            return tmp, os.open(tmp, create, mode)
+        except FileExistsError:  # a crashed writer's: the new file must get `mode`
+            os.unlink(tmp)
+            return tmp, os.open(tmp, create, mode)
     except OSError as err:
-        tmp.unlink(missing_ok=True)
-        if err.filename in (None, str(tmp)):
-            raise OSError(err.errno, err.strerror, str(path)) from None
-        raise
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        raise _named(err, path, tmp) from None
+
+
+def _failed(path: Path, tmp: str, err: BaseException) -> None:
+    """The temp file removed; an OSError about it raised as one about `path`."""
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    if isinstance(err, OSError):
+        named = _named(err, path, tmp)
+        if named is not err:
+            raise named from None
+
+
+def _named(err: OSError, path: Path, tmp: str) -> OSError:
+    """`err` naming the file asked for where it named the temp file or none."""
+    if err.filename in (None, tmp):
+        return OSError(err.errno, err.strerror, str(path))
+    return err
 
 
 def _special(path: Path) -> bool:
@@ -57,9 +99,3 @@ def _special(path: Path) -> bool:
         return not stat.S_ISREG(os.stat(path).st_mode)
     except (FileNotFoundError, NotADirectoryError):
         return False
-
-
-def write(path: Path, data: str | bytes, mode: int = 0o666) -> None:
-    """`data` into `path`, whole or not at all (`replacing`); text as UTF-8."""
-    with replacing(path, mode, text=isinstance(data, str)) as file:
-        file.write(data)
