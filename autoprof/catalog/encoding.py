@@ -32,6 +32,7 @@ compared term by term (tests, and matching a user's raw event to a catalog event
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Protocol
 
@@ -169,10 +170,17 @@ _SPEC = re.compile(r"^([\w.-]+)/(.*)/$")
 # or pmu/term=value,.../ with perf's modifiers. No commas or braces outside the terms (two
 # events, a group), no slash inside them.
 _TERM = r"[\w.-]+(?:=(?:[\w.?-]+|'[\w.:=-]*'))?"
-_ONE_EVENT = re.compile(
+_ONE_EVENT = (
     r"[\w.-]+|[\w-]+:[\w-]+|mem:(?:0x[0-9a-fA-F]+|\d+)(?:/\d+)?(?::[rwx]{1,3})?"
     rf"|[\w.-]+/(?:{_TERM}(?:,{_TERM})*)?/[ukhpPGHSDIW]*"
-)
+)  # compiled when first used (`_one_event`): ~3 ms, and most starts check no event text
+
+
+@functools.cache
+def _one_event() -> re.Pattern[str]:
+    return re.compile(_ONE_EVENT)
+
+
 # perf (before 6.6) loads a BPF object, or compiles C, for an event whose text (or a prefix of
 # it, up to a comma or brace) names a file ending .o, .obj, .c or .bpf* (parse-events.l:
 # bpf_object, bpf_source, isbpf_suffix): no piece of an event text may end so.
@@ -182,7 +190,7 @@ _BPF_NAME = re.compile(r"\.(?:o|obj|c)(?=$|[,{}/=':])|\.bpf")
 def event_text_problem(text: str) -> str | None:
     """Why `text` cannot go to ``perf -e`` as one event (None when it can): a second event
     after a comma, a group, a path, or a name perf would read as a BPF program."""
-    if not _ONE_EVENT.fullmatch(text):
+    if not _one_event().fullmatch(text):
         return f"{text!r} is not one event as perf writes it"
     if _BPF_NAME.search(text):
         return f"{text!r} names a file perf would load as a BPF program"

@@ -95,6 +95,13 @@ def _trace_me(call: Any, cpus: frozenset[int] | None = None) -> None:
 
 
 @functools.cache
+def devnull() -> int:
+    """/dev/null, open for reading for as long as autoprof runs: the standard input of every
+    workload and perf (subprocess.DEVNULL opens and closes it again for each process)."""
+    return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
+
+@functools.cache
 def native_launcher() -> str | None:
     """The native launcher's path when it is built here (and executable), else None."""
     return str(LAUNCHER) if os.access(LAUNCHER, os.X_OK) else None
@@ -230,13 +237,15 @@ class Launch:
         cpus: frozenset[int] | None = None,
         pass_fds: tuple[int, ...] = (),
         native: bool = True,
+        program: str | None = None,
     ) -> Self:
         """Start `command` held at its exec (a group of its own), on `cpus` only when given,
         with `pass_fds` open in it (a region marker channel), through the native launcher
         when `native` and it is built; raises AutoprofError in one line when it cannot be run
-        (not found, not executable, ptrace refused)."""
+        (not found, not executable, ptrace refused). `program`: the file `command[0]` names,
+        when the caller resolved it once for many runs (`resolve`: a search of PATH)."""
         name = command[0]
-        path = resolve(name, env)
+        path = program or resolve(name, env)
         launcher = native_launcher() if native else None
         if launcher is not None:  # vfork: no preexec_fn
             pin = "-" if cpus is None else ",".join(map(str, sorted(cpus)))
@@ -249,7 +258,7 @@ class Launch:
             workload = subprocess.Popen(
                 argv,
                 executable=executable,
-                stdin=subprocess.DEVNULL,
+                stdin=devnull(),
                 stdout=stdout,
                 stderr=stderr,
                 env=dict(env),
@@ -303,7 +312,7 @@ class Launch:
         try:
             self.perf = subprocess.Popen(
                 full,
-                stdin=subprocess.DEVNULL,
+                stdin=devnull(),
                 stdout=stdout,
                 stderr=stderr,
                 env=dict(env),

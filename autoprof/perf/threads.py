@@ -40,6 +40,7 @@ from autoprof.perf.launch import (
     _ptrace,
     await_ack,
     control_channel,
+    devnull,
     end_perf,
 )
 
@@ -144,7 +145,7 @@ class ThreadLaunch(Launch):
         try:
             perf = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=devnull(),
                 stdout=self.stderr_file,
                 stderr=self.stderr_file,
                 env=self.env,

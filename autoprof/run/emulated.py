@@ -11,11 +11,9 @@ run's wall time over that one is the emulation's slowdown, kept with the counts.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
-from typing import IO
 
 from autoprof import emulate
 from autoprof.catalog.model import Event
@@ -25,7 +23,6 @@ from autoprof.run import outdir
 from autoprof.run.outcome import signal_name
 from autoprof.run.outdir import EmulatedCounts, EventRef, RunRecord
 from autoprof.run.runner import Runner, Task
-from autoprof.util import owned
 from autoprof.util.clock import now_iso
 from autoprof.util.status import RunStatus
 
@@ -51,10 +48,9 @@ class EmulatedRunner(Runner):
             start=now_iso(),
         )
         started = time.monotonic()
-        new = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         with (
-            open(owned.open_file(folder / outdir.STDOUT, new), "wb") as out,
-            open(owned.open_file(folder / outdir.STDERR, new), "wb") as err,
+            outdir.new_output(folder, outdir.STDOUT) as out,
+            outdir.new_output(folder, outdir.STDERR) as err,
         ):
             native = self._run(record, folder, self.engine.plain(self.command), None, None)
             if record.status:  # the native run timed out: no emulated run
@@ -93,7 +89,7 @@ class EmulatedRunner(Runner):
             return err
 
     def _run(
-        self, record: RunRecord, folder: Path, argv: list[str], out: IO | None, err: IO | None
+        self, record: RunRecord, folder: Path, argv: list[str], out: int | None, err: int | None
     ) -> int:
         """Run `argv` in a process group of its own (None outputs: discarded) with the
         command's environment, noted in the lock file while it runs; its exit status. A

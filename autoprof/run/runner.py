@@ -25,7 +25,7 @@ from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.perf import command as perf_command
 from autoprof.perf import process
-from autoprof.perf.launch import Launch
+from autoprof.perf.launch import Launch, resolve
 from autoprof.perf.process import (
     Interrupted,
     Stopper,
@@ -153,6 +153,8 @@ class Runner:
 
             self._launcher = ThreadLaunch
         self.cpus = None if options.attached else pinning.workload_cpus(options)
+        # the command's program, found on its PATH once (not at every run)
+        self.program = None if options.attached else resolve(command[0], self.command_env)
         self._lock: int | None = None  # the lock file, while `run_all` holds it
 
     def run_all(self, todo: Iterable[Task]) -> list[RunRecord]:
@@ -308,17 +310,16 @@ class Runner:
         )
         started = time.monotonic()
         code: int | None
-        new = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         with (
-            open(owned.open_file(folder / outdir.STDOUT, new), "wb") as out,
-            open(owned.open_file(folder / outdir.STDERR, new), "wb") as err,
+            outdir.new_output(folder, outdir.STDOUT) as out,
+            outdir.new_output(folder, outdir.STDERR) as err,
         ):
             if self.options.attached:
                 code = self._attached(record, folder, argv, out, err, started)
                 workload = None
             else:
                 code, workload = self._launched(record, folder, argv, out, err, started)
-            wrote_errors = os.fstat(err.fileno()).st_size > 0  # mostly not: no file to open
+            wrote_errors = os.fstat(err).st_size > 0  # mostly not: no file to open
         record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
         record.perf_exit = code
         stderr = (folder / outdir.STDERR).read_text(errors="replace") if wrote_errors else ""
@@ -356,6 +357,7 @@ class Runner:
                     stderr=err,
                     cpus=self.cpus,
                     pass_fds=relay.pass_fds if relay else (),
+                    program=self.program,
                 )
                 if relay:
                     relay.spawned()
