@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -58,14 +59,29 @@ def cache_dir() -> Path:
 
 
 def _stats(root: Path) -> list[tuple[str, int, int]]:
-    """(relative path, size, mtime in ns) of every file under `root`, in a stable order."""
+    """(relative path, size, mtime in ns) of every file under `root`, in a stable order (links
+    to files followed, links to folders not entered, as os.walk does; os.scandir's entries, not
+    a Path a file: this runs at every start)."""
     found = []
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            path = Path(folder) / name
-            stat = path.stat()
-            found.append((str(path.relative_to(root)), stat.st_size, stat.st_mtime_ns))
+
+    def walk(folder: str, prefix: str) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.is_dir():
+                    info = entry.stat()
+                    found.append((prefix + entry.name, info.st_size, info.st_mtime_ns))
+                elif not entry.is_symlink():
+                    walk(entry.path, f"{prefix}{entry.name}/")
+
+    walk(str(root), "")
     return sorted(found)
+
+
+@functools.cache
+def _source_stats() -> list[tuple[str, int, int]]:
+    """The parsers' sources (`_SOURCES`), looked at once a process: the parsers it runs are
+    the ones it imported."""
+    return [s for s in _stats(_SOURCES) if s[0].endswith(".py")]
 
 
 def key(events_dir: Path, cpu: str, options: ReadOptions) -> str:
@@ -82,7 +98,7 @@ def key(events_dir: Path, cpu: str, options: ReadOptions) -> str:
 
 def _digest(parts: list[Any]) -> str:
     """`parts`, with the entries' layout, autoprof's version and its parsers' sources."""
-    parts = [_FORMAT, __version__, *parts, [s for s in _stats(_SOURCES) if s[0].endswith(".py")]]
+    parts = [_FORMAT, __version__, *parts, _source_stats()]
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 

@@ -13,6 +13,7 @@ every box with the same format), `misfit` judges one event, `without_misfits` a 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -51,9 +52,13 @@ def pmu_folder(sysfs: Path, pmu: str) -> Path | None:
     """The folder of a PMU as perf finds it: its own name, else its first numbered box."""
     if (sysfs / pmu).is_dir():
         return sysfs / pmu
-    boxes = sorted(sysfs.glob(f"{pmu}_[0-9]*"), key=lambda p: p.name)
-    boxes = [p for p in boxes if re.fullmatch(rf"{re.escape(pmu)}_\d+", p.name)]
-    return boxes[0] if boxes else None
+    try:
+        names = os.listdir(sysfs)  # not Path.glob: its pattern is compiled at every start
+    except OSError:
+        return None
+    box = re.compile(rf"{re.escape(pmu)}_\d+")
+    boxes = sorted(name for name in names if box.fullmatch(name))
+    return sysfs / boxes[0] if boxes else None
 
 
 def read_pmu(sysfs: Path, pmu: str) -> dict[str, Format] | None:
