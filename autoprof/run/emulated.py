@@ -19,7 +19,7 @@ from autoprof import emulate
 from autoprof.catalog.model import Event
 from autoprof.errors import AutoprofError
 from autoprof.perf.process import Interrupted, start_time, stop_group
-from autoprof.run import outdir
+from autoprof.run import outdir, spool
 from autoprof.run.outcome import signal_name
 from autoprof.run.outdir import EmulatedCounts, EventRef, RunRecord
 from autoprof.run.runner import Runner, Task
@@ -48,10 +48,7 @@ class EmulatedRunner(Runner):
             start=now_iso(),
         )
         started = time.monotonic()
-        with (
-            outdir.new_output(folder, outdir.STDOUT) as out,
-            outdir.new_output(folder, outdir.STDERR) as err,
-        ):
+        with spool.outputs(self.out, folder) as (out, err):
             native = self._run(record, folder, self.engine.plain(self.command), None, None)
             if record.status:  # the native run timed out: no emulated run
                 record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)

@@ -11,10 +11,11 @@ Layout::
         emulated.json         --emulate: EmulatedCounts, what the emulator counted (no perf.csv)
         cachegrind.out.PID    --emulate: the emulator's own output (valgrind.log.PID its log)
         perf-TID.csv          --per-thread: the output of each other thread's perf
-        stdout.txt            the workload's standard output
-        stderr.txt            the workload's standard error (and perf's own messages)
+        stdout.txt            the workload's standard output (none: it wrote nothing)
+        stderr.txt            the workload's standard error and perf's messages (same)
       attempts/run0002-rep1-attempt1/   a failed attempt that `--retries` ran again
       .lock                   held by the profile writing the folder; names its run's processes
+      stdout.spool, stderr.spool   the run under way's output (`run.spool`)
       results.csv             written by `aggregate` (see autoprof.results)
       report.json             the sanity report written by `aggregate`
 
@@ -28,7 +29,6 @@ keys it does not know and defaulting the ones a file lacks; a newer format is re
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -43,7 +43,7 @@ from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
 from autoprof.perf.unsupported import Unsupported
 from autoprof.run.options import ProfileOptions, measuring_fields
-from autoprof.util.owned import FOLDER_MODE, open_file, trusted
+from autoprof.util.owned import FOLDER_MODE, trusted
 from autoprof.util.records import file_format, known_fields, read_json, write_json
 
 if TYPE_CHECKING:
@@ -338,17 +338,6 @@ def _thread_records(found: list[dict[str, Any]]) -> list[ThreadRecord]:
     from autoprof.perf.threads import ThreadRecord
 
     return [ThreadRecord(**known_fields(ThreadRecord, t)) for t in found]
-
-
-@contextlib.contextmanager
-def new_output(folder: Path, name: str) -> Iterator[int]:
-    """A run's new output file (`STDOUT`, `STDERR`) in its fresh folder, as a descriptor for
-    the processes it is given to (a file object's checks cost a few system calls a run)."""
-    fd = open_file(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def write_run_record(folder: Path, record: RunRecord) -> None:

@@ -35,7 +35,7 @@ from autoprof.perf.process import (
     workload_env,
 )
 from autoprof.perf.unsupported import Unsupported
-from autoprof.run import attach, outcome, outdir, pinning
+from autoprof.run import attach, outcome, outdir, pinning, spool
 from autoprof.run.journal import Entry, Journal, finished
 from autoprof.run.options import ProfileOptions
 from autoprof.run.outdir import EventRef, RunRecord
@@ -170,6 +170,7 @@ class Runner:
             except BlockingIOError:
                 raise AutoprofError(f"another profile is running in {self.out}/") from None
             stop_leftovers(self.out)  # the lock was free: whoever held it is dead
+            spool.clear(self.out)
             self._lock = lock
             self._note(None)  # the note's room, taken now: a full disk stops no run midway
             with self.stopper:
@@ -177,6 +178,7 @@ class Runner:
                     return self._run_all(todo)
                 finally:
                     self.journal.synced()
+                    spool.clear(self.out)  # empty, and no process holds them (`settle`)
         finally:
             self._lock = None
             os.close(lock)
@@ -310,19 +312,18 @@ class Runner:
         )
         started = time.monotonic()
         code: int | None
-        with (
-            outdir.new_output(folder, outdir.STDOUT) as out,
-            outdir.new_output(folder, outdir.STDERR) as err,
-        ):
+        with spool.outputs(self.out, folder) as (out, err):  # stdout.txt, stderr.txt if written
             if self.options.attached:
                 code = self._attached(record, folder, argv, out, err, started)
                 workload = None
             else:
                 code, workload = self._launched(record, folder, argv, out, err, started)
-            wrote_errors = os.fstat(err).st_size > 0  # mostly not: no file to open
         record.end, record.elapsed_s = now_iso(), round(time.monotonic() - started, 6)
         record.perf_exit = code
-        stderr = (folder / outdir.STDERR).read_text(errors="replace") if wrote_errors else ""
+        try:
+            stderr = (folder / outdir.STDERR).read_text(errors="replace")
+        except FileNotFoundError:  # mostly: nothing was written to it
+            stderr = ""
         if record.status:
             pass
         elif self.options.attached:

@@ -29,7 +29,7 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from autoprof.errors import AutoprofError
 from autoprof.perf.record import RECORD_INFO
 from autoprof.results import csvfile
-from autoprof.run import outdir
+from autoprof.run import outdir, spool
 from autoprof.store import export
 from autoprof.store.engine import Store
 from autoprof.store.queries import find_run
@@ -40,7 +40,7 @@ EXPORTS = "exports"  # data_dir's folder of results.csv files already downloaded
 EXPORT_CACHE_BYTES = 4 << 30
 KEPT_CHUNK_BYTES = 1 << 20  # a kept file goes out a MiB per write (Starlette's 64 KiB: 3x slower)
 # what a workload printed: readable with the token only (it may hold anything the program saw)
-PRIVATE_FILES = frozenset({outdir.STDOUT, outdir.STDERR})
+PRIVATE_FILES = frozenset({outdir.STDOUT, outdir.STDERR, *spool.NAMES})
 HERE = Path(__file__).parent
 # the flame graph runs its own inline script: sandboxed, it reaches nothing of this origin;
 # only this server's record page may embed it

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from autoprof.queue.model import FINISHED, QUEUED, JobResult
-from autoprof.run import outdir
+from autoprof.run import outdir, spool
 from autoprof.util.clock import now_iso
 from autoprof.web.form import JobRequest
 
@@ -94,8 +94,8 @@ class Job:
         folders = sorted((out / outdir.RUNS).glob("run*")) if (out / outdir.RUNS).is_dir() else []
         latest = folders[-1] if folders else out
         return {
-            "stdout": _tail(latest / outdir.STDOUT),
-            "stderr": _tail(latest / outdir.STDERR),
+            "stdout": _tail(spool.live(out, latest, outdir.STDOUT)),
+            "stderr": _tail(spool.live(out, latest, outdir.STDERR)),
             "log": _tail(self.folder / LOG),
         }
 
