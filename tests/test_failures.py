@@ -128,7 +128,8 @@ def redis_server(port: int, folder: Path) -> subprocess.Popen:
 def test_workers_ride_out_a_redis_restart(tmp_path, pg_url):
     """Redis killed for 5 s while two workers each run a job: every worker printed RQ's
     tracebacks and quit, and the jobs ended as RQ's AbandonedJobError. They go on now, a line
-    per attempt, and every job is stored once."""
+    per attempt, and every job is stored once. A job its heartbeats missed runs again (and
+    resumes) after --retry-wait: 1 s, not the 30 s default this test does not need."""
     from redis import Redis
 
     from autoprof.queue import jobs
@@ -143,7 +144,7 @@ def test_workers_ride_out_a_redis_restart(tmp_path, pg_url):
         ids = []
         for name in ("h0", "h1"):
             done = invoke("submit", "--redis", url, "--host", name, "-e", "task-clock",
-                          "--retry", "1", "--", "sleep", "4")  # fmt: skip
+                          "--retry", "1", "--retry-wait", "1", "--", "sleep", "4")  # fmt: skip
             assert done.returncode == 0, done.output
             ids += [line.split()[1] for line in done.output.splitlines() if "  job " in line]
         conn = Redis.from_url(url)
