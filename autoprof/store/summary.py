@@ -220,7 +220,7 @@ def series_totals(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
             Measurement,
             (Measurement.part_id == Series.part_id) & (Measurement.series == Series.number),
         )
-        .where(Series.part_id.in_(part_ids))
+        .where(Series.part_id.in_(part_ids), Measurement.part_id.in_(part_ids))  # (pruned)
         .group_by(*keys)
     ).all()
     columns = ["EVENT_NAME", "PMU", "REGION", "UNIT", "RUN", "REPEAT", "SAMPLE_VALUE"]

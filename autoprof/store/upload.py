@@ -212,7 +212,7 @@ def load_part(conn: Connection, part_id: int, chunks: Iterable[Any]) -> Loaded:
             yield bulk.measurement_rows(part_id, rows, numbers.number(chunk), chunk)
             rows += chunk.num_rows
 
-    bulk.write_measurements(conn, measurements())
+    bulk.write_measurements(conn, part_id, measurements())
     if numbers.numbers:
         conn.execute(insert(Series), numbers.rows(part_id))
     names = dict.fromkeys(key[0] for key in numbers.numbers if key[0] is not None)
