@@ -28,7 +28,7 @@ from autoprof.analysis import correlation, data, stats
 from autoprof.analysis.downsample import lttb, lttb_many
 from autoprof.results import csvfile
 from autoprof.run import outdir
-from autoprof.store import bulk, engine, export, summary, text
+from autoprof.store import bulk, columns, engine, export, summary, text
 from autoprof.store.queries import find_run
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
@@ -415,6 +415,35 @@ def test_a_summary_is_rebuilt_when_the_run_gains_a_part(store_url, tmp_path):
             assert runs["task-clock"] == 2 * k  # part k brings plan runs k and k + 2
     both = sum(len(csvfile.read_csv(tmp_path / f"p{k}" / outdir.RESULTS)) for k in (1, 2))
     assert {rows for _, _, rows in _summary_rows(store, profile_id)} == {both}
+
+
+def test_a_summary_from_kept_columns_is_the_one_from_rows(
+    store_url, tmp_path, tiny_chunks, monkeypatch
+):
+    """A one-part run's columns kept at upload (`store.columns`, in pieces) build its summary
+    item for item as its rows do; a split run keeps none (its parts are read merged)."""
+    monkeypatch.setattr(columns, "PIECE_ROWS", 700)
+    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=200, cpus=2)
+    run_id = uploaded(store_url, out)
+    store = engine.open_store(store_url, create=False)
+    rows = len(csvfile.read_csv(out / outdir.RESULTS))
+    with store.read() as conn:
+        run = find_run(conn, run_id)
+        kept = conn.execute(sql("SELECT rows FROM part_columns ORDER BY piece")).scalars().all()
+        assert len(kept) > 2 and sum(kept) == rows
+        from_columns = summary.build(conn, run)
+    with store.write() as conn:
+        conn.execute(sql("DELETE FROM part_columns"))
+    with store.read() as conn:
+        assert summary.build(conn, run) == from_columns
+    profile_id = None
+    for k in (1, 2):
+        part = make_out(tmp_path / f"p{k}", runs=4, repeats=1, intervals=20, seed=2,
+                        profile_id=profile_id, part=k, parts=2)  # fmt: skip
+        profile_id = uploaded(store_url, part)
+    with store.read() as conn:
+        assert conn.execute(sql("SELECT count(*) FROM part_columns")).scalar_one() == 0
+    store.engine.dispose()
 
 
 def test_stored_timeline_is_the_live_one(served):

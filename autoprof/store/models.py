@@ -240,6 +240,22 @@ class PartText(Base):
     data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+class PartColumns(Base):
+    """A one-part run's measurement columns as its summary reads them (series number, INDEX,
+    TIME, SAMPLE_VALUE, PERCENT_RUNNING, rows in order), kept at upload: Arrow IPC streams with
+    zstd-compressed buffers, a piece of a few hundred thousand rows per row
+    (`autoprof.store.columns`). A part without them is read from its rows."""
+
+    __tablename__ = "part_columns"
+
+    part_id: Mapped[int] = mapped_column(
+        ForeignKey("run_part.id", ondelete="CASCADE"), primary_key=True
+    )
+    piece: Mapped[int] = mapped_column(primary_key=True)  # 0, 1, ... in the rows' order
+    rows: Mapped[int]
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class FunctionRow(Base):
     """A sampled recording kept in a profile's folder (`autoprof record -o OUT/NAME`): one
     function's weight for one event, as `autoprof report` shows it (self samples by symbol).

@@ -5,7 +5,8 @@ CHART_POINTS with LTTB) with a histogram. Opening a run then reads a few rows, n
 measurements.
 
 A summary is built the first time a run's page asks (`stored`), from one pass over the run's
-rows (`bulk.read_rows`, read a batch ahead in a thread) that keeps only what the analyses need:
+rows (a one-part run's columns kept at upload, `store.columns`; else its rows, `bulk.read_part`
+or `bulk.read_rows`; read a batch ahead in a thread) that keeps only what the analyses need:
 per (event, run, repeat, interval) the sum, count and time of the values (`data.per_interval`'s
 view, built a chunk at a time), and per event its rows, samples, smallest percent running and
 largest count. It is rebuilt when its VERSION is not this code's (bump it whenever what is
@@ -29,7 +30,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from autoprof.analysis import correlation, data, stats
 from autoprof.analysis.downsample import lttb_many
 from autoprof.errors import AutoprofError
-from autoprof.store import bulk
+from autoprof.store import bulk, columns
 from autoprof.store.engine import Store
 from autoprof.store.models import RunPart, RunSummary, Series
 from autoprof.store.queries import find_run
@@ -115,7 +116,9 @@ def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
     offsets = np.cumsum([0, *(lines.per_part[p.id] for p in parts)])[:-1]
     read = [bulk.Part(p.id, p.rows, int(o)) for p, o in zip(parts, offsets, strict=True) if p.rows]
     pass_ = _Pass(lines)
-    if len(read) == 1:  # rows in any order, each saying its place (seq): no window sorted
+    if len(read) == 1 and (count := columns.pieces(conn, read[0].id)):  # kept at upload
+        tables = columns.read(conn, read[0].id, count)
+    elif len(read) == 1:  # rows in any order, each saying its place (seq): no window sorted
         tables = bulk.read_part(conn, read[0], _SAMPLES)
     else:  # several parts: their rows' places are in the order `read_rows` merges them
         tables = bulk.read_rows(conn, read) if read else iter(())
