@@ -225,7 +225,7 @@ class RunSummary(Base):
 
 class PartText(Base):
     """A part's results.csv lines, kept as uploaded when they are the canonical text of its
-    rows (`results.csvfile.ResultsChunks`): a zstd-compressed piece of a few MiB per row, in order
+    rows (`results.csvfile.ResultsChunks`): a compressed piece of a few MiB per row, in order
     (`autoprof.store.text`). `runs export` and the web download of a one-part run send these
     pieces decompressed instead of writing the rows again. A part without them (text that was
     not canonical, or stored before migration 0007) is written from its rows."""
@@ -243,7 +243,7 @@ class PartText(Base):
 class PartColumns(Base):
     """A one-part run's measurement columns as its summary reads them (series number, INDEX,
     TIME, SAMPLE_VALUE, PERCENT_RUNNING, rows in order), kept at upload: Arrow IPC streams with
-    zstd-compressed buffers, a piece of a few hundred thousand rows per row
+    LZ4-compressed buffers, a piece of a few hundred thousand rows per row
     (`autoprof.store.columns`). A part without them is read from its rows."""
 
     __tablename__ = "part_columns"
