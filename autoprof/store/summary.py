@@ -45,6 +45,7 @@ CHART_POINTS = 1000  # a chart is about this many pixels wide: more points show 
 HISTOGRAM_BINS = 30
 HEATMAP_EVENTS = 60  # the most variable events when a run has more
 _SAMPLES = ["INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING"]  # what a pass reads of a row
+_UNSEEN = np.iinfo(np.int64).max
 _building: dict[int, threading.Lock] = {}  # run id -> held while its summary is built
 _guard = threading.Lock()
 
@@ -251,7 +252,7 @@ class _Pass:
     def __init__(self, lines: _Lines) -> None:
         self.lines = lines
         pairs = len(lines.pairs)
-        self.first = np.full(pairs, np.iinfo(np.int64).max)  # first row of each pair
+        self.first = np.full(pairs, _UNSEEN)  # first row of each pair
         self.rows = np.zeros(pairs, np.int64)
         self.samples = np.zeros(pairs, np.int64)
         self.min_percent = np.full(pairs, np.nan)
@@ -266,10 +267,9 @@ class _Pass:
         index = table.column("INDEX").to_numpy(zero_copy_only=False).astype(np.float64)
         line = self.lines.line_of[series]
         keep = (line >= 0) & ~np.isnan(index)
-        if "seq" in table.column_names:
-            position = table.column("seq").to_numpy().astype(np.int64)[keep]
-        else:
-            position = np.flatnonzero(keep) + self.seen
+        ordered = "seq" not in table.column_names  # else each row says its place
+        position = None if ordered else table.column("seq").to_numpy().astype(np.int64)[keep]
+        first_kept = self.seen
         self.seen += len(series)
         if not keep.all():
             line, index = line[keep], index[keep]
@@ -285,7 +285,13 @@ class _Pass:
         percent = table.column("PERCENT_RUNNING").to_numpy(zero_copy_only=False)[keep]
         pair = self.lines.line_pair[line]
         pairs = len(self.lines.pairs)
-        np.minimum.at(self.first, pair, position)
+        if ordered:  # rows in order: only a pair not seen yet has its first row here
+            new = np.flatnonzero(self.first[pair] == _UNSEEN)
+            if len(new):
+                kept_at = np.flatnonzero(keep)[new] + first_kept
+                np.minimum.at(self.first, pair[new], kept_at)
+        else:
+            np.minimum.at(self.first, pair, position)
         self.rows += np.bincount(pair, minlength=pairs)
         counted = ~np.isnan(values)
         self.samples += np.bincount(pair, weights=counted, minlength=pairs).astype(np.int64)
