@@ -298,8 +298,12 @@ class _Pass:
         np.fmin.at(self.min_percent, pair, percent)
         np.fmax.at(self.absmax, pair, np.abs(values))
         cell = line * self.width + index.astype(np.int64)
-        size = self.cells[0].size
-        rows, sums, counts, latest = (c.reshape(-1) for c in self.cells)
+        # only the span of cells this table touches (a few lines of the run's many: its rows
+        # are a few intervals of a few runs), so that a table costs its rows, not every cell
+        low = int(cell.min())
+        cell -= low
+        size = int(cell.max()) + 1
+        rows, sums, counts, latest = (c.reshape(-1)[low : low + size] for c in self.cells)
         rows += np.bincount(cell, minlength=size)
         sums += np.bincount(cell, weights=np.where(counted, values, 0.0), minlength=size)
         counts += np.bincount(cell, weights=counted, minlength=size)
