@@ -13,8 +13,10 @@ processes, medians of --repeat:
             byte), and the peak RSS of each autoprof process
   web       `autoprof serve` vs `python -m http.server` serving the same results.csv:
             download first byte and total (a first download streams from the store: the
-            server's kept copy is removed before each; later ones send the file it kept),
-            each paired with one of the static server's (medians of at least 7 of each); the
+            server's kept copy is removed before each; later ones send the file it kept,
+            where it keeps one: since #40 a run whose text the store keeps, as this one, is
+            streamed from the store each time, and no copy is kept), each paired with one of
+            the static server's (medians of at least 7 of each); the
             run page's first open after the upload (page, stats and correlation, one event's
             timeline) and later opens; the server's RSS.
 Targets: upload and export within 1.5x, their peak RSS under 300 MiB; download first byte

@@ -28,7 +28,7 @@ from autoprof.analysis import correlation, data, stats
 from autoprof.analysis.downsample import lttb, lttb_many
 from autoprof.results import csvfile
 from autoprof.run import outdir
-from autoprof.store import bulk, engine, export, summary, text
+from autoprof.store import bulk, columns, engine, export, summary, text
 from autoprof.store.queries import find_run
 from autoprof.testing.cli import invoke
 from autoprof.testing.synthetic_out import make_out
@@ -116,44 +116,62 @@ def test_a_part_read_in_any_order_is_its_rows_by_seq(store_url, tmp_path, tiny_c
     assert by_seq.equals(ordered.select(["series", *columns]))
 
 
-def test_a_windowed_read_summarizes_the_ranges_an_upload_added(pg_url, tmp_path, tiny_chunks):
-    """An upload leaves the BRIN index's new page ranges unsummarized (VACUUM, or the first read
-    by windows, does it: a range left so would be read by every window); reading a part by
-    windows summarizes them first, and keeps them summarized after its transaction."""
-    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=400, cpus=2)
-    run_id = uploaded(pg_url, out)
+def _partitions(conn) -> dict[str, list[str]]:
+    """measurement's partitions on PostgreSQL: name -> its indexes' definitions."""
+    names = conn.execute(
+        sql("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'measurement'::regclass ORDER BY 1")
+    ).scalars().all()  # fmt: skip
+    return {
+        name: conn.execute(sql("SELECT indexdef FROM pg_indexes WHERE tablename = :t"), {"t": name})
+        .scalars()
+        .all()
+        for name in names
+    }
+
+
+def test_each_part_is_a_partition_with_a_whole_brin_index(pg_url, tmp_path, tiny_chunks):
+    """On PostgreSQL a part's rows are a table of their own (a partition of measurement) whose
+    BRIN index on seq was built over all of them (nothing left to summarize): read by windows,
+    they come back in order; its run deleted, the table is gone."""
+    first = uploaded(pg_url, make_out(tmp_path / "a", runs=3, repeats=2, intervals=400, cpus=2))
+    other = make_out(tmp_path / "b", runs=3, repeats=2, intervals=400, cpus=2, seed=3)
+    second = uploaded(pg_url, other)
     store = engine.open_store(pg_url, create=False)
-    summarize = sql(f"SELECT brin_summarize_new_values('{bulk.MEASUREMENT_INDEX}')")
-    with store.engine.connect() as conn:
-        assert conn.execute(summarize).scalar_one() > 0  # the upload left some
-        conn.rollback()  # ... and summarizing them outlives a transaction rolled back
-        assert conn.execute(summarize).scalar_one() == 0
-    uploaded(pg_url, make_out(tmp_path / "more", runs=3, repeats=2, intervals=400, cpus=2, seed=3))
     with store.read() as conn:
-        run = find_run(conn, run_id)
-        part = bulk.Part(
-            conn.execute(sql(f"SELECT id FROM run_part WHERE run_id = {run.id}")).scalar_one(),
-            run.rows,
-        )
-        assert sum(t.num_rows for t in bulk.read_rows(conn, [part])) == run.rows > bulk.WINDOW
+        ids = conn.execute(sql("SELECT id FROM run_part ORDER BY id")).scalars().all()
+        found = _partitions(conn)
+        assert list(found) == sorted(f"measurement_{i}" for i in ids) and len(ids) == 2
+        for name, indexes in found.items():
+            assert len(indexes) == 1 and "USING brin (seq)" in indexes[0]
+            summarize = sql(f"SELECT brin_summarize_new_values('{name}_seq')")
+            assert conn.execute(summarize).scalar_one() == 0
+        run = find_run(conn, second)
+        part = bulk.Part(ids[1], run.rows)
+        tables = list(bulk.read_rows(conn, [part]))
+    assert len(tables) > 1 and run.rows > bulk.WINDOW
+    exported = b"".join(csvfile.encode(t) for t in export.chunks(store.engine.connect(), second))
+    assert csvfile.HEADER + exported == (other / outdir.RESULTS).read_bytes()
+    assert invoke("runs", "delete", first, "--yes", "--store", pg_url).returncode == 0
     with store.read() as conn:
-        assert conn.execute(summarize).scalar_one() == 0
+        assert list(_partitions(conn)) == [f"measurement_{ids[1]}"]
+        assert conn.execute(sql("SELECT count(*) FROM measurement")).scalar_one() == run.rows
     store.engine.dispose()
 
 
-def test_a_reader_that_may_not_summarize_reads_by_windows_all_the_same(
-    pg_url, tmp_path, tiny_chunks
-):
-    """Only the index's owner may summarize it: a read-only role reads the unsummarized ranges
-    instead of failing (and leaves them for the owner)."""
-    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=400, cpus=2)
-    run_id = uploaded(pg_url, out)
+def test_a_read_only_role_reads_a_part_by_windows(pg_url, tmp_path, tiny_chunks):
+    """A role granted SELECT on the store's tables (before the run's partition was made) reads
+    a part's rows through measurement, by windows, all of them."""
     role = f"autoprof_reader_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url.replace(SECRET, ""), autocommit=True) as admin:
         admin.execute(sql_id.SQL("CREATE ROLE {} LOGIN").format(sql_id.Identifier(role)))
-        admin.execute(sql_id.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(
-            sql_id.Identifier(role)))  # fmt: skip
     try:
+        engine.migrate(pg_url)
+        with psycopg.connect(pg_url.replace(SECRET, ""), autocommit=True) as admin:
+            admin.execute(sql_id.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(
+                sql_id.Identifier(role)))  # fmt: skip
+        out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=400, cpus=2)
+        run_id = uploaded(pg_url, out)
         reader = engine.open_store(pg_url.replace("postgres:", f"{role}:", 1), create=False)
         with reader.read() as conn:
             run = find_run(conn, run_id)
@@ -161,9 +179,6 @@ def test_a_reader_that_may_not_summarize_reads_by_windows_all_the_same(
             tables = list(bulk.read_rows(conn, [part]))
         assert sum(t.num_rows for t in tables) == run.rows > bulk.WINDOW
         reader.engine.dispose()
-        summarize = f"SELECT brin_summarize_new_values('{bulk.MEASUREMENT_INDEX}')"
-        with psycopg.connect(pg_url.replace(SECRET, "")) as owner:
-            assert owner.execute(summarize).fetchone()[0] > 0  # left for the owner
     finally:
         with psycopg.connect(pg_url.replace(SECRET, ""), autocommit=True) as admin:
             admin.execute(sql_id.SQL("DROP OWNED BY {}").format(sql_id.Identifier(role)))
@@ -263,18 +278,27 @@ def served(store_url, tmp_path):
 
 
 def test_download_streams_from_the_store_then_from_the_kept_file(served):
-    client, _, run_id, out, data_dir = served
+    """A run whose text the store keeps streams it, its length known (no chunked encoding),
+    each time, and no copy is kept; one written from its rows is kept as it goes out, and the
+    next download sends that file."""
+    client, store, run_id, out, data_dir = served
+    want = (out / outdir.RESULTS).read_bytes()
+    for _ in range(2):
+        with client.stream("GET", f"/runs/{run_id}/results.csv") as answer:
+            assert answer.status_code == 200
+            pieces = list(answer.iter_raw())
+        assert len(pieces) > 1 and b"".join(pieces) == want
+        assert answer.headers["content-length"] == str(len(want))
+        assert list((data_dir / "exports").glob("*.csv")) == []
+    with store.write() as conn:
+        conn.execute(sql("DELETE FROM part_text"))
     with client.stream("GET", f"/runs/{run_id}/results.csv") as answer:
-        assert answer.status_code == 200
         pieces = list(answer.iter_raw())
-    assert len(pieces) > 1
-    assert b"".join(pieces) == (out / outdir.RESULTS).read_bytes()
-    # streamed from the kept text, whose length is known before it is read: no chunked encoding
-    assert answer.headers["content-length"] == str((out / outdir.RESULTS).stat().st_size)
+    assert b"".join(pieces) == want and "content-length" not in answer.headers
     kept = list((data_dir / "exports").glob("*.csv"))
     assert [p.name for p in kept] == [f"{run_id}-{len(csvfile.read_csv(out / 'results.csv'))}.csv"]
     again = client.get(f"/runs/{run_id}/results.csv")
-    assert again.content == (out / outdir.RESULTS).read_bytes()
+    assert again.content == want
     assert again.headers["content-length"] == str(kept[0].stat().st_size)  # a file, sent whole
 
 
@@ -402,6 +426,35 @@ def test_a_summary_is_rebuilt_when_the_run_gains_a_part(store_url, tmp_path):
     assert {rows for _, _, rows in _summary_rows(store, profile_id)} == {both}
 
 
+def test_a_summary_from_kept_columns_is_the_one_from_rows(
+    store_url, tmp_path, tiny_chunks, monkeypatch
+):
+    """A one-part run's columns kept at upload (`store.columns`, in pieces) build its summary
+    item for item as its rows do; a split run keeps none (its parts are read merged)."""
+    monkeypatch.setattr(columns, "PIECE_ROWS", 700)
+    out = make_out(tmp_path / "out", runs=3, repeats=2, intervals=200, cpus=2)
+    run_id = uploaded(store_url, out)
+    store = engine.open_store(store_url, create=False)
+    rows = len(csvfile.read_csv(out / outdir.RESULTS))
+    with store.read() as conn:
+        run = find_run(conn, run_id)
+        kept = conn.execute(sql("SELECT rows FROM part_columns ORDER BY piece")).scalars().all()
+        assert len(kept) > 2 and sum(kept) == rows
+        from_columns = summary.build(conn, run)
+    with store.write() as conn:
+        conn.execute(sql("DELETE FROM part_columns"))
+    with store.read() as conn:
+        assert summary.build(conn, run) == from_columns
+    profile_id = None
+    for k in (1, 2):
+        part = make_out(tmp_path / f"p{k}", runs=4, repeats=1, intervals=20, seed=2,
+                        profile_id=profile_id, part=k, parts=2)  # fmt: skip
+        profile_id = uploaded(store_url, part)
+    with store.read() as conn:
+        assert conn.execute(sql("SELECT count(*) FROM part_columns")).scalar_one() == 0
+    store.engine.dispose()
+
+
 def test_stored_timeline_is_the_live_one(served):
     """The timeline the summary keeps is the one summed in SQL for any other width."""
     client, store, run_id, _, _ = served
@@ -453,7 +506,8 @@ def test_migration_0006_keeps_every_row_in_order(store_url):
         command.upgrade(engine.alembic_config(conn), "0005")
         values = "(7, 2, 0, 0.5), (7, 0, 0, 0.25), (3, 0, 1, NULL), (7, 1, 0, 1e-300)"
         conn.execute(sql(f"INSERT INTO measurement (part_id, seq, series, time) VALUES {values}"))
-    engine.migrate(store_url)
+    with store.write() as conn:
+        command.upgrade(engine.alembic_config(conn), "0006")
     with store.read() as conn:
         rows = conn.execute(
             sql("SELECT part_id, seq, series, time FROM measurement ORDER BY part_id, seq")
@@ -525,3 +579,27 @@ def test_missing_cells_round_trip_through_the_rows(store_url, tmp_path):
     with engine.open_store(store_url, create=False).write() as conn:
         conn.execute(sql("DELETE FROM part_text"))
         assert b"".join(export.csv_chunks(conn, run_id)) == (out / outdir.RESULTS).read_bytes()
+
+
+def test_migration_0009_moves_each_parts_rows_to_its_partition(pg_url, tmp_path, tiny_chunks):
+    """A store of one measurement table (0008) migrated: each part's rows, in order, in a
+    partition of their own with its BRIN index; exported from the rows, the same bytes."""
+    from alembic import command
+
+    outs = [make_out(tmp_path / f"o{k}", runs=2, repeats=2, intervals=60, seed=k) for k in (1, 2)]
+    run_ids = [uploaded(pg_url, out) for out in outs]
+    store = engine.connect(pg_url)
+    with store.write() as conn:
+        command.downgrade(engine.alembic_config(conn), "0008")
+        assert _partitions(conn) == {}
+        conn.execute(sql("DELETE FROM part_text"))  # exports come from the rows
+    migrated = invoke("store", "migrate", "--store", pg_url)
+    assert migrated.returncode == 0, migrated.output
+    with store.read() as conn:
+        ids = conn.execute(sql("SELECT id FROM run_part ORDER BY id")).scalars().all()
+        assert {n: len(i) for n, i in _partitions(conn).items()} == {
+            f"measurement_{i}": 1 for i in ids
+        }
+        for run_id, out in zip(run_ids, outs, strict=True):
+            assert b"".join(export.csv_chunks(conn, run_id)) == (out / outdir.RESULTS).read_bytes()
+    store.engine.dispose()

@@ -3,14 +3,15 @@ memory, whatever its size.
 
 In: chunks of a results file (`results.csvfile.read_chunks`, pyarrow tables) become a part's
 series (`SeriesNumbers`, numbered in the order they first appear) and its narrow measurement
-rows, sent with PostgreSQL's ``COPY measurement FROM STDIN (FORMAT BINARY)`` (tuples built by
-numpy, a few chunks made ahead in a thread while one is sent) or SQLite prepared inserts of
-SQLITE_ROWS_PER_INSERT rows each (``executemany``), inside the upload's one transaction.
+rows, sent with PostgreSQL's ``COPY ... FROM STDIN (FORMAT BINARY)`` into the part's own
+partition (`models.measurement_partition`; tuples built by numpy, a few chunks made ahead in a
+thread while one is sent) or SQLite prepared inserts of SQLITE_ROWS_PER_INSERT rows each
+(``executemany``), inside the upload's one transaction.
 
 Out: a part's rows in their order (`seq`) as pyarrow tables, read through ADBC (`read_rows`):
 Arrow record batches straight from the database, never a Python object per row (PostgreSQL's
 ADBC driver reads with ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)``). On PostgreSQL a window
-of `seq` at a time, found by the BRIN index on (part_id, seq) and put in order here; on SQLite
+of `seq` at a time, found by the part's BRIN index on seq and put in order here; on SQLite
 the table's own (part_id, seq) order. Values are exact both ways: numbers cross in binary (or
 as sqlite3's doubles), never as text.
 """
@@ -32,7 +33,7 @@ from sqlalchemy import Connection
 
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
-from autoprof.store.models import MEASUREMENT_INDEX, SAMPLE_COLUMNS, SERIES_COLUMNS
+from autoprof.store.models import SAMPLE_COLUMNS, SERIES_COLUMNS, measurement_partition
 from autoprof.util import children
 from autoprof.util.prefetch import prefetched
 
@@ -129,15 +130,23 @@ def measurement_rows(part_id: int, first: int, series: np.ndarray, table: pa.Tab
     return pa.table(columns)
 
 
-def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
-    """Insert `chunks` (MEASUREMENT columns) through the driver's bulk path, in the
-    connection's transaction."""
+def write_measurements(conn: Connection, part_id: int, chunks: Iterable[pa.Table]) -> None:
+    """Insert `chunks` (MEASUREMENT columns, rows of `part_id`) through the driver's bulk path,
+    in the connection's transaction. On PostgreSQL into a table of the part's own, made here:
+    its rows copied in (FREEZE: the table is this transaction's, so its rows need no hint bits
+    set by the first read), then its BRIN index on seq built over them all at once, then the
+    table attached to `measurement` as the part's partition (which checks no row, its CHECK
+    constraint says part_id already; other readers and writers of `measurement` go on)."""
     driver = conn.connection.driver_connection
     assert driver is not None  # an open connection has its driver's
     names = ", ".join(MEASUREMENT)
     if conn.dialect.name == "postgresql":
+        table = measurement_partition(part_id)
         with driver.cursor() as cursor:
-            statement = f"COPY measurement ({names}) FROM STDIN (FORMAT BINARY)"
+            cursor.execute(
+                f"CREATE TABLE {table} (LIKE measurement, CHECK (part_id = {int(part_id)}))"
+            )
+            statement = f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY, FREEZE)"
             with cursor.copy(statement) as copy:
                 copy.write(COPY_SIGNATURE)
                 # chunks are read and encoded a few ahead, in a thread, while this one is
@@ -146,6 +155,10 @@ def write_measurements(conn: Connection, chunks: Iterable[pa.Table]) -> None:
                 for data in prefetched(map(binary_rows, chunks), ahead=4):
                     copy.write(data)
                 copy.write(COPY_TRAILER)
+            cursor.execute(f"CREATE INDEX {table}_seq ON {table} USING brin (seq)")
+            cursor.execute(
+                f"ALTER TABLE measurement ATTACH PARTITION {table} FOR VALUES IN ({int(part_id)})"
+            )
         return
     # pages written again and again (the b-tree's right edge) stay in memory, not in the WAL
     driver.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
@@ -314,14 +327,8 @@ class _Reader:
         if not self.postgresql:  # the table is the (part_id, seq) b-tree: read in its order
             yield from self.query(series, "measurement m", f"{where} ORDER BY m.seq")
             return
-        # a window of seq at a time, found by the BRIN index, put in order here: no sort in
-        # the server, and memory bounded by the window. A page range the index has not
-        # summarized yet is read by every window: the ranges uploads added since are
-        # summarized first (an upload leaves them to the first such read, or to VACUUM, which
-        # summarizes them too: 0.13 s of a 1 M-row upload's 2 s, and most runs are read from
-        # their kept text)
-        if part.rows > WINDOW:
-            self._summarize_new_ranges()
+        # a window of seq at a time, found by the part's BRIN index (built whole at upload),
+        # put in order here: no sort in the server, and memory bounded by the window
         for start in range(0, part.rows, WINDOW):
             window = f"{where} AND m.seq >= {start} AND m.seq < {start + WINDOW}"
             table = pa.concat_tables(self.query(series, "measurement m", window, seq=True))
@@ -350,16 +357,6 @@ class _Reader:
         for batch in batches:
             yield self._typed(batch, seq, columns)
 
-    def _summarize_new_ranges(self) -> None:
-        """Only the index's owner may, and never on a standby: a reader that cannot (a read-only
-        role, a replica) reads the ranges left unsummarized instead of failing."""
-        cursor = self.adbc.cursor()
-        try:
-            cursor.execute(_SUMMARIZE)
-            cursor.fetchall()
-        finally:
-            cursor.close()
-
     def _postgresql(self, query: str) -> Iterator[pa.RecordBatch]:
         cursor = self.adbc.cursor()
         try:
@@ -387,11 +384,6 @@ class _Reader:
 
 
 _ZERO = {c: ("''" if c == "status" else "0") for c in _NULLABLE}
-_SUMMARIZE = (
-    "SELECT brin_summarize_new_values(c.oid) FROM pg_class c "
-    f"WHERE c.oid = '{MEASUREMENT_INDEX}'::regclass AND NOT pg_is_in_recovery() "
-    "AND pg_has_role(c.relowner, 'USAGE')"
-)
 
 
 @contextlib.contextmanager

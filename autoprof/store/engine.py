@@ -38,7 +38,7 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "autoprof_schema"
 # the newest migration's revision: a store at it is opened without importing Alembic, which
 # costs every command a few tenths of a second (tests/test_store.py checks it is the head)
-HEAD_REVISION = "0008"
+HEAD_REVISION = "0010"
 # pg_advisory_xact_lock key held while the schema is checked, created or migrated
 _MIGRATION_LOCK = 0x6175746F70726F66 & 0x7FFFFFFFFFFFFFFF  # "autoprof"
 CONNECT_TIMEOUT_S = 10

@@ -22,6 +22,7 @@ from autoprof.store.models import (
     Run,
     RunPart,
     Tag,
+    measurement_partition,
 )
 from autoprof.util.clock import naive_utc
 
@@ -254,7 +255,11 @@ def export_functions(conn: Connection, ident: str, recording: str | None = None)
 def delete_run(conn: Connection, ident: str) -> tuple[str, int]:
     """Delete a run with its parts, tags and measurements; returns (uuid, rows deleted)."""
     run = find_run(conn, ident)
-    parts = select(RunPart.id).where(RunPart.run_id == run.id)
-    conn.execute(delete(Measurement).where(Measurement.part_id.in_(parts)))
+    parts = conn.scalars(select(RunPart.id).where(RunPart.run_id == run.id)).all()
+    if conn.dialect.name == "postgresql":  # each part's rows are a table of its own
+        for part_id in parts:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {measurement_partition(part_id)}")
+    else:
+        conn.execute(delete(Measurement).where(Measurement.part_id.in_(parts)))
     conn.execute(delete(Run).where(Run.id == run.id))  # cascades to parts, series, tags
     return run.uuid, run.rows

@@ -5,7 +5,8 @@ CHART_POINTS with LTTB) with a histogram. Opening a run then reads a few rows, n
 measurements.
 
 A summary is built the first time a run's page asks (`stored`), from one pass over the run's
-rows (`bulk.read_rows`, read a batch ahead in a thread) that keeps only what the analyses need:
+rows (a one-part run's columns kept at upload, `store.columns`; else its rows, `bulk.read_part`
+or `bulk.read_rows`; read a batch ahead in a thread) that keeps only what the analyses need:
 per (event, run, repeat, interval) the sum, count and time of the values (`data.per_interval`'s
 view, built a chunk at a time), and per event its rows, samples, smallest percent running and
 largest count. It is rebuilt when its VERSION is not this code's (bump it whenever what is
@@ -29,7 +30,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from autoprof.analysis import correlation, data, stats
 from autoprof.analysis.downsample import lttb_many
 from autoprof.errors import AutoprofError
-from autoprof.store import bulk
+from autoprof.store import bulk, columns
 from autoprof.store.engine import Store
 from autoprof.store.models import RunPart, RunSummary, Series
 from autoprof.store.queries import find_run
@@ -44,6 +45,7 @@ CHART_POINTS = 1000  # a chart is about this many pixels wide: more points show 
 HISTOGRAM_BINS = 30
 HEATMAP_EVENTS = 60  # the most variable events when a run has more
 _SAMPLES = ["INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING"]  # what a pass reads of a row
+_UNSEEN = np.iinfo(np.int64).max
 _building: dict[int, threading.Lock] = {}  # run id -> held while its summary is built
 _guard = threading.Lock()
 
@@ -115,7 +117,9 @@ def build(conn: Connection, run: Row[Any]) -> dict[str, str]:
     offsets = np.cumsum([0, *(lines.per_part[p.id] for p in parts)])[:-1]
     read = [bulk.Part(p.id, p.rows, int(o)) for p, o in zip(parts, offsets, strict=True) if p.rows]
     pass_ = _Pass(lines)
-    if len(read) == 1:  # rows in any order, each saying its place (seq): no window sorted
+    if len(read) == 1 and (count := columns.pieces(conn, read[0].id)):  # kept at upload
+        tables = columns.read(conn, read[0].id, count)
+    elif len(read) == 1:  # rows in any order, each saying its place (seq): no window sorted
         tables = bulk.read_part(conn, read[0], _SAMPLES)
     else:  # several parts: their rows' places are in the order `read_rows` merges them
         tables = bulk.read_rows(conn, read) if read else iter(())
@@ -220,7 +224,7 @@ def series_totals(conn: Connection, part_ids: list[int]) -> pd.DataFrame:
             Measurement,
             (Measurement.part_id == Series.part_id) & (Measurement.series == Series.number),
         )
-        .where(Series.part_id.in_(part_ids))
+        .where(Series.part_id.in_(part_ids), Measurement.part_id.in_(part_ids))  # (pruned)
         .group_by(*keys)
     ).all()
     columns = ["EVENT_NAME", "PMU", "REGION", "UNIT", "RUN", "REPEAT", "SAMPLE_VALUE"]
@@ -248,7 +252,7 @@ class _Pass:
     def __init__(self, lines: _Lines) -> None:
         self.lines = lines
         pairs = len(lines.pairs)
-        self.first = np.full(pairs, np.iinfo(np.int64).max)  # first row of each pair
+        self.first = np.full(pairs, _UNSEEN)  # first row of each pair
         self.rows = np.zeros(pairs, np.int64)
         self.samples = np.zeros(pairs, np.int64)
         self.min_percent = np.full(pairs, np.nan)
@@ -263,10 +267,9 @@ class _Pass:
         index = table.column("INDEX").to_numpy(zero_copy_only=False).astype(np.float64)
         line = self.lines.line_of[series]
         keep = (line >= 0) & ~np.isnan(index)
-        if "seq" in table.column_names:
-            position = table.column("seq").to_numpy().astype(np.int64)[keep]
-        else:
-            position = np.flatnonzero(keep) + self.seen
+        ordered = "seq" not in table.column_names  # else each row says its place
+        position = None if ordered else table.column("seq").to_numpy().astype(np.int64)[keep]
+        first_kept = self.seen
         self.seen += len(series)
         if not keep.all():
             line, index = line[keep], index[keep]
@@ -282,15 +285,25 @@ class _Pass:
         percent = table.column("PERCENT_RUNNING").to_numpy(zero_copy_only=False)[keep]
         pair = self.lines.line_pair[line]
         pairs = len(self.lines.pairs)
-        np.minimum.at(self.first, pair, position)
+        if ordered:  # rows in order: only a pair not seen yet has its first row here
+            new = np.flatnonzero(self.first[pair] == _UNSEEN)
+            if len(new):
+                kept_at = np.flatnonzero(keep)[new] + first_kept
+                np.minimum.at(self.first, pair[new], kept_at)
+        else:
+            np.minimum.at(self.first, pair, position)
         self.rows += np.bincount(pair, minlength=pairs)
         counted = ~np.isnan(values)
         self.samples += np.bincount(pair, weights=counted, minlength=pairs).astype(np.int64)
         np.fmin.at(self.min_percent, pair, percent)
         np.fmax.at(self.absmax, pair, np.abs(values))
         cell = line * self.width + index.astype(np.int64)
-        size = self.cells[0].size
-        rows, sums, counts, latest = (c.reshape(-1) for c in self.cells)
+        # only the span of cells this table touches (a few lines of the run's many: its rows
+        # are a few intervals of a few runs), so that a table costs its rows, not every cell
+        low = int(cell.min())
+        cell -= low
+        size = int(cell.max()) + 1
+        rows, sums, counts, latest = (c.reshape(-1)[low : low + size] for c in self.cells)
         rows += np.bincount(cell, minlength=size)
         sums += np.bincount(cell, weights=np.where(counted, values, 0.0), minlength=size)
         counts += np.bincount(cell, weights=counted, minlength=size)

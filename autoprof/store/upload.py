@@ -34,7 +34,7 @@ from autoprof.results import csvfile
 from autoprof.results.sanity_report import Report, not_planned, read_report
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
-from autoprof.store import bulk, text
+from autoprof.store import bulk, columns, text
 from autoprof.store.engine import Store
 from autoprof.store.functions import insert_functions, load_functions
 from autoprof.store.models import (
@@ -198,9 +198,12 @@ class Loaded:
     events: list[str]
 
 
-def load_part(conn: Connection, part_id: int, chunks: Iterable[Any]) -> Loaded:
+def load_part(
+    conn: Connection, part_id: int, chunks: Iterable[Any], kept: columns.Kept | None = None
+) -> Loaded:
     """Store results `chunks` as the series and measurements of `part_id`, a chunk at a time
-    through the driver's bulk path (`bulk.write_measurements`)."""
+    through the driver's bulk path (`bulk.write_measurements`); their columns are `kept` too
+    (the caller stores them) when given."""
     numbers = bulk.SeriesNumbers()
     rows = 0
 
@@ -209,10 +212,13 @@ def load_part(conn: Connection, part_id: int, chunks: Iterable[Any]) -> Loaded:
         # chunks are read and parsed in a thread of their own, ahead of the one that numbers
         # and encodes them for the driver: two steps of about a core each, overlapped
         for chunk in prefetched(iter(chunks), ahead=2):
-            yield bulk.measurement_rows(part_id, rows, numbers.number(chunk), chunk)
+            table = bulk.measurement_rows(part_id, rows, numbers.number(chunk), chunk)
+            if kept is not None:
+                kept.add(table)
+            yield table
             rows += chunk.num_rows
 
-    bulk.write_measurements(conn, measurements())
+    bulk.write_measurements(conn, part_id, measurements())
     if numbers.numbers:
         conn.execute(insert(Series), numbers.rows(part_id))
     names = dict.fromkeys(key[0] for key in numbers.numbers if key[0] is not None)
@@ -305,7 +311,11 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
     machine_id = _machine_id(store, profile.manifest.machine)
     began = time.perf_counter()
     started, ended = _span(profile.records)
-    with store.write() as conn, text.Compressed(out / outdir.RESULTS) as compressed:
+    with (
+        store.write() as conn,
+        text.Compressed(out / outdir.RESULTS) as compressed,
+        columns.Kept() as kept,
+    ):
         run = _claim_run(conn, profile)
         if _stored_part(conn, uuid, part):  # another uploader got here first
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
@@ -324,11 +334,14 @@ def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploa
             )
             .returning(RunPart.id)
         )
-        loaded = load_part(conn, part_id, chunks)
+        # a split run's summary reads its parts' rows merged: columns kept for one part only
+        loaded = load_part(conn, part_id, chunks, kept if parts == 1 else None)
         _check_planned(out, profile, loaded.events)  # raised: the transaction stores nothing
         rows = loaded.rows
         if compressed.canonical(rows, reading.cells_canonical, written):
             compressed.keep(conn, part_id)
+        if parts == 1:
+            kept.keep(conn, part_id)
         conn.execute(update(RunPart).where(RunPart.id == part_id).values(rows=rows))
         insert_functions(conn, part_id, functions)
         if tags:
