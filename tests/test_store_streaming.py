@@ -26,6 +26,7 @@ from starlette.testclient import TestClient
 
 from autoprof.analysis import correlation, data, stats
 from autoprof.analysis.downsample import lttb, lttb_many
+from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.store import bulk, columns, engine, export, summary, text
@@ -452,6 +453,25 @@ def test_a_summary_from_kept_columns_is_the_one_from_rows(
         profile_id = uploaded(store_url, part)
     with store.read() as conn:
         assert conn.execute(sql("SELECT count(*) FROM part_columns")).scalar_one() == 0
+    store.engine.dispose()
+
+
+def test_kept_columns_another_wrote_are_checked_before_use(store_url, tmp_path):
+    """A shared store may hold pieces this process did not write: a piece in another schema,
+    or one whose buffers do not hold what its header says, stops the summary in one line."""
+    import pyarrow as pa
+
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20, cpus=1)
+    run_id = uploaded(store_url, out)
+    store = engine.open_store(store_url, create=False)
+    foreign = pa.BufferOutputStream()
+    with pa.ipc.new_stream(foreign, pa.schema([("series", pa.string())])) as writer:
+        writer.write_table(pa.table({"series": ["x"]}))
+    for piece in (foreign.getvalue().to_pybytes(), b"\xff\xff\xff\xff not arrow"):
+        with store.write() as conn:
+            conn.execute(sql("UPDATE part_columns SET data = :d"), {"d": piece})
+        with store.read() as conn, pytest.raises(AutoprofError, match="kept columns, piece 0"):
+            summary.build(conn, find_run(conn, run_id))
     store.engine.dispose()
 
 

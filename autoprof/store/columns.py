@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 from sqlalchemy import Connection, insert, select
 
+from autoprof.errors import AutoprofError
 from autoprof.store.models import SAMPLE_COLUMNS, PartColumns
 
 PIECE_ROWS = 1 << 16
@@ -115,10 +116,21 @@ def pieces(conn: Connection, part_id: int) -> int:
 
 
 def read(conn: Connection, part_id: int, count: int) -> Iterator[pa.Table]:
-    """The `count` pieces of `part_id`'s columns, in order, a table of COLUMNS each."""
+    """The `count` pieces of `part_id`'s columns, in order, a table of COLUMNS each. A store
+    shared by many machines may hold pieces this process did not write: each must be the
+    columns autoprof writes, in SCHEMA, and whole (Arrow's full validation), else the read
+    stops with AutoprofError."""
     for piece in range(count):
         data = _piece(conn, part_id, piece)
-        yield pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+        try:
+            stream = pa.ipc.open_stream(pa.BufferReader(data))
+            if not stream.schema.equals(SCHEMA):
+                raise ValueError(f"schema {stream.schema.names}, not {COLUMNS}")
+            table = stream.read_all()
+            table.validate(full=True)
+        except (pa.ArrowException, ValueError) as err:
+            raise AutoprofError(f"part {part_id}'s kept columns, piece {piece}: {err}") from None
+        yield table
 
 
 def _piece(conn: Connection, part_id: int, piece: int) -> bytes:
