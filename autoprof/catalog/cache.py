@@ -38,9 +38,10 @@ from autoprof.util.records import write_json
 
 _SOURCES = Path(__file__).parent
 _FORMAT = 2  # bump when the entry's layout changes (2: JSON, was a pickle)
-# entries kept (about 0.5 MB for a large CPU, most far less); the least recently used go. At
-# 16, planning for more CPUs and options than that (the tests use dozens) parsed again and again
-KEEP = 64
+# entries kept (1 MB for the largest CPU, 128 KiB on average); the least recently used go. At
+# 16, then 64, planning for more CPUs and options than that parsed again and again: a sweep over
+# every model of a vendor (the tests' sweeps: ~270 entries) evicted each entry before its reuse
+KEEP = 512
 # each vendor's reader, by module: imported only to parse (a warm load needs none of them, and
 # importing all three cost ~10 ms of every start)
 READERS = {vendor.INTEL: "intel", vendor.AMD: "amd", vendor.ARM64: "arm"}
