@@ -167,3 +167,22 @@ def test_a_yaml_catalog_is_cached_and_parsed_again_when_changed(own_cache, tmp_p
             [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
         )
         assert run.stdout.split() == [imported], run.stderr
+
+
+def test_a_warm_load_imports_no_vendor_reader(glm_dir, tmp_path):
+    """A cache hit needs no parser: the vendors' readers load only to parse (~10 ms of a start
+    when all three were imported, one of them even on a hit)."""
+    code = (
+        "import sys\nfrom autoprof.catalog import cache\n"
+        f"cache.load({str(glm_dir)!r}, 'GenuineIntel-6-5C')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[-1] in ('intel', 'amd', 'arm')))"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    found = []
+    for _ in range(2):  # parsed (and cached) by the first start only
+        run = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert run.returncode == 0, run.stderr
+        found.append(run.stdout.strip())
+    assert found == ["['autoprof.catalog.intel']", "[]"]

@@ -114,15 +114,15 @@ def load(
     """The `kind` vendor's reader (default: the directory's layout) on `events_dir`, from the
     cache when an entry matches."""
     events_dir, options = Path(events_dir), options or ReadOptions()
-    parse = reader(kind or vendor.layout(events_dir))
+    kind = kind or vendor.layout(events_dir)
     try:
         path = cache_dir() / f"{key(events_dir, cpu, options)}{SUFFIX}"
     except OSError:  # a directory that cannot be walked: the parse says what is wrong with it
-        return parse(events_dir, cpu, options)
+        return reader(kind)(events_dir, cpu, options)
     cached = _read(path)
     if cached is not None:
-        return cached
-    catalog = parse(events_dir, cpu, options)
+        return cached  # no reader imported
+    catalog = reader(kind)(events_dir, cpu, options)
     _store(path, catalog)
     return catalog
 
