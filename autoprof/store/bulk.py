@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Connection
+from sqlalchemy import Connection, insert
 
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
@@ -427,3 +427,25 @@ def _sqlite(path: str, query: str) -> Iterator[pa.RecordBatch]:
         _, error = child.communicate()
     if child.returncode:
         raise AutoprofError(f"reading {path}: {error.decode(errors='replace').strip()}")
+
+
+def write_pieces(
+    conn: Connection, model: Any, fields: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
+) -> None:
+    """Rows of a table of kept pieces (`PartText`, `PartColumns`: a part, a piece number, a
+    count, its bytes), one at a time: memory holds a piece. On PostgreSQL by binary COPY: a
+    bytea as a parameter goes out as hex."""
+    if conn.dialect.name != "postgresql":
+        for row in rows:
+            conn.execute(insert(model).values(dict(zip(fields, row, strict=True))))
+        return
+    driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection has its driver's
+    with driver.cursor() as cursor:
+        names = ", ".join(fields)
+        with cursor.copy(
+            f"COPY {model.__tablename__} ({names}) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int4", "int4", "int4", "bytea"])
+            for row in rows:
+                copy.write_row(row)

@@ -18,9 +18,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, select
 
 from autoprof.errors import AutoprofError
+from autoprof.store import bulk
 from autoprof.store.models import SAMPLE_COLUMNS, PartColumns
 
 PIECE_ROWS = 1 << 16
@@ -79,18 +80,7 @@ class Kept:
             (part_id, piece, count, self._file.read(length))
             for piece, (count, length) in enumerate(self._pieces)
         )
-        if conn.dialect.name != "postgresql":
-            for row in rows:  # one at a time: memory holds a piece
-                conn.execute(insert(PartColumns).values(dict(zip(_FIELDS, row, strict=True))))
-            return
-        driver = conn.connection.driver_connection
-        assert driver is not None  # an open connection has its driver's
-        with driver.cursor() as cursor:  # bytea in binary: as a parameter it goes out as hex
-            fields = ", ".join(_FIELDS)
-            with cursor.copy(f"COPY part_columns ({fields}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["int4", "int4", "int4", "bytea"])
-                for row in rows:
-                    copy.write_row(row)
+        bulk.write_pieces(conn, PartColumns, _FIELDS, rows)
 
     def __enter__(self) -> Kept:
         return self

@@ -291,6 +291,7 @@ class _Pass:
                 kept_at = np.flatnonzero(keep)[new] + first_kept
                 np.minimum.at(self.first, pair[new], kept_at)
         else:
+            assert position is not None  # rows not in order each say their place
             np.minimum.at(self.first, pair, position)
         self.rows += np.bincount(pair, minlength=pairs)
         counted = ~np.isnan(values)

@@ -21,10 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, func, select
 
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
+from autoprof.store import bulk
 from autoprof.store.models import PartText
 from autoprof.util.prefetch import prefetched
 
@@ -79,18 +80,7 @@ class Compressed:
             (part_id, piece, size, self._file.read(length))
             for piece, (size, length) in enumerate(pieces)
         )
-        if conn.dialect.name != "postgresql":
-            for row in rows:  # one at a time: memory holds a piece
-                conn.execute(insert(PartText).values(dict(zip(_COLUMNS, row, strict=True))))
-            return
-        driver = conn.connection.driver_connection
-        assert driver is not None  # an open connection has its driver's
-        with driver.cursor() as cursor:  # bytea in binary: as a parameter it goes out as hex
-            columns = ", ".join(_COLUMNS)
-            with cursor.copy(f"COPY part_text ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["int4", "int4", "int4", "bytea"])
-                for row in rows:
-                    copy.write_row(row)
+        bulk.write_pieces(conn, PartText, _COLUMNS, rows)
 
     def __enter__(self) -> Compressed:
         return self
