@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
@@ -449,3 +449,11 @@ def write_pieces(
             copy.set_types(["int4", "int4", "int4", "bytea"])
             for row in rows:
                 copy.write_row(row)
+
+
+def piece_count(conn: Connection, model: Any, part_id: int) -> int:
+    """How many pieces a table of kept pieces (`write_pieces`) holds for `part_id` (0: none)."""
+    found = conn.scalar(
+        select(model.piece).where(model.part_id == part_id).order_by(model.piece.desc()).limit(1)
+    )
+    return 0 if found is None else found + 1

@@ -96,13 +96,7 @@ _FIELDS = ("part_id", "piece", "rows", "data")
 
 def pieces(conn: Connection, part_id: int) -> int:
     """How many pieces of columns `part_id` has (0: none kept)."""
-    found = conn.scalar(
-        select(PartColumns.piece)
-        .where(PartColumns.part_id == part_id)
-        .order_by(PartColumns.piece.desc())
-        .limit(1)
-    )
-    return 0 if found is None else found + 1
+    return bulk.piece_count(conn, PartColumns, part_id)
 
 
 def read(conn: Connection, part_id: int, count: int) -> Iterator[pa.Table]:

@@ -93,13 +93,7 @@ class Compressed:
 
 def pieces(conn: Connection, part_id: int) -> int:
     """How many pieces of text `part_id` has (0: none kept)."""
-    found = conn.scalar(
-        select(PartText.piece)
-        .where(PartText.part_id == part_id)
-        .order_by(PartText.piece.desc())
-        .limit(1)
-    )
-    return 0 if found is None else found + 1
+    return bulk.piece_count(conn, PartText, part_id)
 
 
 def size(conn: Connection, part_id: int) -> int:
