@@ -60,3 +60,14 @@ def test_a_broken_cache_entry_is_asked_again(fake_path, tmp_path):
     cached.write_text("{not json")
     assert query.version() == "9.3.0"
     assert "9.3.0" in cached.read_text()
+
+
+def test_a_cache_entry_others_may_write_is_not_read(fake_path, tmp_path):
+    """A record in a file another user could have written is asked again, never believed."""
+    _fake_perf(fake_path, "9.4.0")
+    assert query.version() == "9.4.0"
+    cached = tmp_path / "cache" / "autoprof" / query.VERSION_CACHE
+    cached.write_text(cached.read_text().replace("9.4.0", "6.6.6"))
+    cached.chmod(0o666)  # writable by anyone: not this user's alone
+    assert query.version() == "9.4.0"
+    assert _asked(fake_path) == 2

@@ -12,6 +12,7 @@ import subprocess
 
 from autoprof.perf.command import installed
 from autoprof.util import xdg
+from autoprof.util.owned import trusted
 from autoprof.util.records import read_json, write_json
 
 VERSION_CACHE = "perf-version.json"  # in the user's cache folder (`util.xdg`)
@@ -43,7 +44,7 @@ def version() -> str:
     key = repr((*program, info.st_ctime_ns, os.uname().release))
     cache = xdg.cache_dir() / VERSION_CACHE
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
-        known = read_json(cache)
+        known = read_json(cache) if trusted(cache, cache.parent) else {}  # this user's alone
         if known["key"] == key and isinstance(known["version"], str):
             return known["version"]
     found = _ask([perf, "--version"], 20)
