@@ -8,7 +8,9 @@ The folder in tests/data is never touched: each test works on a copy.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -137,6 +139,31 @@ def test_journal_entries_are_read_back_in_order_once_synced(tmp_path):
     assert [(e.run, e.repeat) for e in entries] == [(1, r) for r in range(1, 51)] + [(2, 1)]
     assert entries[0].folders == ["run0001-rep1"]
     assert journal.finished(tmp_path) >= {(1, 50), (2, 1)}
+
+
+def test_journal_fsyncs_at_most_once_a_pause_and_last_after_the_last_entry(tmp_path, monkeypatch):
+    """Runs shorter than an fsync share one: the journal's thread pauses SYNC_PAUSE_S after
+    each, and the entries appended meanwhile are synced together after it; `synced` ends the
+    pause and syncs what is left before it returns."""
+    syncs: list[tuple[float, int]] = []  # (when, the file's length then)
+    real = os.fdatasync
+
+    def counted(fd: int) -> None:
+        real(fd)
+        syncs.append((time.monotonic(), os.fstat(fd).st_size))
+
+    monkeypatch.setattr(os, "fdatasync", counted)
+    kept = journal.Journal(tmp_path)
+    start = time.monotonic()
+    for repeat in range(1, 201):
+        kept.append(journal.Entry(1, repeat, "ok", folders=[f"run0001-rep{repeat}"]))
+        time.sleep(0.002)
+    kept.synced()
+    elapsed = time.monotonic() - start
+    assert len(syncs) <= elapsed / journal.SYNC_PAUSE_S + 2  # one a pause, and the last
+    assert all(b - a >= journal.SYNC_PAUSE_S for (a, _), (b, _) in zip(syncs, syncs[1:-1]))
+    assert syncs[-1][1] == (tmp_path / outdir.JOURNAL).stat().st_size  # the last entry's too
+    assert len(journal.read(tmp_path)) == 200
 
 
 def test_resume_checks_it_is_the_same_profile(old):

@@ -3,7 +3,8 @@ resumed profile runs only what is not finished.
 
 A line is appended in one write when a (run, repeat) ends, then fsynced while the next runs go
 on: Ctrl-C, SIGTERM or a crash lose at most the run in progress, a power cut also the runs that
-ended while the last fsync was under way (one, unless runs are shorter than an fsync).
+ended in the last SYNC_PAUSE_S (fsyncs are that far apart: one a run cost a plan of short runs
+0.1 ms of CPU a run, and run folders are written back by the kernel's own timer anyway).
 A line cut short by a crash is skipped when read.
 """
 
@@ -23,6 +24,8 @@ from autoprof.util import records
 from autoprof.util.owned import open_file
 from autoprof.util.records import file_format, known_fields
 from autoprof.util.status import FINAL_RUN_STATUSES, RunStatus
+
+SYNC_PAUSE_S = 0.2  # between two fsyncs of the journal: what a power cut may lose at most
 
 
 @dataclass
@@ -95,9 +98,10 @@ def finished(out: Path) -> set[tuple[int, int]]:
 
 class Journal:
     """Appends entries to `out`'s journal, each in one write as its run ends; a thread of the
-    journal's own fsyncs the file while the runs go on, and again as soon as more was written,
-    so the entries reach the disk in order and no run waits for the disk (a thread and an fsync
-    a run, the next run waiting for it, cost 0.4 ms CPU and 1.5-2.5 ms wall a run)."""
+    journal's own fsyncs the file while the runs go on, at most once every SYNC_PAUSE_S, so the
+    entries reach the disk in order and no run waits for the disk (a thread and an fsync a run,
+    the next run waiting for it, cost 0.4 ms CPU and 1.5-2.5 ms wall a run). An append wakes
+    the thread only when it waits for one: not during its pause."""
 
     def __init__(self, out: Path):
         self.path = out / outdir.JOURNAL
@@ -106,6 +110,7 @@ class Journal:
         self._changed = threading.Condition()
         self._written = self._synced = 0  # entries written, entries on disk
         self._closing = False
+        self._idle = False  # the thread waits for an entry (not in its pause)
 
     def append(self, entry: Entry) -> None:
         """Write the entry now (in one write: a killed profiler leaves a whole line or none)."""
@@ -124,13 +129,16 @@ class Journal:
             raise OSError(err.errno, err.strerror, str(self.path)) from None
         with self._changed:
             self._written += 1
-            self._changed.notify_all()
+            if self._idle:
+                self._changed.notify_all()
 
     def _sync(self, fd: int) -> None:
         while True:
             with self._changed:
+                self._idle = True
                 while self._synced == self._written and not self._closing:
                     self._changed.wait()
+                self._idle = False
                 if self._synced == self._written:
                     return
                 target = self._written
@@ -139,7 +147,8 @@ class Journal:
             finally:  # a failed fsync is not retried: the entries were written, the runs go on
                 with self._changed:
                     self._synced = target
-                    self._changed.notify_all()
+                    # the pause: entries appended meanwhile are synced together after it
+                    self._changed.wait_for(lambda: self._closing, SYNC_PAUSE_S)
 
     def synced(self) -> None:
         """Wait until every entry is on disk, and close the file (an append opens it again)."""
