@@ -2,8 +2,8 @@
 
 The journal makes a profile resumable: a (run, repeat) whose run.json reached a final status
 is never run again (unless forced), so Ctrl-C, SIGTERM or a crash cost at most the run in
-progress (a power cut also those that ended during the last fsync: entries are fsynced while
-the next runs go on).
+progress (a power cut also those that ended in the journal's last fsync pause, 0.2 s:
+`run.journal`).
 Faults are handled where they happen: an event perf cannot open is split off into a run of
 its own (no room: ENOSPC/EBUSY) or recorded as unsupported with perf's reason; a workload
 that fails is recorded and the profile goes on (or stops, with fail_fast).
