@@ -7,6 +7,7 @@ The folder in tests/data is never touched: each test works on a copy.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -161,7 +162,7 @@ def test_journal_fsyncs_at_most_once_a_pause_and_last_after_the_last_entry(tmp_p
     kept.synced()
     elapsed = time.monotonic() - start
     assert len(syncs) <= elapsed / journal.SYNC_PAUSE_S + 2  # one a pause, and the last
-    assert all(b - a >= journal.SYNC_PAUSE_S for (a, _), (b, _) in zip(syncs, syncs[1:-1]))
+    assert all(b - a >= journal.SYNC_PAUSE_S for (a, _), (b, _) in itertools.pairwise(syncs[:-1]))
     assert syncs[-1][1] == (tmp_path / outdir.JOURNAL).stat().st_size  # the last entry's too
     assert len(journal.read(tmp_path)) == 200
 

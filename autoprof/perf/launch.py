@@ -57,7 +57,9 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 from autoprof.errors import AutoprofError
+from autoprof.perf import spawn as spawning
 from autoprof.perf.process import proc_text, stop_processes
+from autoprof.perf.spawn import Child
 
 _PTRACE_TRACEME = 0  # <linux/ptrace.h>
 _PTRACE_DETACH = 17
@@ -144,7 +146,7 @@ def _traceme_refused() -> str:
     return "PTRACE_TRACEME refused (a seccomp filter, or autoprof itself under a tracer?)"
 
 
-def _until_polling(perf: subprocess.Popen, deadline: float) -> None:
+def _until_polling(perf: Child, deadline: float) -> None:
     """Wait until perf sleeps in its event loop's poll (or `deadline`). A signal that finds
     perf stat elsewhere (still answering the ping, printing an interval) sets its `done` flag
     without interrupting a poll, and the loop ends without printing the last interval: a short
@@ -220,8 +222,8 @@ class Launch:
     (`is_target_alive`: /proc/PID) without printing its last interval, so while perf runs the
     workload stays a zombie; it is waited for with WNOWAIT."""
 
-    workload: subprocess.Popen
-    perf: subprocess.Popen | None = None
+    workload: Child
+    perf: Child | None = None
     ran: bool = False  # detached: the workload ran its own instructions
     _ctl: int | None = field(default=None, repr=False)
     _ack: int | None = field(default=None, repr=False)
@@ -247,25 +249,30 @@ class Launch:
         name = command[0]
         path = program or resolve(name, env)
         launcher = native_launcher() if native else None
-        if launcher is not None:  # vfork: no preexec_fn
-            pin = "-" if cpus is None else ",".join(map(str, sorted(cpus)))
-            argv = [launcher, LAUNCHER_PROTOCOL, pin, path, name, *command[1:]]
-            preexec, executable = None, launcher
-        else:
-            argv, executable = [name, *command[1:]], path
-            preexec = functools.partial(_trace_me, _ptrace(), cpus)
         try:
-            workload = subprocess.Popen(
-                argv,
-                executable=executable,
-                stdin=devnull(),
-                stdout=stdout,
-                stderr=stderr,
-                env=dict(env),
-                process_group=0,
-                pass_fds=pass_fds,
-                preexec_fn=preexec,
-            )
+            workload: Child
+            if launcher is not None:  # vfork (posix_spawn): no code of ours in the child
+                pin = "-" if cpus is None else ",".join(map(str, sorted(cpus)))
+                workload = spawning.start(
+                    [launcher, LAUNCHER_PROTOCOL, pin, path, name, *command[1:]],
+                    env=env,
+                    stdin=devnull(),
+                    stdout=stdout,
+                    stderr=stderr,
+                    pass_fds=pass_fds,
+                )
+            else:
+                workload = subprocess.Popen(
+                    [name, *command[1:]],
+                    executable=path,
+                    stdin=devnull(),
+                    stdout=stdout,
+                    stderr=stderr,
+                    env=dict(env),
+                    process_group=0,
+                    pass_fds=pass_fds,
+                    preexec_fn=functools.partial(_trace_me, _ptrace(), cpus),
+                )
         except subprocess.SubprocessError:  # the child's PTRACE_TRACEME failed
             raise AutoprofError(
                 f"cannot start {name} held at its exec: {_traceme_refused()}"
@@ -310,12 +317,12 @@ class Launch:
         self._ack, ack_write = control_channel()
         full = [*argv, *control_args(self.pid if attach else None, ctl_read, ack_write)]
         try:
-            self.perf = subprocess.Popen(
+            self.perf = spawning.start(
                 full,
+                env=env,
                 stdin=devnull(),
                 stdout=stdout,
                 stderr=stderr,
-                env=dict(env),
                 pass_fds=(ctl_read, ack_write),
                 process_group=self.pid,
             )
@@ -392,7 +399,7 @@ class Launch:
         self._ctl = self._ack = None
 
 
-def await_ack(perf: subprocess.Popen, ctl: int, ack: int, deadline: float | None) -> bool:
+def await_ack(perf: Child, ctl: int, ack: int, deadline: float | None) -> bool:
     """Ping perf on its control pipe (`ctl`) and wait for its answer (`ack`): its counters are
     open. False when perf exited first; subprocess.TimeoutExpired when `deadline` passes."""
     try:
@@ -414,7 +421,7 @@ def await_ack(perf: subprocess.Popen, ctl: int, ack: int, deadline: float | None
     return True
 
 
-def end_perf(perf: subprocess.Popen, grace: float = PERF_EXIT_GRACE_S) -> int:
+def end_perf(perf: Child, grace: float = PERF_EXIT_GRACE_S) -> int:
     """Tell perf to stop (SIGCHLD once it waits in its event loop: it prints its last interval,
     or its counts) and wait for it, killing a perf that does not stop within `grace`."""
     _until_polling(perf, time.monotonic() + grace)

@@ -3,8 +3,9 @@
  *
  *     launcher autoprof-launcher/1 CPUS PATH ARGV0 [ARG...]
  *
- * autoprof starts this program with vfork (Python's subprocess, no preexec_fn: a fork of a
- * 25 MB Python process costs ~2 ms of CPU and ~4 ms of wall time per run that vfork does not).
+ * autoprof starts this program with vfork (posix_spawn: no code of autoprof's in the child; a
+ * fork of a 25 MB Python process costs ~2 ms of CPU and ~4 ms of wall time per run that vfork
+ * does not).
  * It binds itself to CPUS ("-": leaves its affinity alone; else CPU numbers, comma separated:
  * `--pin`, inherited by all the workload starts), asks to be traced by its parent
  * (PTRACE_TRACEME: the parent's spawning thread becomes the tracer), then execs PATH with
