@@ -72,11 +72,11 @@ def test_what_a_left_process_writes_later_stays_in_its_own_run(tmp_path):
 def test_a_dead_profilers_spool_reaches_no_run(tmp_path):
     out = tmp_path / "out"
     _profile(out, "sh", "-c", "echo mine", repeat=1)
-    spool.spool_path(out, outdir.STDOUT).write_text("left by a profiler that died\n")
+    Path(spool.spool_path(out, outdir.STDOUT)).write_text("left by a profiler that died\n")
     _profile(out, "sh", "-c", "echo mine", repeat=2)  # resumes: run 2 is new
     for folder in outdir.run_folders(out):
         assert (folder / outdir.STDOUT).read_text() == "mine\n"
-    assert not spool.spool_path(out, outdir.STDOUT).exists()
+    assert not Path(spool.spool_path(out, outdir.STDOUT)).exists()
 
 
 def test_held_is_the_kernels_answer(tmp_path):

@@ -32,18 +32,20 @@ from autoprof.util.owned import open_file
 
 SUFFIX = ".spool"
 STREAMS = (outdir.STDOUT, outdir.STDERR)
-NAMES = frozenset(Path(stream).stem + SUFFIX for stream in STREAMS)  # what out/ may hold
+_SPOOLS = {stream: Path(stream).stem + SUFFIX for stream in STREAMS}  # stdout.txt: stdout.spool
+NAMES = frozenset(_SPOOLS.values())  # what out/ may hold
 
 
-def spool_path(out: Path, stream: str) -> Path:
-    """`out/stdout.spool` for `stdout.txt`: the spool of a stream of the run under way."""
-    return out / f"{Path(stream).stem}{SUFFIX}"
+def spool_path(out: Path, stream: str) -> str:
+    """`out/stdout.spool` for `stdout.txt`: the spool of a stream of the run under way (a
+    string: four a run, pathlib's joins cost more than the rest of the spool's work)."""
+    return os.path.join(out, _SPOOLS[stream])
 
 
 def live(out: Path, folder: Path, stream: str) -> Path:
     """Where a stream of run `folder` is: its file once the run ended, else the spool."""
     done = folder / stream
-    return done if done.exists() else spool_path(out, stream)
+    return done if done.exists() else Path(spool_path(out, stream))
 
 
 @contextlib.contextmanager
@@ -60,17 +62,18 @@ def outputs(out: Path, folder: Path) -> Iterator[tuple[int, int]]:
         for fd in fds:
             os.close(fd)  # before the lease is asked: our own description would refuse it
         for stream in STREAMS[: len(fds)]:
-            settle(spool_path(out, stream), folder / stream)
+            settle(spool_path(out, stream), os.path.join(folder, stream))
 
 
 def clear(out: Path) -> None:
     """Remove the spools a profiler that died left (output of a run it never finished, whose
     folder is made anew when it runs again): call it holding the folder's lock."""
     for stream in STREAMS:
-        spool_path(out, stream).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(spool_path(out, stream))
 
 
-def settle(spool: Path, destination: Path) -> None:
+def settle(spool: str, destination: str) -> None:
     """Hand `spool` over to the run as `destination` when it holds output or a process may
     still write it; else leave it for the next run."""
     try:
@@ -81,7 +84,7 @@ def settle(spool: Path, destination: Path) -> None:
         os.rename(spool, destination)
 
 
-def held(path: Path) -> bool:
+def held(path: str | Path) -> bool:
     """Some process has `path` open for writing (or the kernel cannot tell: True)."""
     try:
         fd = open_file(path, os.O_RDONLY)

@@ -132,6 +132,6 @@ def trusted(path: Path, root: Path) -> bool:
     return True
 
 
-def open_file(path: Path, flags: int, mode: int = 0o644) -> int:
+def open_file(path: str | Path, flags: int, mode: int = 0o644) -> int:
     """os.open with O_NOFOLLOW (a link planted at `path` is refused: ELOOP) and O_CLOEXEC."""
     return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
