@@ -12,6 +12,8 @@ import pytest
 
 from autoprof.catalog import cache, intel, yaml
 from autoprof.errors import AutoprofError
+from autoprof.util import xdg
+from autoprof.util.owned import trusted
 
 
 @pytest.fixture
@@ -75,6 +77,29 @@ def test_a_broken_entry_is_parsed_again(glm_dir, own_cache):
     entry.write_bytes(b"not JSON")
     assert cache.load(glm_dir, "GLM") == parsed
     assert entry.read_bytes() != b"not JSON"  # rewritten whole
+
+
+@pytest.mark.parametrize("writable", ["entry", "folder"])
+def test_an_entry_others_may_write_is_not_read(glm_dir, own_cache, writable):
+    """An entry in a file or folder another user could write is parsed again, never believed
+    (a planted entry would choose the events perf is asked for)."""
+    parsed = cache.load(glm_dir, "GLM")
+    [entry] = own_cache.iterdir()
+    entry.write_text(entry.read_text().replace('"INST_RETIRED.ANY"', '"PLANTED"'))
+    assert "PLANTED" in {e.name for e in cache.load(glm_dir, "GLM").events}  # this user's: read
+    (entry if writable == "entry" else own_cache).chmod(0o666 if writable == "entry" else 0o777)
+    assert cache.load(glm_dir, "GLM") == parsed
+
+
+def test_an_entry_is_this_users_alone_whatever_the_umask(glm_dir, own_cache):
+    """A umask that lets the group write (002) would leave entries no later load believes."""
+    old = os.umask(0o002)
+    try:
+        cache.load(glm_dir, "GLM")
+    finally:
+        os.umask(old)
+    [entry] = own_cache.iterdir()
+    assert trusted(entry, xdg.cache_dir())  # so the next load reads it
 
 
 def test_only_the_newest_entries_are_kept(glm_dir, own_cache, monkeypatch):

@@ -33,7 +33,9 @@ from autoprof import __version__
 from autoprof.catalog import vendor
 from autoprof.catalog import yaml as yaml_catalog
 from autoprof.catalog.model import Catalog, Event, Exclusion, Pmu, ReadOptions
+from autoprof.errors import AutoprofError
 from autoprof.util import xdg
+from autoprof.util.owned import own_folder, trusted
 from autoprof.util.records import write_json
 
 _SOURCES = Path(__file__).parent
@@ -189,6 +191,11 @@ def from_json(data: dict[str, Any]) -> Catalog:
 
 
 def _read(path: Path) -> Catalog | None:
+    """The entry at `path`, believed only when it and its folders are this user's alone
+    (`owned.trusted`): a catalog decides what perf is asked to count, and one planted by
+    another user would be taken for the machine's (root profiles on shared machines)."""
+    if not trusted(path, xdg.cache_dir()):
+        return None
     try:
         catalog = from_json(json.loads(path.read_bytes()))
     except Exception:  # missing, truncated, unreadable, from another autoprof: parse instead
@@ -202,10 +209,10 @@ def _store(path: Path, catalog: Catalog) -> None:
     """Write the entry atomically, keeping the KEEP entries used most recently (read or
     written); a cache that cannot be written is no error."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, to_json(catalog), compact=True)
+        own_folder(path.parent)  # made 0o755 whatever the umask: `_read` believes no other
+        write_json(path, to_json(catalog), compact=True, mode=0o644)
         entries = sorted(path.parent.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime_ns)
         for old in [*entries[:-KEEP], *path.parent.glob("*.pickle")]:  # pickles: format 1
             old.unlink(missing_ok=True)
-    except OSError:
+    except (OSError, AutoprofError):
         pass

@@ -10,9 +10,10 @@ import os
 import re
 import subprocess
 
+from autoprof.errors import AutoprofError
 from autoprof.perf.command import installed
 from autoprof.util import xdg
-from autoprof.util.owned import trusted
+from autoprof.util.owned import own_folder, trusted
 from autoprof.util.records import read_json, write_json
 
 VERSION_CACHE = "perf-version.json"  # in the user's cache folder (`util.xdg`)
@@ -51,9 +52,9 @@ def version() -> str:
     if found is None or found.returncode != 0:
         return ""
     answer = found.stdout.strip().removeprefix("perf version ").strip()
-    with contextlib.suppress(OSError):  # a cache that cannot be written is no error
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        write_json(cache, {"key": key, "version": answer})
+    with contextlib.suppress(OSError, AutoprofError):  # a cache that cannot be written is no error
+        own_folder(cache.parent)  # 0o755 whatever the umask: read back only if this user's alone
+        write_json(cache, {"key": key, "version": answer}, mode=0o644)
     return answer
 
 
