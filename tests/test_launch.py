@@ -12,6 +12,7 @@ instructions on a real PMU.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import shutil
 import socket
@@ -49,6 +50,20 @@ def bare(command: list[str]) -> dict[str, float]:
     return {row[2]: float(row[0]) for row in rows}
 
 
+@functools.cache
+def perfs_workload_env() -> dict[str, str]:
+    """The environment bare perf gives the command it starts: this one with perf's own
+    additions (PATH led by perf's exec path, PERF_BUILDID_DIR, PREFIX). autoprof gives its
+    workload the user's environment unchanged; a profile compared with bare perf runs in
+    perf's, or the two stacks differ in size (a page fault more or fewer where that crosses a
+    page: it did under pytest-xdist, whose variables moved the environment's end)."""
+    proc = subprocess.run(
+        ["perf", "stat", "-o", os.devnull, "--", "env", "-0"], capture_output=True, check=True
+    )
+    pairs = (item.decode().partition("=") for item in proc.stdout.split(b"\0") if item)
+    return {name: value for name, _, value in pairs}
+
+
 def profiled(tmp_path: Path, command: list[str], *args: str) -> tuple[dict[str, float], Path]:
     tmp_path.mkdir(parents=True, exist_ok=True)  # -o's folder must exist (a typo is refused)
     out = tmp_path / "out"
@@ -58,6 +73,7 @@ def profiled(tmp_path: Path, command: list[str], *args: str) -> tuple[dict[str, 
          "--", *command],
         capture_output=True,
         text=True,
+        env=perfs_workload_env(),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     agg = cli.invoke("aggregate", str(out))
