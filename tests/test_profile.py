@@ -372,5 +372,10 @@ def test_a_resume_says_what_it_skipped_and_what_it_measured(tmp_path):
     half = process(*args)
     assert "resuming: 1 of 2 runs is done already; measuring the other 1\n" in half.stderr
     assert ": measured 1 run, 1 was done already; next: autoprof aggregate" in half.stderr
+    # a power cut that kept the journal's entry but emptied the run's record: run again
+    (outdir.run_dir(out, 1, 1) / outdir.RUN_RECORD).write_text("")
+    lost = process(*args)
+    assert "resuming: 1 of 2 runs is done already; measuring the other 1\n" in lost.stderr
+    assert outdir.read_run_record(outdir.run_dir(out, 1, 1)).status == RunStatus.OK
     forced = process(*args[:-2], "--force", "--", "true")
     assert forced.returncode == 0 and "done already" not in forced.stderr

@@ -1,5 +1,5 @@
 """The journal of a profile (`out/journal.jsonl`): one line per finished run attempt, so that a
-resumed profile runs only what is not finished.
+resumed profile runs only what is not finished (`finished`).
 
 A line is appended in one write when a (run, repeat) ends, then fsynced while the next runs go
 on: Ctrl-C, SIGTERM or a crash lose at most the run in progress, a power cut also the runs that
@@ -91,9 +91,24 @@ def _lines(out: Path) -> list[Entry | None]:
 
 
 def finished(out: Path) -> set[tuple[int, int]]:
-    """(run, repeat) pairs whose last journal entry is final."""
-    last = {(e.run, e.repeat): e.status for e in read(out)}
-    return {key for key, status in last.items() if status in FINAL_RUN_STATUSES}
+    """(run, repeat) pairs whose last journal entry is final and whose folders each hold their
+    run.json: the journal is fsynced, a run's files are left to the kernel's writeback, so a
+    power cut can keep an entry and lose (or empty) its folder's record; such a run is not
+    done, and a resume runs it again."""
+    last = {(e.run, e.repeat): e for e in read(out)}
+    return {
+        key
+        for key, entry in last.items()
+        if entry.status in FINAL_RUN_STATUSES and all(_kept(out, f) for f in entry.folders)
+    }
+
+
+def _kept(out: Path, folder: str) -> bool:
+    """Run folder `folder` holds a run.json with something in it (one stat a run)."""
+    try:
+        return os.stat(os.path.join(out, outdir.RUNS, folder, outdir.RUN_RECORD)).st_size > 0
+    except (OSError, ValueError):  # missing; a name no folder can have
+        return False
 
 
 class Journal:
