@@ -18,7 +18,6 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from autoprof.analysis import data
 from autoprof.analysis.choices import COMPARE_TESTS as TESTS
@@ -100,6 +99,8 @@ def significance(a: np.ndarray, b: np.ndarray, test: str = "welch") -> tuple[flo
         if a[0] == b[0]:
             return np.nan, "same in every repeat"
         return np.nan, "exact change (no variance)"
+    from scipy import stats  # here, not at the top: the web app imports this module (0.3 s)
+
     with warnings.catch_warnings():  # nearly identical samples: scipy warns, the p is still ~1
         warnings.simplefilter("ignore", RuntimeWarning)
         if test == "welch":
@@ -150,6 +151,8 @@ def compare(
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
     tested = table["p_value"].notna()
     if tested.any():
+        from scipy import stats
+
         table.loc[tested, "q_value"] = stats.false_discovery_control(table.loc[tested, "p_value"])
     table["significant"] = table["significant"].astype(bool) | (table["q_value"] < alpha)
     table[["n_a", "n_b"]] = table[["n_a", "n_b"]].astype("Int64")

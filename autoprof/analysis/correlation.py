@@ -14,8 +14,6 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy.cluster import hierarchy
-from scipy.spatial.distance import squareform
 
 from autoprof.analysis import data
 from autoprof.analysis.choices import CORRELATION_FEWEST_OVERLAP as FEWEST_OVERLAP
@@ -321,6 +319,10 @@ def cluster_order(matrix: pd.DataFrame) -> list[int]:
     intervals counts as unrelated), with optimal leaf ordering so that neighbours are similar."""
     if len(matrix) < 3:
         return list(range(len(matrix)))
+    # here, not at the top: the web app imports this module (scipy: 0.2 s of each `serve` start)
+    from scipy.cluster import hierarchy
+    from scipy.spatial.distance import squareform
+
     distance = 1.0 - np.abs(matrix.to_numpy())
     distance = np.nan_to_num(distance, nan=1.0)
     np.fill_diagonal(distance, 0.0)

@@ -50,6 +50,8 @@ class Counts:
     _runs: dict[str, frozenset[int]] = field(default_factory=dict, repr=False)
     _reduced: dict[tuple, tuple[float, pd.Series]] = field(default_factory=dict, repr=False)
     _lengths: dict[int | None, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _tables: dict[int | None, _Reductions] = field(default_factory=dict, repr=False)
+    _seconds: dict[int | None, float] = field(default_factory=dict, repr=False)
 
     def runs_of(self, label: str) -> frozenset[int]:
         """The runs that counted the event `label`."""
@@ -62,13 +64,20 @@ class Counts:
         per interval INDEX) of the event `label`, in `run` alone unless None."""
         key = (label, run, column)
         if key not in self._reduced:
-            frame = self.by_event[label]
-            if run is not None:
-                frame = frame[frame["RUN"] == run]
-            by_run = frame.groupby(["RUN", "REPEAT"], observed=True)[column]
-            runs = by_run.max() if column == "VALUES" else by_run.sum(min_count=1)
-            self._reduced[key] = (runs.mean(), frame.groupby("INDEX")[column].mean())
+            if run not in self._tables:
+                frame = (
+                    self.intervals if run is None else self.intervals[self.intervals["RUN"] == run]
+                )
+                self._tables[run] = _Reductions.of(frame)
+            self._reduced[key] = self._tables[run].of_event(label, column)
         return self._reduced[key]
+
+    def seconds(self, run: int | None) -> float:
+        """The mean duration (s) of a (run, repeat), of `run` alone unless None."""
+        if run not in self._seconds:
+            durations = self.durations if run is None else self.durations.loc[[run]]
+            self._seconds[run] = float(durations.mean())
+        return self._seconds[run]
 
     def interval_lengths(self, run: int | None) -> pd.DataFrame:
         """The mean LENGTH and TIME of each interval INDEX, in `run` alone unless None."""
@@ -98,6 +107,51 @@ class Counts:
             )
         )
         return cls(intervals, labels, by_event, durations, times, multiplexed)
+
+
+COUNTED = ["SUM", "MEAN", "VALUES"]  # the per-interval columns a metric reads
+
+
+@dataclass
+class _Reductions:
+    """Every event's reductions of one set of intervals, from three groupbys over all events at
+    once (one per event, metric by metric, was most of a metric set's evaluation): the same
+    values, as each event's rows are the same rows in the same order."""
+
+    events: dict[str, tuple[int, int, int, int]]  # label -> its rows in `runs`, in `indexes`
+    runs: pd.DataFrame  # per (EVENT, RUN, REPEAT): SUM and MEAN summed, VALUES' max
+    indexes: pd.DataFrame  # per (EVENT, INDEX): the mean of SUM, MEAN and VALUES
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _Reductions:
+        keys = [data.EVENT, "RUN", "REPEAT"]
+        by_run = frame.groupby(keys, observed=True)
+        runs = by_run[["SUM", "MEAN"]].sum(min_count=1)
+        runs["VALUES"] = by_run["VALUES"].max()
+        indexes = frame.groupby([data.EVENT, "INDEX"], observed=True)[COUNTED].mean()
+        spans = [_spans(table.index.get_level_values(0)) for table in (runs, indexes)]
+        events = {e: (*spans[0][e], *spans[1][e]) for e in spans[0]}
+        return cls(events, runs, indexes)
+
+    def of_event(self, label: str, column: str) -> tuple[float, pd.Series]:
+        """`Counts.reduced` of `label`: its total is pandas' mean (NaN skipped) of its rows."""
+        start, stop, first, last = self.events[label]
+        totals = self.runs[column].to_numpy(np.float64)[start:stop]
+        counted = ~np.isnan(totals)
+        with np.errstate(invalid="ignore", divide="ignore"):  # none counted: NaN, as pandas
+            total = float(np.where(counted, totals, 0.0).sum() / counted.sum())
+        rows = self.indexes.iloc[first:last]
+        index = pd.Index(rows.index.get_level_values("INDEX"), name="INDEX")
+        return total, pd.Series(rows[column].to_numpy(), index=index, name=column)
+
+
+def _spans(events: pd.Index) -> dict[str, tuple[int, int]]:
+    """label -> (first, end) of its run of rows in `events` (grouped, so each label's rows are
+    together)."""
+    labels = events.astype(str).to_numpy()
+    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+    ends = np.r_[starts[1:], len(labels)]
+    return {str(labels[a]): (int(a), int(b)) for a, b in zip(starts, ends, strict=True)}
 
 
 @dataclass
@@ -185,32 +239,35 @@ def evaluate(metric: Metric, counts: Counts, constants: dict, retire: dict) -> V
     for alias, (label, factor, column) in labels.items():
         run_total, by_index = counts.reduced(label, result.run, column)
         total[alias] = run_total * factor
-        per_interval[alias] = by_index * factor
-    durations = counts.durations
-    if result.run is not None:
-        durations = durations.loc[[result.run]]
+        per_interval[alias] = (by_index, factor)
     try:
-        seconds = float(durations.mean())
+        seconds = counts.seconds(result.run)
         values = {**consts.for_metric(metric.constants, consts.with_duration(constants, seconds))}
         values.update(known)
         result.value = float(metric.formula({**values, **total})) * metric.scale
-        index = (
-            sorted(set().union(*(s.index for s in per_interval.values()))) if per_interval else []
+        index = pd.Index(
+            sorted(set().union(*(s.index for s, _ in per_interval.values()))), name="INDEX"
         )
-        series_values = {a: s.reindex(index).to_numpy() for a, s in per_interval.items()}
-        by_index = counts.interval_lengths(result.run).reindex(index)
-        length = by_index["LENGTH"].to_numpy()
-        result.times = by_index["TIME"].to_numpy()
+        series_values = {a: _at(s, index) * factor for a, (s, factor) in per_interval.items()}
+        lengths = counts.interval_lengths(result.run)
+        length = _at(lengths["LENGTH"], index)
+        result.times = _at(lengths["TIME"], index)
         timed = {**constants, consts.DURATION_MS: length * 1000, consts.DURATION_S: length}
         every = {**consts.for_metric(metric.constants, timed), **known}
         result.series = pd.Series(
             np.broadcast_to(metric.formula({**every, **series_values}), (len(index),))
             * metric.scale,
-            index=pd.Index(index, name="INDEX"),
+            index=index,
         )
     except FormulaError as err:
         result.missing.append(str(err))
     return result
+
+
+def _at(series: pd.Series, index: pd.Index) -> np.ndarray:
+    """The values of `series` at `index` (NaN where it has none); most metrics read events of
+    one run, all on the same intervals: no reindex then."""
+    return series.to_numpy() if series.index.equals(index) else series.reindex(index).to_numpy()
 
 
 def thresholds(values: dict[str, Value]) -> None:

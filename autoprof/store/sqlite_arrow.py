@@ -17,6 +17,9 @@ from urllib.parse import quote
 
 
 def main(argv: list[str]) -> int:
+    # pyarrow without numpy (optional since pyarrow 16): batches pass through here and are
+    # never arrays of numbers, and importing numpy was two thirds of this process's CPU
+    sys.modules["numpy"] = None  # type: ignore[assignment]
     # ADBC's low-level API: its DB-API module imports pyarrow.dataset and with it pandas, half
     # a second of this process's life (a run page's first open waits on it)
     import adbc_driver_manager
