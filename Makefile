@@ -90,8 +90,8 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 test: install test-deps launcher
 	$(PYTEST) -q
 
-# Everything but the tests marked slow (real profiles, workers): under a minute, on two
-# processes (pytest-xdist; the fast tests share nothing: own tmp paths, databases, Redis indexes).
+# Everything but the tests marked slow (real profiles, workers), on two processes (pytest-xdist;
+# the fast tests share nothing: own tmp paths, databases, Redis indexes): ~75 s on two cores.
 test-fast: install test-deps launcher
 	$(PYTEST) -q -m "not slow" -n 2
 
