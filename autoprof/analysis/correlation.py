@@ -10,7 +10,7 @@ matrix so that events that move together (or exactly against each other) sit sid
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -314,15 +314,22 @@ def correlate(
     return pd.DataFrame(out, index=series.columns.copy(), columns=series.columns.copy())
 
 
+def clustering() -> tuple[Any, Any]:
+    """scipy's `hierarchy` and `squareform`, imported here, not at the top: the web app imports
+    this module, and scipy.cluster costs 0.28 s of CPU (a third of a 1 M-row run page's first
+    open); the server imports it in the background once it is up (`web.app`)."""
+    from scipy.cluster import hierarchy
+    from scipy.spatial.distance import squareform
+
+    return hierarchy, squareform
+
+
 def cluster_order(matrix: pd.DataFrame) -> list[int]:
     """Leaf order of an average-linkage clustering on the distance ``1 - |r|`` (no common
     intervals counts as unrelated), with optimal leaf ordering so that neighbours are similar."""
     if len(matrix) < 3:
         return list(range(len(matrix)))
-    # here, not at the top: the web app imports this module (scipy: 0.2 s of each `serve` start)
-    from scipy.cluster import hierarchy
-    from scipy.spatial.distance import squareform
-
+    hierarchy, squareform = clustering()
     distance = 1.0 - np.abs(matrix.to_numpy())
     distance = np.nan_to_num(distance, nan=1.0)
     np.fill_diagonal(distance, 0.0)

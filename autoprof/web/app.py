@@ -16,6 +16,7 @@ import threading
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
+from autoprof.analysis import correlation
 from autoprof.errors import AutoprofError
 from autoprof.web import routes
 from autoprof.web.guard import Guard
@@ -26,9 +27,11 @@ from autoprof.web.state import Settings, State
 
 
 def _warm_up(state: State) -> None:
-    """Build this machine's event list before a page needs it; a failure shows on that page."""
+    """Build this machine's event list, and import what a run page's first open needs (the
+    correlation's clustering), before a page needs them; a failure shows on that page."""
     with contextlib.suppress(AutoprofError):
         routes.countable_events(state)
+    correlation.clustering()
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -42,7 +45,8 @@ def create_app(settings: Settings) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
-        # this machine's event list (thousands of tracepoints) is built before a page needs it
+        # this machine's event list (thousands of tracepoints) is built before a page needs it,
+        # and scipy's clustering imported
         threading.Thread(target=_warm_up, args=(state,), daemon=True).start()
         yield
         queue.close()  # nothing a job started keeps running after the server
