@@ -106,11 +106,11 @@ def start(
     process_group: int = 0,
     executable: str | None = None,
 ) -> Spawned | subprocess.Popen:
-    """Start `argv` (`executable`: the file run, else argv[0], searched on `env`'s PATH as
-    Popen searches it when it names no folder) in process
-    group `process_group` (0: a group of its own), its standard streams `stdin`, `stdout` and
-    `stderr` (None: this process's), `pass_fds` open in it as they are here. OSError when it
-    cannot be run, as Popen raises it."""
+    """Start `argv` in process group `process_group` (0: a group of its own), with standard
+    streams `stdin`, `stdout` and `stderr` (None: this process's) and `pass_fds` open in it as
+    they are here. `executable` is the file run, else argv[0], searched on `env`'s PATH as
+    Popen searches it when it names no folder. OSError when it cannot be run, as Popen
+    raises it."""
     program = executable or argv[0]
     streams = ((_fd(stdin), 0), (_fd(stdout), 1), (_fd(stderr), 2))
     # a stream given as another of 0-2 would be overwritten before it is read: Popen orders that
