@@ -337,10 +337,12 @@ def test_dry_run_prints_exactly_the_argv_that_runs(writes, tmp_path):
 
 @pytest.mark.slow
 def test_demo_checks_every_breakpoint_count_and_can_run_again(writes, tmp_path):
-    out = tmp_path / "demo"
+    """Into its default folder (out/demo) from a fresh checkout's folder, which has no out/ yet
+    (`make demo`), then again."""
+    out = tmp_path / "out" / "demo"
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     for _ in range(2):  # the second demo replaces the first one's output
-        proc = process("demo", "-o", str(out), "--writes", "300", env=env)
+        proc = process("demo", "--writes", "300", env=env, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert "12 of 12 breakpoint counts exact" in proc.stdout
     assert len(outdir.run_folders(out)) == 3

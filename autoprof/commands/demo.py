@@ -13,7 +13,7 @@ from autoprof.commands import common
 from autoprof.errors import AutoprofError
 from autoprof.examples import build_writes, expected_writes, slot_addresses
 from autoprof.run import outdir
-from autoprof.util import children, xdg
+from autoprof.util import children, owned, xdg
 
 
 @click.command("demo")
@@ -37,6 +37,9 @@ def demo(output: str, writes: int) -> None:
     from autoprof.results import csvfile
 
     out = Path(output)
+    # the default's folder (out/) is made as needed (`common.existing_parent`): the profile
+    # below is given -o explicitly and would refuse a folder that is not there
+    owned.own_folder(out.parent)
     binary = build_writes(xdg.cache_dir() / "demo")
     why = breakpoint_miscount(binary)
     if why:  # the demo checks exact counts: say so now rather than after minutes of runs
