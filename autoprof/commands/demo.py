@@ -37,9 +37,8 @@ def demo(output: str, writes: int) -> None:
     from autoprof.results import csvfile
 
     out = Path(output)
-    # the default's folder (out/) is made as needed (`common.existing_parent`): the profile
-    # below is given -o explicitly and would refuse a folder that is not there
-    owned.own_folder(out.parent)
+    if not out.parent.is_dir():  # the default's out/, made as needed (`common.existing_parent`):
+        owned.own_folder(out.parent)  # the profile below, given -o, would refuse it missing
     binary = build_writes(xdg.cache_dir() / "demo")
     why = breakpoint_miscount(binary)
     if why:  # the demo checks exact counts: say so now rather than after minutes of runs

@@ -31,7 +31,8 @@ def _warm_up(state: State) -> None:
     correlation's clustering), before a page needs them; a failure shows on that page."""
     with contextlib.suppress(AutoprofError):
         routes.countable_events(state)
-    correlation.clustering()
+    with contextlib.suppress(ImportError):  # a broken scipy: the page that needs it says so
+        correlation.clustering()
 
 
 def create_app(settings: Settings) -> Starlette:
