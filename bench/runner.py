@@ -9,17 +9,22 @@ Two ways, alternately, ROUNDS times each, for a plan of SMALL and one of LARGE r
   run's exact argv from `profile --dry-run`, perf starting the command itself, `-- /bin/true`,
   in place of autoprof's attach), each started from here as autoprof starts its perf.
 
-CPU is user + system of the whole process tree (this process's waited-for children: autoprof,
-its perfs and commands; the bare perfs and theirs); wall is a monotonic clock around it. Each
-figure is the best of ROUNDS: on a loaded machine the minimum is the least disturbed. The SMALL
-and LARGE totals give, by difference, the cost per run and the fixed cost of each way (cost =
-fixed + runs x per_run); autoprof's overhead is its figure less bare perf's. LARGE is 105 runs
-(was 45): the per-run figure is a slope, and a total that varies by 20 ms from round to round on
-this shared 2-core machine moves it by 0.2 ms at 100 runs apart, by 0.5 ms at 40. The output
-folders go under DIR (default: the system's temp folder). On ext4 without a journal (this
-project's VMs) a new file skips every inode of its block group deleted in the last minutes
-(fs/ext4/ialloc.c, recently_deleted): after a test suite cleaned up /tmp, each file a run makes
-cost 0.3-1 ms of CPU there and 0.02 ms in a folder elsewhere; the table's head names DIR.
+CPU is user + system of everything each way runs: its processes (autoprof, its perfs and
+commands; the bare perfs and theirs) and this process's own work for it (`measured`: the loop
+that makes each bare run's folder and output files and starts its perf, as a shell loop or a
+script would, and as autoprof does for its own runs); wall is a monotonic clock around it. Until
+#40's last stop the CPU counted the processes alone, so bare perf started for free while
+autoprof paid for starting its own; the `vs perf alone` line still gives that figure (wall was
+always whole). Each figure is the best of ROUNDS: on a loaded machine the minimum is the least
+disturbed. The SMALL and LARGE totals give, by difference, the cost per run and the fixed cost
+of each way (cost = fixed + runs x per_run); autoprof's overhead is its figure less bare perf's.
+LARGE is 105 runs (was 45): the per-run figure is a slope, and a total that varies by 20 ms from
+round to round on this shared 2-core machine moves it by 0.2 ms at 100 runs apart, by 0.5 ms at
+40. The output folders go under DIR (default: the system's temp folder). On ext4 without a
+journal (this project's VMs) a new file skips every inode of its block group deleted in the last
+minutes (fs/ext4/ialloc.c, recently_deleted): after a test suite cleaned up /tmp, each file a
+run makes cost 0.3-1 ms of CPU there and 0.02 ms in a folder elsewhere; the table's head names
+DIR.
 Targets (#40): per run at most 2 ms CPU and 3 ms wall beyond bare perf's, fixed at most 0.15 s CPU.
 """
 
@@ -42,15 +47,20 @@ WORKLOAD = ["/bin/true"]  # does nothing: what is timed is the runner
 PER_RUN_CPU_MS, PER_RUN_WALL_MS, FIXED_CPU_S = 2.0, 3.0, 0.15
 
 
-def measured(fn: Callable[[], None]) -> tuple[float, float]:
-    """Wall and CPU seconds (of the children `fn` waits for) of one call of `fn`."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measured(fn: Callable[[], None]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds of everything (this process and the children `fn` waits
+    for), and CPU seconds of the children alone, of one call of `fn`."""
+    own, children = cpu_seconds(resource.RUSAGE_SELF), cpu_seconds(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     fn()
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu
+    alone = cpu_seconds(resource.RUSAGE_CHILDREN) - children
+    return wall, alone + cpu_seconds(resource.RUSAGE_SELF) - own, alone
 
 
 def run_autoprof(runs: int, out: Path) -> None:
@@ -91,11 +101,11 @@ def main() -> int:
     sizes = (args.small, args.large)
     # an installed autoprof has its bytecode compiled (`make install`); this checkout may not
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "autoprof")], check=True)
-    best: dict[tuple[str, int], tuple[float, float]] = {}
+    # (way, runs) -> the best of each figure `measured` gives: wall, CPU, CPU of processes alone
+    best: dict[tuple[str, int], tuple[float, ...]] = {}
 
-    def keep(key: tuple[str, int], wall: float, cpu: float) -> None:
-        old = best.get(key, (wall, cpu))
-        best[key] = (min(old[0], wall), min(old[1], cpu))
+    def keep(key: tuple[str, int], figures: tuple[float, ...]) -> None:
+        best[key] = tuple(map(min, best.get(key, figures), figures))
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         root = Path(tmp)
@@ -104,33 +114,34 @@ def main() -> int:
                 argvs = bare_argvs(runs, root / f"bare{runs}-{i}")
                 assert len(argvs) == runs, (runs, len(argvs))
                 out = root / f"prof{runs}-{i}"
-                keep(("autoprof", runs), *measured(lambda n=runs, o=out: run_autoprof(n, o)))
-                keep(("bare", runs), *measured(lambda v=argvs: run_bare(v)))
+                keep(("autoprof", runs), measured(lambda n=runs, o=out: run_autoprof(n, o)))
+                keep(("bare", runs), measured(lambda v=argvs: run_bare(v)))
     small, large = sizes
-    fit = {}  # way -> ((fixed wall, fixed cpu), (per-run wall, per-run cpu))
+    # way -> (fixed, per run) of each figure: cost = fixed + runs x per_run
+    fit: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
     for way in ("bare", "autoprof"):
         lo, hi = best[(way, small)], best[(way, large)]
-        per = tuple((hi[k] - lo[k]) / (large - small) for k in (0, 1))
-        fixed = tuple(lo[k] - small * per[k] for k in (0, 1))
-        fit[way] = (fixed, per)
+        per = tuple((b - a) / (large - small) for a, b in zip(lo, hi, strict=True))
+        fit[way] = (tuple(a - small * p for a, p in zip(lo, per, strict=True)), per)
     print(
         f"autoprof profile --repeat N -- /bin/true vs N bare perf stat, best of {args.rounds}; "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, "
         f"in {args.dir or tempfile.gettempdir()}"
     )
     head = ("way", f"{small} wall s", f"{small} cpu s", f"{large} wall s", f"{large} cpu s")
-    print(f"{head[0]:<10}" + "".join(f"{h:>12}" for h in head[1:]), end="")
+    print(f"{head[0]:<18}" + "".join(f"{h:>12}" for h in head[1:]), end="")
     print(f"{'fixed wall':>12}{'fixed cpu':>11}{'run wall ms':>13}{'run cpu ms':>12}")
     for way in ("bare", "autoprof"):
-        (fw, fc), (pw, pc) = fit[way]
-        cells = (*best[(way, small)], *best[(way, large)])
-        print(f"{way:<10}" + "".join(f"{c:>12.3f}" for c in cells), end="")
+        (fw, fc, _), (pw, pc, _) = fit[way]
+        cells = (*best[(way, small)][:2], *best[(way, large)][:2])
+        print(f"{way:<18}" + "".join(f"{c:>12.3f}" for c in cells), end="")
         print(f"{fw:>12.3f}{fc:>11.3f}{1000 * pw:>13.1f}{1000 * pc:>12.1f}")
-    (fw, fc), (pw, pc) = (
+    (fw, fc, fa), (pw, pc, pa) = (
         tuple(a - b for a, b in zip(x, y, strict=True))
         for x, y in zip(fit["autoprof"], fit["bare"], strict=True)
     )
-    print(f"{'overhead':<10}{'':>48}{fw:>12.3f}{fc:>11.3f}{1000 * pw:>13.1f}{1000 * pc:>12.1f}")
+    print(f"{'overhead':<18}{'':>48}{fw:>12.3f}{fc:>11.3f}{1000 * pw:>13.1f}{1000 * pc:>12.1f}")
+    print(f"{'vs perf alone':<18}{'':>48}{'':>12}{fa:>11.3f}{'':>13}{1000 * pa:>12.1f}")
     checks = [
         (f"per run cpu <= {PER_RUN_CPU_MS:g} ms", 1000 * pc <= PER_RUN_CPU_MS),
         (f"per run wall <= {PER_RUN_WALL_MS:g} ms", 1000 * pw <= PER_RUN_WALL_MS),
