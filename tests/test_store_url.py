@@ -42,7 +42,7 @@ def test_display_hides_the_password_and_driver():
 
 def test_a_plain_path_is_a_sqlite_file(tmp_path):
     parsed = url.parse(str(tmp_path / "r.db"))
-    assert parsed.get_backend_name() == "sqlite" and parsed.database == str(tmp_path / "r.db")
+    assert parsed.backend == "sqlite" and parsed.database == str(tmp_path / "r.db")
 
 
 def test_resolve_prefers_option_then_environment_then_xdg(monkeypatch, tmp_path):

@@ -36,12 +36,12 @@ def upload_command(outs: tuple[Path, ...], tags: tuple[str, ...], store_text: st
 
     Each OUT is a profile folder with results.csv (run `autoprof aggregate OUT` first)."""
     with _store_libraries():
-        from autoprof.store import engine
+        from autoprof.store import driver
         from autoprof.store import upload as store_upload
 
     _pyarrow_without_pandas()
     labels = key_values(tags, "--tag")
-    store = engine.open_store(store_text)
+    store = driver.Database.of(store_text)
     failures = 0
     for out in outs:
         try:

@@ -24,18 +24,21 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
-from autoprof.store.models import SAMPLE_COLUMNS, SERIES_COLUMNS, measurement_partition
+from autoprof.store import driver
+from autoprof.store.tables import SAMPLE_COLUMNS, SERIES_COLUMNS, measurement_partition
 from autoprof.util import children
 from autoprof.util.prefetch import prefetched
+
+if TYPE_CHECKING:  # the readers' connections; the upload writes without SQLAlchemy
+    from sqlalchemy import Connection
 
 MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
 # what a read returns per row: the series number, then the sample columns (results names)
@@ -83,13 +86,13 @@ class SeriesNumbers:
         )
         return number[local]
 
-    def rows(self, part_id: int) -> list[dict[str, Any]]:
-        """The `series` table's rows of this part."""
-        names = list(SERIES_COLUMNS.values())
-        return [
-            {"part_id": part_id, "number": n, **dict(zip(names, values, strict=True))}
-            for values, n in self.numbers.items()
-        ]
+    def write(self, conn: driver.Connection, part_id: int) -> None:
+        """Insert the `series` table's rows of this part."""
+        names = ["part_id", "number", *SERIES_COLUMNS.values()]
+        conn.executemany(
+            f"INSERT INTO series ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))})",
+            [(part_id, n, *values) for values, n in self.numbers.items()],
+        )
 
 
 def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
@@ -130,19 +133,17 @@ def measurement_rows(part_id: int, first: int, series: np.ndarray, table: pa.Tab
     return pa.table(columns)
 
 
-def write_measurements(conn: Connection, part_id: int, chunks: Iterable[pa.Table]) -> None:
+def write_measurements(conn: driver.Connection, part_id: int, chunks: Iterable[pa.Table]) -> None:
     """Insert `chunks` (MEASUREMENT columns, rows of `part_id`) through the driver's bulk path,
     in the connection's transaction. On PostgreSQL into a table of the part's own, made here:
     its rows copied in (FREEZE: the table is this transaction's, so its rows need no hint bits
     set by the first read), then its BRIN index on seq built over them all at once, then the
     table attached to `measurement` as the part's partition (which checks no row, its CHECK
     constraint says part_id already; other readers and writers of `measurement` go on)."""
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open connection has its driver's
     names = ", ".join(MEASUREMENT)
-    if conn.dialect.name == "postgresql":
+    if conn.postgresql:
         table = measurement_partition(part_id)
-        with driver.cursor() as cursor:
+        with conn.driver.cursor() as cursor:
             cursor.execute(
                 f"CREATE TABLE {table} (LIKE measurement, CHECK (part_id = {int(part_id)}))"
             )
@@ -161,8 +162,8 @@ def write_measurements(conn: Connection, part_id: int, chunks: Iterable[pa.Table
             )
         return
     # pages written again and again (the b-tree's right edge) stay in memory, not in the WAL
-    driver.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-    row = f"({', '.join('?' * len(MEASUREMENT))})"
+    conn.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+    row = f"({', '.join(['%s'] * len(MEASUREMENT))})"
     insert = f"INSERT INTO measurement ({names}) VALUES "
     wide = insert + ", ".join([row] * SQLITE_ROWS_PER_INSERT)
     width = len(MEASUREMENT)
@@ -170,9 +171,9 @@ def write_measurements(conn: Connection, part_id: int, chunks: Iterable[pa.Table
         values = _python_values(chunk)
         whole = chunk.num_rows // SQLITE_ROWS_PER_INSERT * SQLITE_ROWS_PER_INSERT
         shared = itertools.islice(values, whole * width)  # zip takes from one iterator
-        driver.executemany(wide, zip(*[shared] * (width * SQLITE_ROWS_PER_INSERT), strict=True))
+        conn.executemany(wide, zip(*[shared] * (width * SQLITE_ROWS_PER_INSERT), strict=True))
         rest = iter(values[whole * width :])
-        driver.executemany(insert + row, zip(*[rest] * width, strict=True))
+        conn.executemany(insert + row, zip(*[rest] * width, strict=True))
 
 
 # PostgreSQL's binary COPY: a signature, flags and header extension (both 0), tuples, a trailer
@@ -430,30 +431,27 @@ def _sqlite(path: str, query: str) -> Iterator[pa.RecordBatch]:
 
 
 def write_pieces(
-    conn: Connection, model: Any, fields: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
+    conn: driver.Connection, table: str, fields: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
 ) -> None:
-    """Rows of a table of kept pieces (`PartText`, `PartColumns`: a part, a piece number, a
+    """Rows of a table of kept pieces (part_text, part_columns: a part, a piece number, a
     count, its bytes), one at a time: memory holds a piece. On PostgreSQL by binary COPY: a
     bytea as a parameter goes out as hex."""
-    if conn.dialect.name != "postgresql":
-        for row in rows:
-            conn.execute(insert(model).values(dict(zip(fields, row, strict=True))))
+    names = ", ".join(fields)
+    if not conn.postgresql:
+        conn.executemany(f"INSERT INTO {table} ({names}) VALUES (%s, %s, %s, %s)", rows)
         return
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open connection has its driver's
-    with driver.cursor() as cursor:
-        names = ", ".join(fields)
-        with cursor.copy(
-            f"COPY {model.__tablename__} ({names}) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["int4", "int4", "int4", "bytea"])
-            for row in rows:
-                copy.write_row(row)
+    with (
+        conn.driver.cursor() as cursor,
+        cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy,
+    ):
+        copy.set_types(["int4", "int4", "int4", "bytea"])
+        for row in rows:
+            copy.write_row(row)
 
 
-def piece_count(conn: Connection, model: Any, part_id: int) -> int:
+def piece_count(conn: Connection, table: str, part_id: int) -> int:
     """How many pieces a table of kept pieces (`write_pieces`) holds for `part_id` (0: none)."""
-    found = conn.scalar(
-        select(model.piece).where(model.part_id == part_id).order_by(model.piece.desc()).limit(1)
-    )
+    found = conn.exec_driver_sql(
+        f"SELECT max(piece) FROM {table} WHERE part_id = {int(part_id)}"
+    ).scalar()
     return 0 if found is None else found + 1

@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from sqlalchemy import Connection, select
 
 from autoprof.errors import AutoprofError
-from autoprof.store import bulk
-from autoprof.store.models import SAMPLE_COLUMNS, PartColumns
+from autoprof.store import bulk, driver
+from autoprof.store.tables import SAMPLE_COLUMNS
+
+if TYPE_CHECKING:  # the readers' connections; the upload writes without SQLAlchemy
+    from sqlalchemy import Connection
 
 PIECE_ROWS = 1 << 16
+_TABLE = "part_columns"
 # the summary's columns: results names, as `bulk.read_part` gives them, and their types
 COLUMNS = ["series", "INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING"]
 SCHEMA = pa.schema(
@@ -72,7 +75,7 @@ class Kept:
         self._pieces.append((self._rows, end - self._start))
         self._writer, self._rows, self._start = None, 0, end
 
-    def keep(self, conn: Connection, part_id: int) -> None:
+    def keep(self, conn: driver.Connection, part_id: int) -> None:
         """Store the pieces as `part_id`'s columns."""
         self._end_piece()
         self._file.seek(0)
@@ -80,7 +83,7 @@ class Kept:
             (part_id, piece, count, self._file.read(length))
             for piece, (count, length) in enumerate(self._pieces)
         )
-        bulk.write_pieces(conn, PartColumns, _FIELDS, rows)
+        bulk.write_pieces(conn, _TABLE, _FIELDS, rows)
 
     def __enter__(self) -> Kept:
         return self
@@ -96,7 +99,7 @@ _FIELDS = ("part_id", "piece", "rows", "data")
 
 def pieces(conn: Connection, part_id: int) -> int:
     """How many pieces of columns `part_id` has (0: none kept)."""
-    return bulk.piece_count(conn, PartColumns, part_id)
+    return bulk.piece_count(conn, _TABLE, part_id)
 
 
 def read(conn: Connection, part_id: int, count: int) -> Iterator[pa.Table]:
@@ -126,9 +129,7 @@ def _piece(conn: Connection, part_id: int, piece: int) -> bytes:
             found = cursor.fetchone()
         assert found is not None  # pieces 0 .. count - 1 exist
         return found[0]
-    return conn.execute(
-        select(PartColumns.data).where(PartColumns.part_id == part_id, PartColumns.piece == piece)
-    ).scalar_one()
+    return conn.exec_driver_sql(_PIECE.replace("%s", "?"), (part_id, piece)).scalar_one()
 
 
-_PIECE = "SELECT data FROM part_columns WHERE part_id = %s AND piece = %s"
+_PIECE = f"SELECT data FROM {_TABLE} WHERE part_id = %s AND piece = %s"

@@ -19,17 +19,20 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from sqlalchemy import Connection, func, select
 
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
-from autoprof.store import bulk
-from autoprof.store.models import PartText
+from autoprof.store import bulk, driver
 from autoprof.util.prefetch import prefetched
 
+if TYPE_CHECKING:  # the readers' connections; the upload writes without SQLAlchemy
+    from sqlalchemy import Connection
+
 PIECE_BYTES = 4 << 20
+_TABLE = "part_text"
 _COLUMNS = ("part_id", "piece", "size", "data")
 CODEC = "lz4"  # pyarrow's "lz4" is the LZ4 frame format
 _MAGIC = {b"\x04\x22\x4d\x18": "lz4", b"\x28\xb5\x2f\xfd": "zstd"}  # each frame's first bytes
@@ -72,7 +75,7 @@ class Compressed:
         _, lines, digest = self._pieces.result()
         return lines.hold(rows) and (cells if cells is not None else digest == written)
 
-    def keep(self, conn: Connection, part_id: int) -> None:
+    def keep(self, conn: driver.Connection, part_id: int) -> None:
         """Store the pieces as `part_id`'s text."""
         pieces, _, _ = self._pieces.result()
         self._file.seek(0)
@@ -80,7 +83,7 @@ class Compressed:
             (part_id, piece, size, self._file.read(length))
             for piece, (size, length) in enumerate(pieces)
         )
-        bulk.write_pieces(conn, PartText, _COLUMNS, rows)
+        bulk.write_pieces(conn, _TABLE, _COLUMNS, rows)
 
     def __enter__(self) -> Compressed:
         return self
@@ -93,13 +96,13 @@ class Compressed:
 
 def pieces(conn: Connection, part_id: int) -> int:
     """How many pieces of text `part_id` has (0: none kept)."""
-    return bulk.piece_count(conn, PartText, part_id)
+    return bulk.piece_count(conn, _TABLE, part_id)
 
 
 def size(conn: Connection, part_id: int) -> int:
     """The bytes of `part_id`'s kept text once decompressed (0: none kept)."""
-    total = conn.scalar(select(func.sum(PartText.size)).where(PartText.part_id == part_id))
-    return int(total or 0)
+    total = conn.exec_driver_sql(f"SELECT sum(size) FROM {_TABLE} WHERE part_id = {int(part_id)}")
+    return int(total.scalar() or 0)
 
 
 def lines(conn: Connection, part_id: int, count: int) -> Iterator[bytes]:
@@ -130,12 +133,8 @@ def _stored(conn: Connection, part_id: int, count: int) -> Iterator[tuple[int, b
                 yield cursor.fetchone()
         return
     for piece in range(count):
-        found = conn.execute(
-            select(PartText.size, PartText.data).where(
-                PartText.part_id == part_id, PartText.piece == piece
-            )
-        ).one()
+        found = conn.exec_driver_sql(_PIECE.replace("%s", "?"), (part_id, piece)).one()
         yield found.size, found.data
 
 
-_PIECE = "SELECT size, data FROM part_text WHERE part_id = %s AND piece = %s"
+_PIECE = f"SELECT size, data FROM {_TABLE} WHERE part_id = %s AND piece = %s"
