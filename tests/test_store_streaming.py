@@ -48,8 +48,10 @@ def store_url(request, tmp_path) -> str:
 
 @pytest.fixture
 def tiny_chunks(monkeypatch):
-    """Chunks of a few hundred rows in, windows and batches of 1,000 out."""
+    """Chunks of a few hundred rows in, a few chunks per COPY statement (the kept text and
+    columns stored between them), windows and batches of 1,000 out."""
     monkeypatch.setattr(csvfile, "CHUNK_BYTES", 1 << 14)
+    monkeypatch.setattr(bulk, "COPY_BYTES", 1 << 15)
     monkeypatch.setattr(bulk, "WINDOW", 1000)
     monkeypatch.setattr(bulk, "BATCH", 1000)
     monkeypatch.setattr(text, "PIECE_BYTES", 1 << 12)
@@ -220,10 +222,10 @@ def test_a_canonical_file_is_kept_with_or_without_its_digest(store_url, tmp_path
         ("SAMPLE_VALUE", "0{}"),  # its count with a leading zero
     ],
 )
-def test_a_file_not_in_canonical_form_exports_in_it(store_url, tmp_path, edit, digest):
-    """An edited results.csv keeps no text: its export is the canonical text of its values. With
-    the digest `aggregate` recorded, the file no longer has it; without one, its cells are
-    checked."""
+def test_a_file_not_in_canonical_form_exports_in_it(store_url, tmp_path, edit, digest, tiny_chunks):
+    """An edited results.csv keeps no text (what was stored of it while the rows went in is
+    deleted): its export is the canonical text of its values. With the digest `aggregate`
+    recorded, the file no longer has it; without one, its cells are checked."""
     out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=20)
     if digest == "none":
         _forget_digest(out)

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import subprocess
-from collections.abc import Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +47,9 @@ MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
 READ_COLUMNS = ["series", *SAMPLE_COLUMNS]
 WINDOW = 1 << 18  # rows per read on PostgreSQL, put in order here (about 15 MB of Arrow)
 BATCH = 1 << 16  # rows per batch on SQLite (its driver's default, 1024, costs per batch)
+# rows sent per COPY statement (1 M rows are 78 MB): between two, the server stores what else
+# the upload made meanwhile (`write_measurements`)
+COPY_BYTES = 16 << 20
 SQLITE_ROWS_PER_INSERT = 256  # rows per INSERT statement: a third of the CPU of one per row
 SQLITE_CACHE_KIB = 32 << 10  # 32 MiB of page cache for a load: 20% faster than the default 2
 _WORK_MEM = "256MB"  # several parts' rows are sorted by the server
@@ -133,13 +138,22 @@ def measurement_rows(part_id: int, first: int, series: np.ndarray, table: pa.Tab
     return pa.table(columns)
 
 
-def write_measurements(conn: driver.Connection, part_id: int, chunks: Iterable[pa.Table]) -> None:
+def write_measurements(
+    conn: driver.Connection,
+    part_id: int,
+    chunks: Iterable[pa.Table],
+    between: Callable[[], None] = lambda: None,
+) -> None:
     """Insert `chunks` (MEASUREMENT columns, rows of `part_id`) through the driver's bulk path,
     in the connection's transaction. On PostgreSQL into a table of the part's own, made here:
     its rows copied in (FREEZE: the table is this transaction's, so its rows need no hint bits
     set by the first read), then its BRIN index on seq built over them all at once, then the
     table attached to `measurement` as the part's partition (which checks no row, its CHECK
-    constraint says part_id already; other readers and writers of `measurement` go on)."""
+    constraint says part_id already; other readers and writers of `measurement` go on).
+
+    The rows go in a COPY statement per COPY_BYTES sent, and `between` runs between two: the
+    server, which has time to spare while this process encodes rows, stores what the upload
+    made meanwhile (its kept text and columns) instead of after the last row."""
     names = ", ".join(MEASUREMENT)
     if conn.postgresql:
         table = measurement_partition(part_id)
@@ -148,14 +162,12 @@ def write_measurements(conn: driver.Connection, part_id: int, chunks: Iterable[p
                 f"CREATE TABLE {table} (LIKE measurement, CHECK (part_id = {int(part_id)}))"
             )
             statement = f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY, FREEZE)"
-            with cursor.copy(statement) as copy:
-                copy.write(COPY_SIGNATURE)
-                # chunks are read and encoded a few ahead, in a thread, while this one is
-                # sent: the two overlap, and memory holds a few chunks, never a queue that
-                # grows when the server is the slower side
-                for data in prefetched(map(binary_rows, chunks), ahead=4):
-                    copy.write(data)
-                copy.write(COPY_TRAILER)
+            # chunks are read and encoded a few ahead, in a thread, while this one is sent: the
+            # two overlap, and memory holds a few chunks, never a queue that grows when the
+            # server is the slower side
+            encoded = prefetched(map(binary_rows, chunks), ahead=4)
+            while _copy(cursor, statement, encoded):
+                between()
             cursor.execute(f"CREATE INDEX {table}_seq ON {table} USING brin (seq)")
             cursor.execute(
                 f"ALTER TABLE measurement ATTACH PARTITION {table} FOR VALUES IN ({int(part_id)})"
@@ -174,6 +186,20 @@ def write_measurements(conn: driver.Connection, part_id: int, chunks: Iterable[p
         conn.executemany(wide, zip(*[shared] * (width * SQLITE_ROWS_PER_INSERT), strict=True))
         rest = iter(values[whole * width :])
         conn.executemany(insert + row, zip(*[rest] * width, strict=True))
+
+
+def _copy(cursor: Any, statement: str, encoded: Iterator[bytes]) -> bool:
+    """One COPY `statement` of `encoded` rows, until COPY_BYTES are sent; whether rows are left."""
+    sent = 0
+    with cursor.copy(statement) as copy:
+        copy.write(COPY_SIGNATURE)
+        for data in encoded:
+            copy.write(data)
+            sent += len(data)
+            if sent >= COPY_BYTES:
+                break
+        copy.write(COPY_TRAILER)
+    return sent >= COPY_BYTES
 
 
 # PostgreSQL's binary COPY: a signature, flags and header extension (both 0), tuples, a trailer
@@ -430,12 +456,55 @@ def _sqlite(path: str, query: str) -> Iterator[pa.RecordBatch]:
         raise AutoprofError(f"reading {path}: {error.decode(errors='replace').strip()}")
 
 
+class Spool:
+    """The pieces of a table of kept pieces (part_text, part_columns: a part, a piece number, a
+    count, its bytes) for one part, spooled to a temporary file as one thread makes them
+    (`add`), stored in order by another as they come (`store`): memory holds a piece. An upload
+    stores them between its COPY statements, while the server has time to spare."""
+
+    def __init__(self, table: str, fields: tuple[str, ...]) -> None:
+        self.table, self.fields = table, fields
+        self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115  # closed by close()
+        self._made: list[tuple[int, int, int]] = []  # (count, offset, length) of each piece
+        self._end = 0
+        self._stored = 0  # pieces stored
+
+    def add(self, count: int, data: Any) -> None:
+        """A piece (`data`: bytes, or a buffer) of `count` rows or bytes, after the others."""
+        left = memoryview(data).cast("B")
+        length = len(left)
+        while left:
+            left = left[self._file.write(left) :]
+        self._made.append((count, self._end, length))  # once written: `store` may read it
+        self._end += length
+
+    def store(self, conn: driver.Connection, part_id: int) -> None:
+        """Store the pieces made and not stored yet as `part_id`'s."""
+        made = self._made[self._stored :]
+        if not made:
+            return
+        rows = (
+            (part_id, self._stored + n, count, os.pread(self._file.fileno(), length, offset))
+            for n, (count, offset, length) in enumerate(made)
+        )
+        write_pieces(conn, self.table, self.fields, rows)
+        self._stored += len(made)
+
+    def drop(self, conn: driver.Connection, part_id: int) -> None:
+        """Delete the pieces stored as `part_id`'s (the last call: none are kept after all)."""
+        if self._stored:
+            conn.execute(f"DELETE FROM {self.table} WHERE part_id = %s", [part_id])
+            self._stored = 0
+
+    def close(self) -> None:
+        self._file.close()
+
+
 def write_pieces(
     conn: driver.Connection, table: str, fields: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
 ) -> None:
-    """Rows of a table of kept pieces (part_text, part_columns: a part, a piece number, a
-    count, its bytes), one at a time: memory holds a piece. On PostgreSQL by binary COPY: a
-    bytea as a parameter goes out as hex."""
+    """Rows of a table of kept pieces, one at a time: memory holds a piece. On PostgreSQL by
+    binary COPY: a bytea as a parameter goes out as hex."""
     names = ", ".join(fields)
     if not conn.postgresql:
         conn.executemany(f"INSERT INTO {table} ({names}) VALUES (%s, %s, %s, %s)", rows)

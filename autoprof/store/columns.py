@@ -13,7 +13,6 @@ one stored before migration 0010) is read from its rows.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -46,19 +45,21 @@ _OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
 
 class Kept:
     """The columns of a part's measurement rows (`bulk.measurement_rows` tables, `add`ed in
-    order), spooled compressed to a temporary file; `keep` stores them. Use as a context
-    manager: leaving drops the file."""
+    order), a compressed piece of PIECE_ROWS rows at a time spooled to a temporary file
+    (`bulk.Spool`); the upload stores those made so far between its COPY statements
+    (`store_made`), the rest at the end (`keep`). Use as a context manager: leaving drops the
+    file."""
 
     def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115  # closed by __exit__
-        self._pieces: list[tuple[int, int]] = []  # (rows, bytes) of each piece written
+        self._spool = bulk.Spool(_TABLE, _FIELDS)
+        self._sink: Any = None  # the piece being written, and its writer
         self._writer: Any = None
         self._rows = 0  # of the piece being written
-        self._start = 0  # its offset in the file
 
     def add(self, table: pa.Table) -> None:
         if self._writer is None:
-            self._writer = pa.ipc.new_stream(self._file, SCHEMA, options=_OPTIONS)
+            self._sink = pa.BufferOutputStream()
+            self._writer = pa.ipc.new_stream(self._sink, SCHEMA, options=_OPTIONS)
         columns = [
             table.column(name).cast(t) for name, t in zip(_SOURCE, SCHEMA.types, strict=True)
         ]
@@ -71,19 +72,17 @@ class Kept:
         if self._writer is None:
             return
         self._writer.close()
-        end = self._file.tell()
-        self._pieces.append((self._rows, end - self._start))
-        self._writer, self._rows, self._start = None, 0, end
+        self._spool.add(self._rows, self._sink.getvalue())
+        self._sink, self._writer, self._rows = None, None, 0
+
+    def store_made(self, conn: driver.Connection, part_id: int) -> None:
+        """Store the pieces made so far as `part_id`'s columns."""
+        self._spool.store(conn, part_id)
 
     def keep(self, conn: driver.Connection, part_id: int) -> None:
-        """Store the pieces as `part_id`'s columns."""
+        """Store the rest of the pieces as `part_id`'s columns."""
         self._end_piece()
-        self._file.seek(0)
-        rows = (
-            (part_id, piece, count, self._file.read(length))
-            for piece, (count, length) in enumerate(self._pieces)
-        )
-        bulk.write_pieces(conn, _TABLE, _FIELDS, rows)
+        self._spool.store(conn, part_id)
 
     def __enter__(self) -> Kept:
         return self
@@ -91,7 +90,7 @@ class Kept:
     def __exit__(self, *exc: object) -> None:
         if self._writer is not None:
             self._writer.close()
-        self._file.close()
+        self._spool.close()
 
 
 _FIELDS = ("part_id", "piece", "rows", "data")

@@ -26,7 +26,7 @@ import json
 import math
 import shlex
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -216,11 +216,15 @@ class Loaded:
 
 
 def load_part(
-    conn: driver.Connection, part_id: int, chunks: Iterable[Any], kept: columns.Kept | None = None
+    conn: driver.Connection,
+    part_id: int,
+    chunks: Iterable[Any],
+    kept: columns.Kept | None = None,
+    between: Callable[[], None] = lambda: None,
 ) -> Loaded:
     """Store results `chunks` as the series and measurements of `part_id`, a chunk at a time
-    through the driver's bulk path (`bulk.write_measurements`); their columns are `kept` too
-    (the caller stores them) when given."""
+    through the driver's bulk path (`bulk.write_measurements`, which runs `between` now and
+    then); their columns are `kept` too (the caller stores them) when given."""
     numbers = bulk.SeriesNumbers()
     rows = 0
 
@@ -235,7 +239,7 @@ def load_part(
             yield table
             rows += chunk.num_rows
 
-    bulk.write_measurements(conn, part_id, measurements())
+    bulk.write_measurements(conn, part_id, measurements(), between)
     numbers.write(conn, part_id)
     names = dict.fromkeys(key[0] for key in numbers.numbers if key[0] is not None)
     return Loaded(rows, list(names))
@@ -367,13 +371,22 @@ def upload(database: driver.Database, out: Path, tags: dict[str, str] | None = N
                 _insert("run_part", part_values, "RETURNING id"), [*part_values.values()]
             )
             # a split run's summary reads its parts' rows merged: columns kept for one part only
-            loaded = load_part(conn, part_id, chunks, kept if parts == 1 else None)
+            keeping = kept if parts == 1 else None
+
+            def made_so_far() -> None:  # stored while the rows go in (`write_measurements`)
+                compressed.store_made(conn, part_id)
+                if keeping is not None:
+                    keeping.store_made(conn, part_id)
+
+            loaded = load_part(conn, part_id, chunks, keeping, made_so_far)
             _check_planned(out, profile, loaded.events)  # raised: the transaction stores nothing
             rows = loaded.rows
             if compressed.canonical(rows, reading.cells_canonical, written):
                 compressed.keep(conn, part_id)
-            if parts == 1:
-                kept.keep(conn, part_id)
+            else:
+                compressed.drop(conn, part_id)
+            if keeping is not None:
+                keeping.keep(conn, part_id)
             conn.execute("UPDATE run_part SET rows = %s WHERE id = %s", [rows, part_id])
             insert_functions(conn, part_id, functions)
             if tags:
