@@ -239,7 +239,7 @@ def binary_rows(chunk: pa.Table) -> memoryview:
         fields = rows.reshape(-1).view(record.dtype)
         which = slice(None) if count == len(layout) else np.flatnonzero(layout == key)
         for i, column in enumerate(values):
-            if f"v{i}" in record.dtype.names:
+            if f"v{i}" in (record.dtype.names or ()):
                 fields[f"v{i}"] = column[which]  # made big-endian on the way
     return found.data
 
