@@ -149,11 +149,9 @@ def first_line(err: BaseException) -> str:
 def errors(shown: str, text: str) -> Iterator[None]:
     """Turn the drivers' errors into one line for the user, on the store `shown`, every
     password of the URL `text` the user gave masked."""
-    from adbc_driver_manager import Error as AdbcError
-
     try:
         yield
-    except (psycopg.Error, sqlite3.Error, AdbcError) as err:
+    except (psycopg.Error, sqlite3.Error) as err:
         raise AutoprofError(scrub(f"store {shown}: {first_line(err)}", text)) from None
 
 

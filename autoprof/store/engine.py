@@ -56,11 +56,14 @@ class Store:
     def errors(self) -> Iterator[None]:
         """Turn database errors into one masked line for the user: SQLAlchemy's, and the
         drivers' own (the bulk paths use them, and ADBC, directly)."""
+        from adbc_driver_manager import Error as AdbcError
+
         with self.database.errors():
             try:
                 yield
-            except SQLAlchemyError as err:
-                said = driver.first_line(err) if isinstance(err, DBAPIError) else str(err)
+            except (SQLAlchemyError, AdbcError) as err:
+                whole = isinstance(err, SQLAlchemyError) and not isinstance(err, DBAPIError)
+                said = str(err) if whole else driver.first_line(err)
                 message = scrub(f"store {self.shown}: {said}", self.database.text)
                 raise AutoprofError(message) from None
 
