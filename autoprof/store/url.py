@@ -69,13 +69,13 @@ class StoreURL:
         """``sqlite`` or ``postgresql``."""
         return self.drivername.split("+", 1)[0]
 
-    def render(self, hide_password: bool = True) -> str:
-        """The URL as text (SQLAlchemy's `render_as_string`)."""
+    def render(self) -> str:
+        """The URL as text, its password hidden (SQLAlchemy's `render_as_string`)."""
         text = self.drivername + "://"
         if self.username is not None:
             text += quote(self.username, safe=" +")
             if self.password is not None:
-                text += ":" + (HIDDEN if hide_password else quote(self.password, safe=" +"))
+                text += ":" + HIDDEN
             text += "@"
         if self.host is not None:
             text += f"[{self.host}]" if ":" in self.host else self.host
@@ -156,4 +156,4 @@ def parse(text: str) -> StoreURL:
 
 def display(url: StoreURL) -> str:
     """The URL as it may be printed: password hidden, driver suffix dropped."""
-    return mask(replace(url, drivername=url.backend).render(hide_password=True))
+    return mask(replace(url, drivername=url.backend).render())
