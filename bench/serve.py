@@ -93,7 +93,9 @@ def main() -> int:
         work = Path(tmp)
         url = args.store or f"sqlite:///{work / 'results.db'}"
         store = engine.open_store(url)
-        small = upload.upload(store, make_out(work / "small", intervals=5), {"suite": "x"}).uuid
+        small = upload.upload(
+            store.database, make_out(work / "small", intervals=5), {"suite": "x"}
+        ).uuid
         began = time.perf_counter()
         clone_runs(store, small, args.runs - 2)
         print(f"stored {args.runs - 2:,} copies in {time.perf_counter() - began:.1f} s")
@@ -103,7 +105,7 @@ def main() -> int:
             work / "big", runs=runs, repeats=repeats, intervals=intervals, cpus=CPUS, seed=1
         )
         began = time.perf_counter()
-        done = upload.upload(store, out)
+        done = upload.upload(store.database, out)
         print(f"uploaded {done.rows:,} rows in {time.perf_counter() - began:.1f} s")
         settings = Settings(store, work / "data", "t" * 24)
         rows = []

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autoprof.run import outdir
-from autoprof.store import engine, upload
+from autoprof.store import driver, engine, upload
 from autoprof.testing.synthetic_out import make_out
 from tests.helpers import Served, start_serve, stop
 
@@ -82,7 +82,7 @@ def test_upload_takes_the_largest_64_bit_count(tmp_path, cli_run):
 @pytest.mark.slow  # a real server process
 def test_a_stored_run_with_infinite_counts_is_served_quietly(tmp_path):
     db = tmp_path / "r.db"
-    run_id = upload.upload(engine.open_store(f"sqlite:///{db}"), make_out(tmp_path / "o")).uuid
+    run_id = upload.upload(driver.Database.of(f"sqlite:///{db}"), make_out(tmp_path / "o")).uuid
     with sqlite3.connect(db) as conn:  # as a store written some other way may hold them
         conn.execute("UPDATE measurement SET sample_value = 9e999 WHERE seq % 7 = 0")
         conn.execute("UPDATE measurement SET sample_value = -9e999 WHERE seq % 11 = 0")
@@ -96,7 +96,7 @@ def test_a_stored_run_whose_counts_are_all_one_huge_value_is_served(tmp_path, va
     1e19): the histogram of an event found no width for its bins, and the run's analysis,
     page and series answered 500."""
     db = tmp_path / "r.db"
-    run_id = upload.upload(engine.open_store(f"sqlite:///{db}"), make_out(tmp_path / "o")).uuid
+    run_id = upload.upload(driver.Database.of(f"sqlite:///{db}"), make_out(tmp_path / "o")).uuid
     with sqlite3.connect(db) as conn:
         conn.execute(f"UPDATE measurement SET sample_value = {value}")
     assert_served_quietly(tmp_path, run_id)

@@ -15,7 +15,7 @@ import urllib.parse
 import pytest
 
 from autoprof.run import outdir
-from autoprof.store import engine, upload
+from autoprof.store import driver, engine, upload
 from autoprof.testing.cli import process
 from autoprof.testing.synthetic_out import make_out
 from autoprof.web.guard import host_name, host_names, refusal
@@ -41,7 +41,7 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("secweb")
     job = root / "data" / "job000000001"
     out = make_out(job / "out", seed=3)
-    run_id = upload.upload(engine.open_store(f"sqlite:///{root}/r.db"), out).uuid
+    run_id = upload.upload(driver.Database.of(f"sqlite:///{root}/r.db"), out).uuid
     (job / "request.json").write_text(json.dumps(JOB))
     (job / "result.json").write_text(json.dumps({"state": "failed", "error": "x"}))
     (out / outdir.RUNS / "run0003-rep2" / outdir.STDOUT).write_text(
@@ -230,7 +230,7 @@ def test_hard_links_in_out_are_not_served(served):
 def test_an_out_folder_that_is_a_symlink_is_not_served(tmp_path):
     job = tmp_path / "data" / "job000000002"
     real = make_out(tmp_path / "real", seed=4)
-    run_id = upload.upload(engine.open_store(f"sqlite:///{tmp_path}/r.db"), real).uuid
+    run_id = upload.upload(driver.Database.of(f"sqlite:///{tmp_path}/r.db"), real).uuid
     job.mkdir(parents=True)
     (job / "out").symlink_to(real)  # a link to anywhere: /etc, another user's folder
     proc, port, _ = start_serve(tmp_path)
@@ -249,7 +249,7 @@ def served_status(server: Served, path: str) -> int:
 def test_a_machine_filter_matches_percent_and_underscore_literally(tmp_path):
     store = engine.open_store(f"sqlite:///{tmp_path}/r.db")
     for seed, host in enumerate(["node_7", "node17"]):
-        upload.upload(store, make_out(tmp_path / f"o{seed}", seed=seed, hostname=host))
+        upload.upload(store.database, make_out(tmp_path / f"o{seed}", seed=seed, hostname=host))
     with store.read() as conn:
         hosts = {
             text: [h for r in views_of(conn, text) for h in r.hosts]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from autoprof.store import engine, upload
+from autoprof.store import driver, upload
 from autoprof.testing.synthetic_out import make_out
 from autoprof.web.state import TOKEN_HEADER
 from tests.helpers import TOKEN, Served, start_serve, stop
@@ -42,7 +42,7 @@ def limited(tmp_path_factory):
         pytest.skip("needs perf (the running job)")
     root = tmp_path_factory.mktemp("limits")
     out = make_out(root / "data" / "job000000001" / "out", seed=5)
-    run_id = upload.upload(engine.open_store(f"sqlite:///{root}/r.db"), out).uuid
+    run_id = upload.upload(driver.Database.of(f"sqlite:///{root}/r.db"), out).uuid
     (root / "data" / "job000000001" / "request.json").write_text(
         json.dumps({"tool": "stat", "command": ["true"]})
     )

@@ -29,7 +29,8 @@ from autoprof.examples import expected_writes, slot_addresses
 from autoprof.results import csvfile
 from autoprof.run import outdir
 from autoprof.store import engine
-from autoprof.store.models import Base, machine_columns, machine_fingerprint
+from autoprof.store.models import Base, Machine
+from autoprof.store.tables import MACHINE_COLUMNS, machine_columns, machine_fingerprint
 from autoprof.testing.cli import invoke, one_error_line, process
 from autoprof.testing.synthetic_out import machine as synthetic_machine
 from autoprof.testing.synthetic_out import make_out
@@ -57,6 +58,12 @@ def test_migrations_create_exactly_the_models(store_url):
         context = MigrationContext.configure(conn, opts=opts)
         assert compare_metadata(context, Base.metadata) == []
         assert engine.current_revision(conn) == engine.head_revision()
+
+
+def test_machine_columns_are_the_models():
+    """The upload writes the machine row by `tables.MACHINE_COLUMNS`, SQLAlchemy's model
+    creates it: one set of columns."""
+    assert {*MACHINE_COLUMNS, "id", "fingerprint"} == set(Machine.__table__.c.keys())
 
 
 def test_head_revision_is_the_newest_migration():
@@ -311,13 +318,17 @@ def test_migration_merges_the_rows_of_one_machine(store_url, tmp_path):
     assert count(store_url, "machine") == 1
 
 
-def test_schema_older_or_newer_is_refused_with_advice(store_url):
+def test_schema_older_or_newer_is_refused_with_advice(store_url, tmp_path):
+    """By every command, an upload too (it reads the revision without SQLAlchemy, then lets
+    `engine` say why)."""
+    out = make_out(tmp_path / "out", runs=1, repeats=1, intervals=2)
     store = engine.connect(store_url)
     with store.write() as conn:
         command.upgrade(engine.alembic_config(conn), "0001")
-    old = invoke("runs", "list", "--store", store_url)
-    assert old.returncode == 2
-    assert "older than this autoprof" in old.output and "autoprof store migrate" in old.output
+    for args in (("runs", "list"), ("upload", out)):
+        old = invoke(*args, "--store", store_url)
+        assert old.returncode == 2
+        assert "older than this autoprof" in old.output and "autoprof store migrate" in old.output
     migrated = invoke("store", "migrate", "--store", store_url)
     assert migrated.returncode == 0
     assert f"from 0001 to {engine.head_revision()}" in migrated.output
@@ -326,7 +337,7 @@ def test_schema_older_or_newer_is_refused_with_advice(store_url):
     with store.write() as conn:
         conn.exec_driver_sql("UPDATE autoprof_schema SET version_num = '0099'")
     store.engine.dispose()
-    for args in (("runs", "list"), ("store", "migrate")):
+    for args in (("runs", "list"), ("store", "migrate"), ("upload", out)):
         newer = invoke(*args, "--store", store_url)
         assert newer.returncode == 2
         assert "newer than this autoprof" in newer.output and "upgrade autoprof" in newer.output

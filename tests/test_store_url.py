@@ -42,7 +42,7 @@ def test_display_hides_the_password_and_driver():
 
 def test_a_plain_path_is_a_sqlite_file(tmp_path):
     parsed = url.parse(str(tmp_path / "r.db"))
-    assert parsed.get_backend_name() == "sqlite" and parsed.database == str(tmp_path / "r.db")
+    assert parsed.backend == "sqlite" and parsed.database == str(tmp_path / "r.db")
 
 
 def test_resolve_prefers_option_then_environment_then_xdg(monkeypatch, tmp_path):
@@ -73,3 +73,29 @@ def test_unusable_urls_are_refused_masked(text):
     with pytest.raises(AutoprofError) as err:
         url.parse(text)
     assert ":pw@" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgresql://bob:pw@db.lab:5432/prof",
+        "postgres://bob:p%40ss@db/prof?sslmode=require&application_name=a+b",
+        "postgresql+psycopg://bob@[::1]:5433/prof",
+        "postgresql:///prof?host=/var/run/postgresql&host=/tmp",
+        "postgresql://b%2Fob:p%3Aw@db/my%20db",
+        "sqlite:////home/bob/results%20x.db",
+        "sqlite:///relative/r.db",
+    ],
+)
+def test_urls_are_parsed_as_sqlalchemy_parses_them(text):
+    """`url.parse` reads a URL without SQLAlchemy (an upload never imports it), by its rules:
+    the same parts as `make_url`, shown alike."""
+    from sqlalchemy.engine import make_url
+
+    ours, theirs = url.parse(text), make_url(text)
+    theirs = theirs.set(drivername=url._SCHEMES[theirs.drivername])
+    parts = ("drivername", "username", "password", "host", "port", "database")
+    assert [getattr(ours, p) for p in parts] == [getattr(theirs, p) for p in parts]
+    assert ours.query == dict(theirs.query)
+    shown = theirs.set(drivername=theirs.get_backend_name()).render_as_string(hide_password=True)
+    assert url.display(ours) == urls.mask(shown)

@@ -24,7 +24,7 @@ from autoprof.analysis.downsample import lttb
 from autoprof.perf.command import stat_argv
 from autoprof.queue.spec import compile_allow
 from autoprof.results.live import Tail
-from autoprof.store import engine, export, queries, upload
+from autoprof.store import driver, engine, export, queries, upload
 from autoprof.testing.cli import one_error_line
 from autoprof.testing.synthetic_out import EVENTS, PLANNED, make_out
 from autoprof.web import views
@@ -50,7 +50,7 @@ def stored(tmp_path_factory) -> tuple[str, list[str]]:
         ]
     ):
         out = make_out(root / f"out{seed}", seed=seed, hostname=host, command=command)
-        ids.append(upload.upload(store, out, tags).uuid)
+        ids.append(upload.upload(store.database, out, tags).uuid)
     store.engine.dispose()
     return url, ids
 
@@ -165,7 +165,7 @@ def test_refusals(web, stored, tmp_path):
 def test_delete_with_token(tmp_path):
     url = f"sqlite:///{tmp_path / 'delete.db'}"
     out = make_out(tmp_path / "out", seed=42)
-    uuid = upload.upload(engine.open_store(url), out).uuid
+    uuid = upload.upload(driver.Database.of(url), out).uuid
     with web_client(url, tmp_path / "d", ["x"]) as web:
         answer = web.delete(f"/api/runs/{uuid}", headers={TOKEN_HEADER: TOKEN})
         assert answer.status_code == 200 and answer.json()["deleted"] == uuid
@@ -264,7 +264,7 @@ def test_metrics_in_the_report_are_shown(tmp_path):
     report = json.loads((out / "report.json").read_text())
     report["metrics"] = {"IPC": 1.25, "<b>bold</b>": 2}
     (out / "report.json").write_text(json.dumps(report))
-    uuid = upload.upload(engine.open_store(url), out).uuid
+    uuid = upload.upload(driver.Database.of(url), out).uuid
     with web_client(url, tmp_path / "m") as web:
         page = web.get(f"/runs/{uuid}").text
     assert "<h2>Metrics" in page and "<td>IPC</td>" in page and "1.25" in page
@@ -298,7 +298,7 @@ def test_series_of_a_split_run_come_from_every_part(tmp_path):
     run_id = "0c0ffee0-0000-4000-8000-000000000001"
     for part in (1, 2):
         out = make_out(tmp_path / f"p{part}", runs=3, profile_id=run_id, part=part, parts=2)
-        upload.upload(store, out)
+        upload.upload(store.database, out)
     with web_client(url, tmp_path / "d") as web:
         series = web.get(f"/api/runs/{run_id}/series", params={"event": "context-switches"})
     names = sorted(line["name"] for line in series.json()["lines"])
@@ -362,8 +362,8 @@ def test_run_metrics_give_the_top_down_tree_of_the_recorded_cpu(tmp_path):
     aggregate.aggregate_to(out)
     url = f"sqlite:///{tmp_path / 'm.db'}"
     store = engine.open_store(url)
-    zen4 = upload.upload(store, out).uuid
-    intel = upload.upload(store, make_out(tmp_path / "skx", seed=3)).uuid
+    zen4 = upload.upload(store.database, out).uuid
+    intel = upload.upload(store.database, make_out(tmp_path / "skx", seed=3)).uuid
     with web_client(url, tmp_path / "d") as web:
         tree = web.get(f"/api/runs/{zen4}/metrics").json()
         other = web.get(f"/api/runs/{intel}/metrics").json()
@@ -393,7 +393,7 @@ def test_the_top_down_tree_of_a_run_without_hardware_events_says_why_it_is_empty
     out = tmp_path / "out"
     shutil.copytree(Path(__file__).parent / "data" / "profile-ed64973", out)
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    run = upload.upload(engine.open_store(url), out).uuid
+    run = upload.upload(driver.Database.of(url), out).uuid
     with web_client(url, tmp_path / "d") as web:
         metrics = web.get(f"/api/runs/{run}/metrics").json()
     assert metrics["notes"][0].startswith("these results count no hardware event")

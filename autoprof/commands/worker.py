@@ -119,7 +119,7 @@ def worker(
     store = engine.open_store(store_text)  # fail now, not after the first profile
     store.engine.dispose()
     settings = queue_worker.Settings(
-        store=store.text,
+        store=store.database.text,
         allow=patterns,
         hostname=hostname,
         workdir=workdir or _default_workdir(hostname),

@@ -110,15 +110,11 @@ def measure(
 
 
 def store_profile(out: Path, store: str, tags: dict[str, str], hooks: Hooks) -> Uploaded:
-    """Aggregate `out` and upload it to the store at URL `store` (its engine closed after)."""
+    """Aggregate `out` and upload it to the store at URL `store`."""
     from autoprof.results import aggregate
-    from autoprof.store import engine, upload
+    from autoprof.store import driver, upload
 
     hooks.phase("aggregating")
     aggregate.aggregate_to(out)
     hooks.phase("uploading")
-    opened = engine.open_store(store)
-    try:
-        return upload.upload(opened, out, tags)
-    finally:
-        opened.engine.dispose()
+    return upload.upload(driver.Database.of(store), out, tags)

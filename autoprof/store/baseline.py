@@ -84,9 +84,9 @@ def _stored(
 
 def save(result: measure.BenchResult, document: dict, facts, store_text, tags, out) -> str:
     """Store the benchmark (its folder `out`, or one written for it) as a run; its uuid."""
-    from autoprof.store import engine, upload
+    from autoprof.store import driver, upload
 
-    store = engine.open_store(store_text)
+    store = driver.Database.of(store_text)
     with tempfile.TemporaryDirectory(prefix="autoprof-baseline-") as tmp:
         if out is None:
             out = Path(tmp) / "bench"

@@ -20,28 +20,36 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import subprocess
-from collections.abc import Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Connection, insert, select
 
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
-from autoprof.store.models import SAMPLE_COLUMNS, SERIES_COLUMNS, measurement_partition
+from autoprof.store import driver
+from autoprof.store.tables import SAMPLE_COLUMNS, SERIES_COLUMNS, measurement_partition
 from autoprof.util import children
 from autoprof.util.prefetch import prefetched
+
+if TYPE_CHECKING:  # the readers' connections; the upload writes without SQLAlchemy
+    from sqlalchemy import Connection
 
 MEASUREMENT = ["part_id", "seq", "series", *SAMPLE_COLUMNS.values()]
 # what a read returns per row: the series number, then the sample columns (results names)
 READ_COLUMNS = ["series", *SAMPLE_COLUMNS]
 WINDOW = 1 << 18  # rows per read on PostgreSQL, put in order here (about 15 MB of Arrow)
 BATCH = 1 << 16  # rows per batch on SQLite (its driver's default, 1024, costs per batch)
+# rows sent per COPY statement (1 M rows are 78 MB): between two, the server stores what else
+# the upload made meanwhile (`write_measurements`)
+COPY_BYTES = 16 << 20
 SQLITE_ROWS_PER_INSERT = 256  # rows per INSERT statement: a third of the CPU of one per row
 SQLITE_CACHE_KIB = 32 << 10  # 32 MiB of page cache for a load: 20% faster than the default 2
 _WORK_MEM = "256MB"  # several parts' rows are sorted by the server
@@ -83,13 +91,13 @@ class SeriesNumbers:
         )
         return number[local]
 
-    def rows(self, part_id: int) -> list[dict[str, Any]]:
-        """The `series` table's rows of this part."""
-        names = list(SERIES_COLUMNS.values())
-        return [
-            {"part_id": part_id, "number": n, **dict(zip(names, values, strict=True))}
-            for values, n in self.numbers.items()
-        ]
+    def write(self, conn: driver.Connection, part_id: int) -> None:
+        """Insert the `series` table's rows of this part."""
+        names = ["part_id", "number", *SERIES_COLUMNS.values()]
+        conn.executemany(
+            f"INSERT INTO series ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))})",
+            [(part_id, n, *values) for values, n in self.numbers.items()],
+        )
 
 
 def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
@@ -130,39 +138,44 @@ def measurement_rows(part_id: int, first: int, series: np.ndarray, table: pa.Tab
     return pa.table(columns)
 
 
-def write_measurements(conn: Connection, part_id: int, chunks: Iterable[pa.Table]) -> None:
+def write_measurements(
+    conn: driver.Connection,
+    part_id: int,
+    chunks: Iterable[pa.Table],
+    between: Callable[[], None] = lambda: None,
+) -> None:
     """Insert `chunks` (MEASUREMENT columns, rows of `part_id`) through the driver's bulk path,
     in the connection's transaction. On PostgreSQL into a table of the part's own, made here:
     its rows copied in (FREEZE: the table is this transaction's, so its rows need no hint bits
     set by the first read), then its BRIN index on seq built over them all at once, then the
     table attached to `measurement` as the part's partition (which checks no row, its CHECK
-    constraint says part_id already; other readers and writers of `measurement` go on)."""
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open connection has its driver's
+    constraint says part_id already; other readers and writers of `measurement` go on).
+
+    The rows go in a COPY statement per COPY_BYTES sent, and `between` runs between two: the
+    server, which has time to spare while this process encodes rows, stores what the upload
+    made meanwhile (its kept text and columns) instead of after the last row."""
     names = ", ".join(MEASUREMENT)
-    if conn.dialect.name == "postgresql":
+    if conn.postgresql:
         table = measurement_partition(part_id)
-        with driver.cursor() as cursor:
+        with conn.driver.cursor() as cursor:
             cursor.execute(
                 f"CREATE TABLE {table} (LIKE measurement, CHECK (part_id = {int(part_id)}))"
             )
             statement = f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY, FREEZE)"
-            with cursor.copy(statement) as copy:
-                copy.write(COPY_SIGNATURE)
-                # chunks are read and encoded a few ahead, in a thread, while this one is
-                # sent: the two overlap, and memory holds a few chunks, never a queue that
-                # grows when the server is the slower side
-                for data in prefetched(map(binary_rows, chunks), ahead=4):
-                    copy.write(data)
-                copy.write(COPY_TRAILER)
+            # chunks are read and encoded a few ahead, in a thread, while this one is sent: the
+            # two overlap, and memory holds a few chunks, never a queue that grows when the
+            # server is the slower side
+            encoded = prefetched(map(binary_rows, chunks), ahead=4)
+            while _copy(cursor, statement, encoded):
+                between()
             cursor.execute(f"CREATE INDEX {table}_seq ON {table} USING brin (seq)")
             cursor.execute(
                 f"ALTER TABLE measurement ATTACH PARTITION {table} FOR VALUES IN ({int(part_id)})"
             )
         return
     # pages written again and again (the b-tree's right edge) stay in memory, not in the WAL
-    driver.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-    row = f"({', '.join('?' * len(MEASUREMENT))})"
+    conn.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+    row = f"({', '.join(['%s'] * len(MEASUREMENT))})"
     insert = f"INSERT INTO measurement ({names}) VALUES "
     wide = insert + ", ".join([row] * SQLITE_ROWS_PER_INSERT)
     width = len(MEASUREMENT)
@@ -170,9 +183,23 @@ def write_measurements(conn: Connection, part_id: int, chunks: Iterable[pa.Table
         values = _python_values(chunk)
         whole = chunk.num_rows // SQLITE_ROWS_PER_INSERT * SQLITE_ROWS_PER_INSERT
         shared = itertools.islice(values, whole * width)  # zip takes from one iterator
-        driver.executemany(wide, zip(*[shared] * (width * SQLITE_ROWS_PER_INSERT), strict=True))
+        conn.executemany(wide, zip(*[shared] * (width * SQLITE_ROWS_PER_INSERT), strict=True))
         rest = iter(values[whole * width :])
-        driver.executemany(insert + row, zip(*[rest] * width, strict=True))
+        conn.executemany(insert + row, zip(*[rest] * width, strict=True))
+
+
+def _copy(cursor: Any, statement: str, encoded: Iterator[memoryview]) -> bool:
+    """One COPY `statement` of `encoded` rows, until COPY_BYTES are sent; whether rows are left."""
+    sent = 0
+    with cursor.copy(statement) as copy:
+        copy.write(COPY_SIGNATURE)
+        for data in encoded:
+            copy.write(data)
+            sent += len(data)
+            if sent >= COPY_BYTES:
+                break
+        copy.write(COPY_TRAILER)
+    return sent >= COPY_BYTES
 
 
 # PostgreSQL's binary COPY: a signature, flags and header extension (both 0), tuples, a trailer
@@ -183,12 +210,14 @@ COPY_TRAILER = b"\xff\xff"
 _NUMBERS = [">i4", ">i4", ">i4", ">i8", ">f8", ">f8", ">f8"]
 
 
-def binary_rows(chunk: pa.Table) -> bytes:
+def binary_rows(chunk: pa.Table) -> memoryview:
     """The rows of `chunk` (MEASUREMENT columns) in PostgreSQL's binary COPY form: per row a
     field count, then per field its length (-1: NULL) and its bytes, big-endian. Rows of one
     layout (which fields are NULL, which STATUS text) are one numpy array of a packed record
-    type, filled a field at a time: no Python per row, and the server parses no text. They go
-    out layout by layout: the table has no order, `seq` is each row's place."""
+    type: each row first the layout's constant bytes (count, lengths, text), then its numbers
+    a field at a time, all in one buffer (4x faster than a field at a time into an array per
+    layout, joined). No Python per row, and the server parses no text. They go out layout by
+    layout: the table has no order, `seq` is each row's place."""
     *numbers, status = (chunk.column(name).combine_chunks() for name in MEASUREMENT)
     if not pa.types.is_dictionary(status.type):
         status = pc.dictionary_encode(status)
@@ -197,28 +226,41 @@ def binary_rows(chunk: pa.Table) -> bytes:
     layout = pc.fill_null(status.indices, len(texts) - 1).to_numpy().astype(np.int64)
     for column in numbers:
         layout = layout * 2 + _nulls(column)
-    values = [pc.fill_null(c, 0).to_numpy(zero_copy_only=False).astype(kind)
-              for c, kind in zip(numbers, _NUMBERS, strict=True)]  # fmt: skip
-    found = []
-    for key in np.unique(layout):
-        rows = np.flatnonzero(layout == key)
-        text = texts[key >> len(numbers)]
-        present = [not (key >> (len(numbers) - 1 - i)) & 1 for i in range(len(numbers))]
-        fields = [("count", ">i2")]
-        for i, kind in enumerate(_NUMBERS):
-            fields += [(f"n{i}", ">i4")] + ([(f"v{i}", kind)] if present[i] else [])
-        fields += [("n_text", ">i4")] + ([("text", f"S{len(text)}")] if text else [])
-        record = np.empty(len(rows), fields)
-        record["count"] = len(MEASUREMENT)
-        for i, kind in enumerate(_NUMBERS):
-            record[f"n{i}"] = np.dtype(kind).itemsize if present[i] else -1
-            if present[i]:
-                record[f"v{i}"] = values[i][rows]
-        record["n_text"] = -1 if text is None else len(text)
-        if text:
-            record["text"] = text
-        found.append(record.tobytes())
-    return b"".join(found)
+    values = [pc.fill_null(c, 0).to_numpy(zero_copy_only=False) for c in numbers]
+    keys, counts = np.unique(layout, return_counts=True)
+    records = [_record(texts[key >> len(numbers)], int(key)) for key in keys]
+    found = np.empty(sum(int(n) * r.itemsize for r, n in zip(records, counts, strict=True)), "u1")
+    at = 0
+    for key, count, record in zip(keys, counts, records, strict=True):
+        size = int(count) * record.itemsize
+        rows = found[at : at + size].reshape(-1, record.itemsize)
+        at += size
+        rows[:] = np.frombuffer(record.tobytes(), "u1")  # the constant bytes, every row
+        fields = rows.reshape(-1).view(record.dtype)
+        which = slice(None) if count == len(layout) else np.flatnonzero(layout == key)
+        for i, column in enumerate(values):
+            if f"v{i}" in (record.dtype.names or ()):
+                fields[f"v{i}"] = column[which]  # made big-endian on the way
+    return found.data
+
+
+def _record(text: bytes | None, layout: int) -> np.ndarray:
+    """One row of a layout (`binary_rows`) with its constant fields filled in: its record
+    type, and the bytes every row of the layout starts from."""
+    count = len(_NUMBERS)
+    present = [not (layout >> (count - 1 - i)) & 1 for i in range(count)]
+    fields = [("count", ">i2")]
+    for i, kind in enumerate(_NUMBERS):
+        fields += [(f"n{i}", ">i4")] + ([(f"v{i}", kind)] if present[i] else [])
+    fields += [("n_text", ">i4")] + ([("text", f"S{len(text)}")] if text else [])
+    record = np.zeros(1, fields)
+    record["count"] = len(MEASUREMENT)
+    for i, kind in enumerate(_NUMBERS):
+        record[f"n{i}"] = np.dtype(kind).itemsize if present[i] else -1
+    record["n_text"] = -1 if text is None else len(text)
+    if text:
+        record["text"] = text
+    return record
 
 
 def _nulls(column: pa.Array) -> np.ndarray | int:
@@ -429,31 +471,71 @@ def _sqlite(path: str, query: str) -> Iterator[pa.RecordBatch]:
         raise AutoprofError(f"reading {path}: {error.decode(errors='replace').strip()}")
 
 
+class Spool:
+    """The pieces of a table of kept pieces (part_text, part_columns: a part, a piece number, a
+    count, its bytes) for one part, spooled to a temporary file as one thread makes them
+    (`add`), stored in order by another as they come (`store`): memory holds a piece. An upload
+    stores them between its COPY statements, while the server has time to spare."""
+
+    def __init__(self, table: str, fields: tuple[str, ...]) -> None:
+        self.table, self.fields = table, fields
+        self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115  # closed by close()
+        self._made: list[tuple[int, int, int]] = []  # (count, offset, length) of each piece
+        self._end = 0
+        self._stored = 0  # pieces stored
+
+    def add(self, count: int, data: Any) -> None:
+        """A piece (`data`: bytes, or a buffer) of `count` rows or bytes, after the others."""
+        left = memoryview(data).cast("B")
+        length = len(left)
+        while left:
+            left = left[self._file.write(left) :]
+        self._made.append((count, self._end, length))  # once written: `store` may read it
+        self._end += length
+
+    def store(self, conn: driver.Connection, part_id: int) -> None:
+        """Store the pieces made and not stored yet as `part_id`'s."""
+        made = self._made[self._stored :]
+        if not made:
+            return
+        rows = (
+            (part_id, self._stored + n, count, os.pread(self._file.fileno(), length, offset))
+            for n, (count, offset, length) in enumerate(made)
+        )
+        write_pieces(conn, self.table, self.fields, rows)
+        self._stored += len(made)
+
+    def drop(self, conn: driver.Connection, part_id: int) -> None:
+        """Delete the pieces stored as `part_id`'s (the last call: none are kept after all)."""
+        if self._stored:
+            conn.execute(f"DELETE FROM {self.table} WHERE part_id = %s", [part_id])
+            self._stored = 0
+
+    def close(self) -> None:
+        self._file.close()
+
+
 def write_pieces(
-    conn: Connection, model: Any, fields: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
+    conn: driver.Connection, table: str, fields: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
 ) -> None:
-    """Rows of a table of kept pieces (`PartText`, `PartColumns`: a part, a piece number, a
-    count, its bytes), one at a time: memory holds a piece. On PostgreSQL by binary COPY: a
-    bytea as a parameter goes out as hex."""
-    if conn.dialect.name != "postgresql":
-        for row in rows:
-            conn.execute(insert(model).values(dict(zip(fields, row, strict=True))))
+    """Rows of a table of kept pieces, one at a time: memory holds a piece. On PostgreSQL by
+    binary COPY: a bytea as a parameter goes out as hex."""
+    names = ", ".join(fields)
+    if not conn.postgresql:
+        conn.executemany(f"INSERT INTO {table} ({names}) VALUES (%s, %s, %s, %s)", rows)
         return
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open connection has its driver's
-    with driver.cursor() as cursor:
-        names = ", ".join(fields)
-        with cursor.copy(
-            f"COPY {model.__tablename__} ({names}) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["int4", "int4", "int4", "bytea"])
-            for row in rows:
-                copy.write_row(row)
+    with (
+        conn.driver.cursor() as cursor,
+        cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy,
+    ):
+        copy.set_types(["int4", "int4", "int4", "bytea"])
+        for row in rows:
+            copy.write_row(row)
 
 
-def piece_count(conn: Connection, model: Any, part_id: int) -> int:
+def piece_count(conn: Connection, table: str, part_id: int) -> int:
     """How many pieces a table of kept pieces (`write_pieces`) holds for `part_id` (0: none)."""
-    found = conn.scalar(
-        select(model.piece).where(model.part_id == part_id).order_by(model.piece.desc()).limit(1)
-    )
+    found = conn.exec_driver_sql(
+        f"SELECT max(piece) FROM {table} WHERE part_id = {int(part_id)}"
+    ).scalar()
     return 0 if found is None else found + 1

@@ -13,18 +13,20 @@ one stored before migration 0010) is read from its rows.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from sqlalchemy import Connection, select
 
 from autoprof.errors import AutoprofError
-from autoprof.store import bulk
-from autoprof.store.models import SAMPLE_COLUMNS, PartColumns
+from autoprof.store import bulk, driver
+from autoprof.store.tables import SAMPLE_COLUMNS
+
+if TYPE_CHECKING:  # the readers' connections; the upload writes without SQLAlchemy
+    from sqlalchemy import Connection
 
 PIECE_ROWS = 1 << 16
+_TABLE = "part_columns"
 # the summary's columns: results names, as `bulk.read_part` gives them, and their types
 COLUMNS = ["series", "INDEX", "TIME", "SAMPLE_VALUE", "PERCENT_RUNNING"]
 SCHEMA = pa.schema(
@@ -43,19 +45,21 @@ _OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
 
 class Kept:
     """The columns of a part's measurement rows (`bulk.measurement_rows` tables, `add`ed in
-    order), spooled compressed to a temporary file; `keep` stores them. Use as a context
-    manager: leaving drops the file."""
+    order), a compressed piece of PIECE_ROWS rows at a time spooled to a temporary file
+    (`bulk.Spool`); the upload stores those made so far between its COPY statements
+    (`store_made`), the rest at the end (`keep`). Use as a context manager: leaving drops the
+    file."""
 
     def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115  # closed by __exit__
-        self._pieces: list[tuple[int, int]] = []  # (rows, bytes) of each piece written
+        self._spool = bulk.Spool(_TABLE, _FIELDS)
+        self._sink: Any = None  # the piece being written, and its writer
         self._writer: Any = None
         self._rows = 0  # of the piece being written
-        self._start = 0  # its offset in the file
 
     def add(self, table: pa.Table) -> None:
         if self._writer is None:
-            self._writer = pa.ipc.new_stream(self._file, SCHEMA, options=_OPTIONS)
+            self._sink = pa.BufferOutputStream()
+            self._writer = pa.ipc.new_stream(self._sink, SCHEMA, options=_OPTIONS)
         columns = [
             table.column(name).cast(t) for name, t in zip(_SOURCE, SCHEMA.types, strict=True)
         ]
@@ -68,19 +72,17 @@ class Kept:
         if self._writer is None:
             return
         self._writer.close()
-        end = self._file.tell()
-        self._pieces.append((self._rows, end - self._start))
-        self._writer, self._rows, self._start = None, 0, end
+        self._spool.add(self._rows, self._sink.getvalue())
+        self._sink, self._writer, self._rows = None, None, 0
 
-    def keep(self, conn: Connection, part_id: int) -> None:
-        """Store the pieces as `part_id`'s columns."""
+    def store_made(self, conn: driver.Connection, part_id: int) -> None:
+        """Store the pieces made so far as `part_id`'s columns."""
+        self._spool.store(conn, part_id)
+
+    def keep(self, conn: driver.Connection, part_id: int) -> None:
+        """Store the rest of the pieces as `part_id`'s columns."""
         self._end_piece()
-        self._file.seek(0)
-        rows = (
-            (part_id, piece, count, self._file.read(length))
-            for piece, (count, length) in enumerate(self._pieces)
-        )
-        bulk.write_pieces(conn, PartColumns, _FIELDS, rows)
+        self._spool.store(conn, part_id)
 
     def __enter__(self) -> Kept:
         return self
@@ -88,7 +90,7 @@ class Kept:
     def __exit__(self, *exc: object) -> None:
         if self._writer is not None:
             self._writer.close()
-        self._file.close()
+        self._spool.close()
 
 
 _FIELDS = ("part_id", "piece", "rows", "data")
@@ -96,7 +98,7 @@ _FIELDS = ("part_id", "piece", "rows", "data")
 
 def pieces(conn: Connection, part_id: int) -> int:
     """How many pieces of columns `part_id` has (0: none kept)."""
-    return bulk.piece_count(conn, PartColumns, part_id)
+    return bulk.piece_count(conn, _TABLE, part_id)
 
 
 def read(conn: Connection, part_id: int, count: int) -> Iterator[pa.Table]:
@@ -126,9 +128,7 @@ def _piece(conn: Connection, part_id: int, piece: int) -> bytes:
             found = cursor.fetchone()
         assert found is not None  # pieces 0 .. count - 1 exist
         return found[0]
-    return conn.execute(
-        select(PartColumns.data).where(PartColumns.part_id == part_id, PartColumns.piece == piece)
-    ).scalar_one()
+    return conn.exec_driver_sql(_PIECE.replace("%s", "?"), (part_id, piece)).scalar_one()
 
 
-_PIECE = "SELECT data FROM part_columns WHERE part_id = %s AND piece = %s"
+_PIECE = f"SELECT data FROM {_TABLE} WHERE part_id = %s AND piece = %s"

@@ -1,6 +1,7 @@
 """Open a store: engine per backend, schema version check, migrations, and error translation.
 
-Every command opens the store through `open_store`, which connects once, and compares the
+Every command opens the store through `open_store` (an upload only when the store is not at
+this autoprof's revision: `upload` reads it with the driver), which connects once, and compares the
 database's schema revision (Alembic, table ``autoprof_schema``) with the newest migration shipped
 in this package. Commands that write (upload, a worker) initialise an empty database on the spot
 (a first upload just works); read-only ones (`create=False`: runs list/show/export/delete, store
@@ -8,58 +9,44 @@ info) never create anything: a missing SQLite file or a database without autopro
 "no store at ...". A store at an older revision is left alone and the user is told to run
 ``autoprof store migrate``; a store newer than this autoprof is refused. Initialisation and
 migration hold a lock (a PostgreSQL advisory lock, SQLite's write lock) so concurrent first
-uploads do not race.
-
-A PostgreSQL server that stops answering (frozen, swapped out, its host gone) ends an operation
-after ANSWER_TIMEOUT_S without an answer (`AUTOPROF_STORE_TIMEOUT`): a frozen server's kernel
-keeps acknowledging, so TCP keepalives never fire, and an upload mid-COPY waited forever.
+uploads do not race. The connections are made by `driver`'s rules (its answer timeout, its
+SQLite settings), the same as an upload's own.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from autoprof.errors import AutoprofError
-from autoprof.store import url as store_url
+from autoprof.store import driver
+from autoprof.store.driver import HEAD_REVISION, VERSION_TABLE
 from autoprof.util.urls import scrub
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-VERSION_TABLE = "autoprof_schema"
-# the newest migration's revision: a store at it is opened without importing Alembic, which
-# costs every command a few tenths of a second (tests/test_store.py checks it is the head)
-HEAD_REVISION = "0010"
 # pg_advisory_xact_lock key held while the schema is checked, created or migrated
 _MIGRATION_LOCK = 0x6175746F70726F66 & 0x7FFFFFFFFFFFFFFF  # "autoprof"
-CONNECT_TIMEOUT_S = 10
-# the longest wait for one answer of PostgreSQL (a statement, a chunk of a COPY taken); 0: none
-ANSWER_TIMEOUT_S = 300.0
-ANSWER_TIMEOUT_ENV = "AUTOPROF_STORE_TIMEOUT"
-SQLITE_BUSY_TIMEOUT_S = 300
 _CREATES = "`autoprof upload` or `autoprof store migrate` creates one"
 
 
 @dataclass
 class Store:
-    """An open store: the engine, and the URL text needed to mask it in every message."""
+    """An open store: the engine, and where it is (`driver.Database`: its URL, and the text
+    needed to mask it in every message)."""
 
     engine: Engine
-    url: URL
-    text: str  # what the user gave, kept only to scrub its password out of driver errors
+    database: driver.Database
 
     @property
     def shown(self) -> str:
-        return store_url.display(self.url)
+        return self.database.shown
 
     @property
     def dialect(self) -> str:
@@ -67,20 +54,18 @@ class Store:
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
-        """Turn database errors into one masked line for the user."""
+        """Turn database errors into one masked line for the user: SQLAlchemy's, and the
+        drivers' own (the bulk paths use them, and ADBC, directly)."""
         from adbc_driver_manager import Error as AdbcError
 
-        try:
-            yield
-        except (DBAPIError, psycopg.Error, sqlite3.Error, AdbcError) as err:
-            # the bulk paths use the drivers (and ADBC's) directly: their errors arrive unwrapped
-            orig = _no_answer(err) or (err.orig if isinstance(err, DBAPIError) else err)
-            reason = str(orig or err).strip().splitlines()
-            first = reason[0] if reason else type(err).__name__
-            message = scrub(f"store {self.shown}: {first}", self.text)
-            raise AutoprofError(message) from None
-        except SQLAlchemyError as err:
-            raise AutoprofError(scrub(f"store {self.shown}: {err}", self.text)) from None
+        with self.database.errors():
+            try:
+                yield
+            except (SQLAlchemyError, AdbcError) as err:
+                whole = isinstance(err, SQLAlchemyError) and not isinstance(err, DBAPIError)
+                said = str(err) if whole else driver.first_line(err)
+                message = scrub(f"store {self.shown}: {said}", self.database.text)
+                raise AutoprofError(message) from None
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
@@ -99,7 +84,9 @@ class Store:
         file is the whole store. Readers still reading old pages leave the rest for the next."""
         raw = self.engine.raw_connection()
         try:
-            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            sqlite = raw.driver_connection
+            assert isinstance(sqlite, sqlite3.Connection)  # a SQLite engine's
+            driver.checkpoint(sqlite)
         finally:
             raw.close()
 
@@ -111,7 +98,7 @@ class Store:
             raise AutoprofError(f"store {self.shown}: back PostgreSQL up with pg_dump")
         if dest.exists():
             raise AutoprofError(f"{dest} exists: give a new file")
-        source = Path(self.url.database or "").expanduser()
+        source = driver.sqlite_path(self.database.url)
         partial = dest.with_name(dest.name + ".partial")
         try:
             with (
@@ -133,16 +120,13 @@ class Store:
 
 def _sqlite_engine(url: URL) -> Engine:
     Path(url.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+    engine = create_engine(url, connect_args={"timeout": driver.SQLITE_BUSY_TIMEOUT_S})
 
-    # pysqlite's own transaction handling defers BEGIN and cannot take the write lock early;
-    # the SQLAlchemy recipe: disable it and emit BEGIN ourselves.
     @event.listens_for(engine, "connect")
     def _connect(dbapi_conn, _record):
-        dbapi_conn.isolation_level = None
-        dbapi_conn.execute("PRAGMA foreign_keys = ON")
-        dbapi_conn.execute("PRAGMA journal_mode = WAL")
+        driver.sqlite_setup(dbapi_conn)
 
+    # pysqlite's own transaction handling is off (`driver.sqlite_setup`): BEGIN emitted here
     @event.listens_for(engine, "begin")
     def _begin(conn):
         conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
@@ -150,76 +134,20 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
-class NoAnswer(psycopg.OperationalError):
-    """The server gave no answer in time: the connection was closed. The rollback that
-    follows fails on it too ("the connection is closed"): this is the error to report."""
-
-
-def _no_answer(err: BaseException | None) -> NoAnswer | None:
-    """The NoAnswer that `err` (a driver's, SQLAlchemy's, or one met while handling it) came
-    of, if any."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, NoAnswer):
-            return err
-        orig = getattr(err, "orig", None)
-        err = orig if isinstance(orig, BaseException) else (err.__cause__ or err.__context__)
-    return None
-
-
-class _QuietAfterNoAnswer(logging.Filter):
-    """psycopg logs (to standard error, through logging's last resort) the failure to end a
-    COPY on a connection NoAnswer closed; the user gets the one line of NoAnswer instead."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().endswith("the connection is closed")
-
-
-logging.getLogger("psycopg").addFilter(_QuietAfterNoAnswer())
-
-
-class _Answering(psycopg.Connection):
-    """A psycopg connection that waits `answer_timeout` seconds at most for each step of an
-    operation (a statement's answer, room in the socket for the next chunk of a COPY); then it
-    closes the connection (what the server got is rolled back) and says so in one line."""
-
-    answer_timeout: float | None = None
-
-    def wait(self, gen, interval=psycopg.connection._WAIT_INTERVAL, timeout=None):
-        try:
-            return super().wait(gen, interval, timeout or self.answer_timeout)
-        except psycopg.errors._WaitTimeout:
-            self.pgconn.finish()  # mid-operation: nothing more can go over this connection
-            raise NoAnswer(
-                f"no answer from the server in {self.answer_timeout:g} s: is it stopped or "
-                f"overloaded? ({ANSWER_TIMEOUT_ENV}=SECONDS waits longer)"
-            ) from None
-
-
-def answer_timeout() -> float | None:
-    """$AUTOPROF_STORE_TIMEOUT (seconds, 0: wait forever) or ANSWER_TIMEOUT_S."""
-    text = os.environ.get(ANSWER_TIMEOUT_ENV, "").strip()
-    try:
-        seconds = float(text) if text else ANSWER_TIMEOUT_S
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0 or seconds == float("inf"):
-        raise AutoprofError(f"{ANSWER_TIMEOUT_ENV}={text!r} is not a number of seconds (0: none)")
-    return seconds or None
-
-
-def _engine(url: URL) -> Engine:
-    if url.get_backend_name() == "sqlite":
+def _engine(database: driver.Database) -> Engine:
+    parts = database.url
+    url = URL.create(
+        parts.drivername, parts.username, parts.password, parts.host, parts.port,
+        parts.database, parts.query,
+    )  # fmt: skip
+    if not database.postgresql:
         return _sqlite_engine(url)
-    engine = create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
-    timeout = answer_timeout()
+    engine = create_engine(url, connect_args={"connect_timeout": driver.CONNECT_TIMEOUT_S})
+    timeout = driver.answer_timeout()
 
     @event.listens_for(engine, "do_connect")
     def _connect(_dialect, _record, cargs, cparams):
-        conn = _Answering.connect(*cargs, **cparams)
-        conn.answer_timeout = timeout
-        return conn
+        return driver.postgresql_connect(timeout, *cargs, **cparams)
 
     return engine
 
@@ -296,13 +224,12 @@ def check_schema(store: Store, conn: Connection, create: bool = True) -> None:
 def connect(text: str | None, create: bool = True) -> Store:
     """A `Store` for `text` (or $AUTOPROF_STORE, or the default), connected, schema not checked.
     Without `create`, a SQLite file that does not exist is refused before anything is made."""
-    resolved = store_url.resolve(text)
-    parsed = store_url.parse(resolved)
-    if not create and parsed.get_backend_name() == "sqlite":
-        path = Path(parsed.database or "").expanduser()
+    database = driver.Database.of(text)
+    if not create and not database.postgresql:
+        path = driver.sqlite_path(database.url)
         if not path.is_file():
             raise AutoprofError(f"no store at {path} ({_CREATES})")
-    return Store(engine=_engine(parsed), url=parsed, text=resolved)
+    return Store(engine=_engine(database), database=database)
 
 
 def open_store(text: str | None, create: bool = True) -> Store:

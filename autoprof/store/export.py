@@ -23,8 +23,9 @@ from sqlalchemy import Connection, Row, select
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
 from autoprof.store import bulk, text
-from autoprof.store.models import RUN_COMPLETE, SERIES_COLUMNS, RunPart, Series
+from autoprof.store.models import RunPart, Series
 from autoprof.store.queries import find_run
+from autoprof.store.tables import RUN_COMPLETE, SERIES_COLUMNS
 from autoprof.util import spreadsheet
 from autoprof.util.prefetch import prefetched
 

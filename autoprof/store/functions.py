@@ -8,12 +8,17 @@ the same tables for `runs show` and `runs export --report`.
 from __future__ import annotations
 
 from pathlib import Path
-
-from sqlalchemy import Connection, insert, select
+from typing import TYPE_CHECKING
 
 from autoprof.errors import AutoprofError
 from autoprof.functions.table import Cell, Row, Table, assemble
-from autoprof.store.models import FunctionRow, RunPart
+from autoprof.store import driver
+
+if TYPE_CHECKING:  # the readers' connections; the upload writes without SQLAlchemy
+    from sqlalchemy import Connection
+
+_COLUMNS = ("part_id", "recording", "row", "event_index", "symbol", "dso", "event", "period",
+            "samples")  # fmt: skip
 
 
 def recordings(out: Path) -> list[Path]:
@@ -46,7 +51,7 @@ def load_functions(out: Path) -> dict[str, Table]:
     return tables
 
 
-def insert_functions(conn: Connection, part_id: int, tables: dict[str, Table]) -> int:
+def insert_functions(conn: driver.Connection, part_id: int, tables: dict[str, Table]) -> int:
     """Store `tables` as rows of `part_id`; the number of rows written."""
     values = []
     for name, table in tables.items():
@@ -55,17 +60,24 @@ def insert_functions(conn: Connection, part_id: int, tables: dict[str, Table]) -
                 cell = row.cells.get(event)
                 if cell is not None:
                     values.append(
-                        {"part_id": part_id, "recording": name, "row": rank,
-                         "event_index": index, "symbol": row.key, "dso": row.dso,
-                         "event": event, "period": cell.period, "samples": cell.samples}
+                        (part_id, name, rank, index, row.key, row.dso, event, cell.period,
+                         cell.samples)
                     )  # fmt: skip
     if values:
-        conn.execute(insert(FunctionRow), values)
+        conn.executemany(
+            f"INSERT INTO function_row ({', '.join(_COLUMNS)}) "
+            f"VALUES ({', '.join(['%s'] * len(_COLUMNS))})",
+            values,
+        )
     return len(values)
 
 
 def read_functions(conn: Connection, run_id: int) -> dict[str, Table]:
     """The stored tables of a run: recording name (``partN/name`` for N > 1) -> Table."""
+    from sqlalchemy import select
+
+    from autoprof.store.models import FunctionRow, RunPart
+
     f = FunctionRow
     found = conn.execute(
         select(RunPart.part, f.recording, f.row, f.event_index, f.symbol, f.dso, f.event,

@@ -16,8 +16,6 @@ Narrow rows are what makes the bulk load fast.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 from typing import Any, ClassVar
 
 from sqlalchemy import (
@@ -34,10 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-RUN_COMPLETE = "complete"  # every part of the run is stored
-RUN_INCOMPLETE = "incomplete"  # some parts of a split profile have not arrived yet
-KIND_PROFILE = "profile"  # `autoprof profile`: every event, one perf run per group
-KIND_BENCH = "bench"  # `autoprof bench`: commands timed and counted N times each
+from autoprof.store.tables import KIND_PROFILE
 
 
 class Base(DeclarativeBase):
@@ -64,19 +59,6 @@ class Machine(Base):
     nmi_watchdog: Mapped[bool]
     perf_event_paranoid: Mapped[int | None]
     counters: Mapped[dict[str, Any]]  # per catalog PMU: {"generic": n, "fixed": m}
-
-
-def machine_fingerprint(columns: dict[str, Any]) -> str:
-    """A machine row's key: sha256 of the values of its other columns. Facts a manifest holds
-    beyond them (topology, TSC frequency, ...) stay in each part's manifest, so a fact autoprof
-    learns later does not split a machine's rows."""
-    return hashlib.sha256(json.dumps(columns, sort_keys=True).encode()).hexdigest()
-
-
-def machine_columns(facts: dict[str, Any]) -> dict[str, Any]:
-    """The entries of `facts` that are columns of the machine table (not id, not fingerprint)."""
-    names = set(Machine.__table__.c.keys()) - {"id", "fingerprint"}
-    return {k: v for k, v in facts.items() if k in names}
 
 
 class Run(Base):
@@ -178,34 +160,6 @@ class Measurement(Base):
     sample_value: Mapped[float | None]
     percent_running: Mapped[float | None]
     status: Mapped[str | None]
-
-
-def measurement_partition(part_id: int) -> str:
-    """The table of a part's measurements on PostgreSQL: a partition of `measurement`."""
-    return f"measurement_{int(part_id)}"
-
-
-# results.csv column -> column of `series` (fixed along intervals) or `measurement`
-SERIES_COLUMNS: dict[str, str] = {
-    "EVENT_NAME": "event_name",
-    "SOCKET": "socket",
-    "CORE": "core",
-    "CPU": "cpu",
-    "NODE": "node",
-    "UNIT": "unit",
-    "RUN": "plan_run",
-    "REPEAT": "repeat",
-    "PMU": "pmu",
-    "VALUE_UNIT": "value_unit",
-    "REGION": "region",
-}
-SAMPLE_COLUMNS: dict[str, str] = {
-    "INDEX": "interval_index",
-    "TIME": "time",
-    "SAMPLE_VALUE": "sample_value",
-    "PERCENT_RUNNING": "percent_running",
-    "STATUS": "status",
-}
 
 
 class RunSummary(Base):

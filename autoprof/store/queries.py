@@ -22,8 +22,8 @@ from autoprof.store.models import (
     Run,
     RunPart,
     Tag,
-    measurement_partition,
 )
+from autoprof.store.tables import measurement_partition
 from autoprof.util.clock import naive_utc
 
 MIN_PREFIX = 4

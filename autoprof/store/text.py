@@ -14,22 +14,24 @@ with the codec its frame's magic number names.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from sqlalchemy import Connection, func, select
 
 from autoprof.errors import AutoprofError
 from autoprof.results import csvfile
-from autoprof.store import bulk
-from autoprof.store.models import PartText
+from autoprof.store import bulk, driver
 from autoprof.util.prefetch import prefetched
 
+if TYPE_CHECKING:  # the readers' connections; the upload writes without SQLAlchemy
+    from sqlalchemy import Connection
+
 PIECE_BYTES = 4 << 20
+_TABLE = "part_text"
 _COLUMNS = ("part_id", "piece", "size", "data")
 CODEC = "lz4"  # pyarrow's "lz4" is the LZ4 frame format
 _MAGIC = {b"\x04\x22\x4d\x18": "lz4", b"\x28\xb5\x2f\xfd": "zstd"}  # each frame's first bytes
@@ -37,50 +39,51 @@ _MAGIC = {b"\x04\x22\x4d\x18": "lz4", b"\x28\xb5\x2f\xfd": "zstd"}  # each frame
 
 class Compressed:
     """The lines of a results file (its header aside), compressed in a thread while the upload
-    loads its rows, each piece spooled to a temporary file as it is made (memory holds one
-    piece); `keep` stores them once the rows proved the text canonical. Use as a context
-    manager: leaving stops the thread at its next piece and drops the file. The thread also
-    checks the lines (`csvfile.CanonicalLines`) as it reads them: no second pass."""
+    loads its rows, each piece spooled to a temporary file as it is made (`bulk.Spool`: memory
+    holds one piece); the upload stores those made so far between its COPY statements
+    (`store_made`), the rest once the rows proved the text canonical (`keep`), or deletes them
+    if they did not (`drop`). Use as a context manager: leaving stops the thread at its next
+    piece and drops the file. The thread also checks the lines (`csvfile.CanonicalLines`) as it
+    reads them: no second pass."""
 
     def __init__(self, path: Path) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115  # closed by __exit__
+        self._spool = bulk.Spool(_TABLE, _COLUMNS)
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=1)
-        self._pieces = self._pool.submit(self._spool, path)
+        self._checked = self._pool.submit(self._compress, path)
 
-    def _spool(self, path: Path) -> tuple[list[tuple[int, int]], csvfile.CanonicalLines, str]:
-        """(size, compressed size) of each piece written, the lines' check, and the file's
-        sha256."""
+    def _compress(self, path: Path) -> tuple[csvfile.CanonicalLines, str]:
+        """The lines' check, and the file's sha256, once every piece is spooled."""
         codec = pa.Codec(CODEC)
-        pieces = []
         with open(path, "rb") as file:
             header = file.readline()
             lines, digest = csvfile.CanonicalLines(header), hashlib.sha256(header)
             while (block := file.read(PIECE_BYTES)) and not self._stop.is_set():
                 lines.feed(block)
                 digest.update(block)  # lets go of the GIL, as compressing does
-                data = codec.compress(block, asbytes=True)
-                self._file.write(data)
-                pieces.append((len(block), len(data)))
-        return pieces, lines, digest.hexdigest()
+                self._spool.add(len(block), codec.compress(block, asbytes=True))
+        return lines, digest.hexdigest()
 
     def canonical(self, rows: int, cells: bool | None, written: str) -> bool:
         """Whether the file's lines are the canonical text of its `rows` rows: lines as
         `csvfile.CanonicalLines` has them, and cells as `csvfile.ResultsChunks.cells_canonical`
         found them, or, where it did not check them (None), the very bytes whose sha256
         `written` the writer recorded."""
-        _, lines, digest = self._pieces.result()
+        lines, digest = self._checked.result()
         return lines.hold(rows) and (cells if cells is not None else digest == written)
 
-    def keep(self, conn: Connection, part_id: int) -> None:
-        """Store the pieces as `part_id`'s text."""
-        pieces, _, _ = self._pieces.result()
-        self._file.seek(0)
-        rows = (
-            (part_id, piece, size, self._file.read(length))
-            for piece, (size, length) in enumerate(pieces)
-        )
-        bulk.write_pieces(conn, PartText, _COLUMNS, rows)
+    def store_made(self, conn: driver.Connection, part_id: int) -> None:
+        """Store the pieces made so far as `part_id`'s text (`drop` deletes them)."""
+        self._spool.store(conn, part_id)
+
+    def keep(self, conn: driver.Connection, part_id: int) -> None:
+        """Store the rest of the pieces as `part_id`'s text."""
+        self._checked.result()
+        self._spool.store(conn, part_id)
+
+    def drop(self, conn: driver.Connection, part_id: int) -> None:
+        """Delete the pieces `store_made` stored: the text is not kept."""
+        self._spool.drop(conn, part_id)
 
     def __enter__(self) -> Compressed:
         return self
@@ -88,18 +91,18 @@ class Compressed:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._pool.shutdown(wait=True)
-        self._file.close()
+        self._spool.close()
 
 
 def pieces(conn: Connection, part_id: int) -> int:
     """How many pieces of text `part_id` has (0: none kept)."""
-    return bulk.piece_count(conn, PartText, part_id)
+    return bulk.piece_count(conn, _TABLE, part_id)
 
 
 def size(conn: Connection, part_id: int) -> int:
     """The bytes of `part_id`'s kept text once decompressed (0: none kept)."""
-    total = conn.scalar(select(func.sum(PartText.size)).where(PartText.part_id == part_id))
-    return int(total or 0)
+    total = conn.exec_driver_sql(f"SELECT sum(size) FROM {_TABLE} WHERE part_id = {int(part_id)}")
+    return int(total.scalar() or 0)
 
 
 def lines(conn: Connection, part_id: int, count: int) -> Iterator[bytes]:
@@ -130,12 +133,8 @@ def _stored(conn: Connection, part_id: int, count: int) -> Iterator[tuple[int, b
                 yield cursor.fetchone()
         return
     for piece in range(count):
-        found = conn.execute(
-            select(PartText.size, PartText.data).where(
-                PartText.part_id == part_id, PartText.piece == piece
-            )
-        ).one()
+        found = conn.exec_driver_sql(_PIECE.replace("%s", "?"), (part_id, piece)).one()
         yield found.size, found.data
 
 
-_PIECE = "SELECT size, data FROM part_text WHERE part_id = %s AND piece = %s"
+_PIECE = f"SELECT size, data FROM {_TABLE} WHERE part_id = %s AND piece = %s"

@@ -1,5 +1,10 @@
 """Upload an `out/` folder (after `aggregate`) into the store: one part, one transaction.
 
+Through the database's own driver (`driver`), without SQLAlchemy, whose import and statement
+compiling cost a loaded machine a third of a million-row upload's time: the statements here
+store what SQLAlchemy's models would (the readers read them back with SQLAlchemy). A store that
+is not at this autoprof's schema revision goes through `engine.open_store` first.
+
 Idempotent and atomic: the run row is inserted if absent and then locked (``FOR UPDATE`` on
 PostgreSQL, the database write lock on SQLite), so concurrent uploads of the same run queue up
 behind each other and all but the first find their part already stored. The part, its
@@ -17,16 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import math
 import shlex
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-from sqlalchemy import Connection, Row, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from autoprof.catalog.facts import MachineFacts
 from autoprof.errors import AutoprofError
@@ -34,19 +37,13 @@ from autoprof.results import csvfile
 from autoprof.results.sanity_report import Report, not_planned, read_report
 from autoprof.run import outdir
 from autoprof.run.options import ProfileOptions
-from autoprof.store import bulk, columns, text
-from autoprof.store.engine import Store
+from autoprof.store import bulk, columns, driver, text
 from autoprof.store.functions import insert_functions, load_functions
-from autoprof.store.models import (
+from autoprof.store.tables import (
     KIND_BENCH,
     KIND_PROFILE,
     RUN_COMPLETE,
     RUN_INCOMPLETE,
-    Machine,
-    Run,
-    RunPart,
-    Series,
-    Tag,
     machine_columns,
     machine_fingerprint,
 )
@@ -155,25 +152,45 @@ def _check_counts(path: Path, chunk: Any, first_line: int) -> None:
         )
 
 
-def _insert(conn: Connection, table: type):
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    return dialect.insert(table)
+def _values(count: int) -> str:
+    return ", ".join(["%s"] * count)
 
 
-def _machine_id(store: Store, machine: MachineFacts) -> int:
+def _insert(table: str, names: Iterable[str], conflict: str = "") -> str:
+    """An INSERT of one row of `names` (and its ON CONFLICT clause)."""
+    names = list(names)
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({_values(len(names))}) {conflict}"
+
+
+@contextlib.contextmanager
+def _connected(database: driver.Database) -> Iterator[driver.Connection]:
+    """A connection to the store, at this autoprof's schema revision: a store that is missing,
+    empty, older or newer goes through `engine.open_store` first (Alembic creates it, or it is
+    refused saying why), and only then is SQLAlchemy imported."""
+    if database.postgresql or driver.sqlite_path(database.url).is_file():
+        with database.connect() as conn:
+            if conn.revision() == driver.HEAD_REVISION:
+                yield conn
+                return
+    from autoprof.store import engine
+
+    engine.open_store(database.text).engine.dispose()
+    with database.connect() as conn:
+        yield conn
+
+
+def _machine_id(conn: driver.Connection, machine: MachineFacts) -> int:
     """The machine's row, created if new, in its own short transaction: concurrent uploads from
     one machine must not queue behind each other's long measurement transaction."""
-    columns = machine_columns(asdict(machine))
-    fingerprint = machine_fingerprint(columns)
-    with store.write() as conn:
+    found = machine_columns(asdict(machine))
+    fingerprint = machine_fingerprint(found)
+    values = {**found, "counters": json.dumps(found["counters"])}
+    with conn.transaction():
         conn.execute(
-            _insert(conn, Machine)
-            .values(fingerprint=fingerprint, **columns)
-            .on_conflict_do_nothing(index_elements=["fingerprint"])
+            _insert("machine", ["fingerprint", *values], "ON CONFLICT (fingerprint) DO NOTHING"),
+            [fingerprint, *values.values()],
         )
-        return conn.execute(
-            select(Machine.id).where(Machine.fingerprint == fingerprint)
-        ).scalar_one()
+        return conn.scalar("SELECT id FROM machine WHERE fingerprint = %s", [fingerprint])
 
 
 def _span(records: list[dict[str, Any]]) -> tuple[dt.datetime | None, dt.datetime | None]:
@@ -199,11 +216,15 @@ class Loaded:
 
 
 def load_part(
-    conn: Connection, part_id: int, chunks: Iterable[Any], kept: columns.Kept | None = None
+    conn: driver.Connection,
+    part_id: int,
+    chunks: Iterable[Any],
+    kept: columns.Kept | None = None,
+    between: Callable[[], None] = lambda: None,
 ) -> Loaded:
     """Store results `chunks` as the series and measurements of `part_id`, a chunk at a time
-    through the driver's bulk path (`bulk.write_measurements`); their columns are `kept` too
-    (the caller stores them) when given."""
+    through the driver's bulk path (`bulk.write_measurements`, which runs `between` now and
+    then); their columns are `kept` too (the caller stores them) when given."""
     numbers = bulk.SeriesNumbers()
     rows = 0
 
@@ -218,40 +239,55 @@ def load_part(
             yield table
             rows += chunk.num_rows
 
-    bulk.write_measurements(conn, part_id, measurements())
-    if numbers.numbers:
-        conn.execute(insert(Series), numbers.rows(part_id))
+    bulk.write_measurements(conn, part_id, measurements(), between)
+    numbers.write(conn, part_id)
     names = dict.fromkeys(key[0] for key in numbers.numbers if key[0] is not None)
     return Loaded(rows, list(names))
 
 
-def _stored_part(conn: Connection, uuid: str, part: int) -> bool:
-    found = conn.scalar(select(RunPart.id).join(Run).where(Run.uuid == uuid, RunPart.part == part))
+def _stored_part(conn: driver.Connection, uuid: str, part: int) -> bool:
+    found = conn.scalar(
+        "SELECT run_part.id FROM run_part JOIN run ON run.id = run_part.run_id "
+        "WHERE run.uuid = %s AND run_part.part = %s",
+        [uuid, part],
+    )
     return found is not None
 
 
-def _claim_run(conn: Connection, profile: Profile) -> Row[Any]:
-    """The run's row, inserted if absent, locked for the rest of the transaction."""
+@dataclass
+class _Run:
+    """The stored run a part joins."""
+
+    id: int
+    parts_expected: int
+    started: dt.datetime | None
+    ended: dt.datetime | None
+
+
+def _claim_run(conn: driver.Connection, profile: Profile) -> _Run:
+    """The run's row, inserted if absent, locked for the rest of the transaction (on SQLite
+    the transaction holds the database's write lock already)."""
     manifest = profile.manifest
-    conn.execute(
-        _insert(conn, Run)
-        .values(
-            uuid=manifest.id,
-            kind=profile.kind,
-            command=manifest.command,
-            command_line=shlex.join(manifest.command),
-            created=naive_utc(manifest.created) or naive_now(),
-            started=None,
-            ended=None,
-            autoprof_version=manifest.autoprof_version,
-            parts_expected=profile.parts,
-            status=RUN_INCOMPLETE,
-            rows=0,
-            uploaded=naive_now(),
-        )
-        .on_conflict_do_nothing(index_elements=["uuid"])
-    )
-    run = conn.execute(select(Run).where(Run.uuid == manifest.id).with_for_update()).one()
+    values = {
+        "uuid": manifest.id,
+        "kind": profile.kind,
+        "command": json.dumps(manifest.command),
+        "command_line": shlex.join(manifest.command),
+        "created": conn.time(naive_utc(manifest.created) or naive_now()),
+        "started": None,
+        "ended": None,
+        "autoprof_version": manifest.autoprof_version,
+        "parts_expected": profile.parts,
+        "status": RUN_INCOMPLETE,
+        "rows": 0,
+        "uploaded": conn.time(naive_now()),
+    }
+    conn.execute(_insert("run", values, "ON CONFLICT (uuid) DO NOTHING"), [*values.values()])
+    lock = " FOR UPDATE" if conn.postgresql else ""
+    found = conn.execute(
+        f"SELECT id, parts_expected, started, ended FROM run WHERE uuid = %s{lock}", [manifest.id]
+    ).fetchone()
+    run = _Run(found[0], found[1], conn.read_time(found[2]), conn.read_time(found[3]))
     if run.parts_expected != profile.parts:
         raise AutoprofError(
             f"run {manifest.id} is stored as {run.parts_expected} part(s), "
@@ -270,10 +306,11 @@ def _differences(stored: dict[str, Any], manifest: outdir.Manifest) -> list[str]
     return found + sorted(f"options.{k}" for k in keys if theirs.get(k) != ours.get(k))
 
 
-def _check_same_profile(conn: Connection, run_id: int, profile: Profile) -> None:
+def _check_same_profile(conn: driver.Connection, run_id: int, profile: Profile) -> None:
     """Refuse a part whose plan (or command, or options) differs from the parts already stored:
     its rows would not add up with theirs to one machine's profile."""
-    stored = conn.scalar(select(RunPart.manifest).where(RunPart.run_id == run_id).limit(1))
+    found = conn.scalar("SELECT manifest FROM run_part WHERE run_id = %s LIMIT 1", [run_id])
+    stored = conn.read_json(found)
     differ = _differences(stored, profile.manifest) if stored is not None else []
     if differ:
         raise AutoprofError(
@@ -296,73 +333,79 @@ def _check_planned(out: Path, profile: Profile, events: list[str]) -> None:
         raise AutoprofError(f"{out}: {not_planned([str(n) for n in unknown])}; nothing stored")
 
 
-def upload(store: Store, out: Path, tags: dict[str, str] | None = None) -> Uploaded:
+def upload(database: driver.Database, out: Path, tags: dict[str, str] | None = None) -> Uploaded:
     """Store the profile in `out` (one part of a run), unless that part is already stored."""
     profile = read_profile(out)
     uuid, part, parts = profile.manifest.id, profile.part, profile.parts
-    with store.read() as conn:
+    with _connected(database) as conn:
         if _stored_part(conn, uuid, part):
             return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
-    # a file `aggregate` wrote says so by its digest: its cells need no check (confirmed once
-    # every byte was read, by the same digest; a file edited since keeps no text)
-    written = profile.report.results_sha256 if profile.report else ""
-    reading, chunks = results_chunks(out, check_cells=not written)
-    functions = load_functions(out)
-    machine_id = _machine_id(store, profile.manifest.machine)
-    began = time.perf_counter()
-    started, ended = _span(profile.records)
-    with (
-        store.write() as conn,
-        text.Compressed(out / outdir.RESULTS) as compressed,
-        columns.Kept() as kept,
-    ):
-        run = _claim_run(conn, profile)
-        if _stored_part(conn, uuid, part):  # another uploader got here first
-            return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
-        _check_same_profile(conn, run.id, profile)
-        part_id = conn.scalar(
-            _insert(conn, RunPart)
-            .values(
-                run_id=run.id,
-                part=part,
-                machine_id=machine_id,
-                manifest=profile.manifest.to_json(),
-                report=profile.report.to_json() if profile.report else None,
-                records=profile.records,
-                rows=0,
-                uploaded=naive_now(),
+        # a file `aggregate` wrote says so by its digest: its cells need no check (confirmed once
+        # every byte was read, by the same digest; a file edited since keeps no text)
+        written = profile.report.results_sha256 if profile.report else ""
+        reading, chunks = results_chunks(out, check_cells=not written)
+        functions = load_functions(out)
+        machine_id = _machine_id(conn, profile.manifest.machine)
+        began = time.perf_counter()
+        started, ended = _span(profile.records)
+        with (
+            conn.transaction(),
+            text.Compressed(out / outdir.RESULTS) as compressed,
+            columns.Kept() as kept,
+        ):
+            run = _claim_run(conn, profile)
+            if _stored_part(conn, uuid, part):  # another uploader got here first
+                return Uploaded(uuid, part, parts, 0, stored=False, complete=False, seconds=0.0)
+            _check_same_profile(conn, run.id, profile)
+            part_values = {
+                "run_id": run.id,
+                "part": part,
+                "machine_id": machine_id,
+                "manifest": json.dumps(profile.manifest.to_json()),
+                "report": json.dumps(profile.report.to_json() if profile.report else None),
+                "records": json.dumps(profile.records),
+                "rows": 0,
+                "uploaded": conn.time(naive_now()),
+            }
+            part_id = conn.scalar(
+                _insert("run_part", part_values, "RETURNING id"), [*part_values.values()]
             )
-            .returning(RunPart.id)
-        )
-        # a split run's summary reads its parts' rows merged: columns kept for one part only
-        loaded = load_part(conn, part_id, chunks, kept if parts == 1 else None)
-        _check_planned(out, profile, loaded.events)  # raised: the transaction stores nothing
-        rows = loaded.rows
-        if compressed.canonical(rows, reading.cells_canonical, written):
-            compressed.keep(conn, part_id)
-        if parts == 1:
-            kept.keep(conn, part_id)
-        conn.execute(update(RunPart).where(RunPart.id == part_id).values(rows=rows))
-        insert_functions(conn, part_id, functions)
-        if tags:
+            # a split run's summary reads its parts' rows merged: columns kept for one part only
+            keeping = kept if parts == 1 else None
+
+            def made_so_far() -> None:  # stored while the rows go in (`write_measurements`)
+                compressed.store_made(conn, part_id)
+                if keeping is not None:
+                    keeping.store_made(conn, part_id)
+
+            loaded = load_part(conn, part_id, chunks, keeping, made_so_far)
+            _check_planned(out, profile, loaded.events)  # raised: the transaction stores nothing
+            rows = loaded.rows
+            if compressed.canonical(rows, reading.cells_canonical, written):
+                compressed.keep(conn, part_id)
+            else:
+                compressed.drop(conn, part_id)
+            if keeping is not None:
+                keeping.keep(conn, part_id)
+            conn.execute("UPDATE run_part SET rows = %s WHERE id = %s", [rows, part_id])
+            insert_functions(conn, part_id, functions)
+            if tags:
+                conn.executemany(
+                    _insert("run_tag", ["run_id", "key", "value"], "ON CONFLICT DO NOTHING"),
+                    [(run.id, k, v) for k, v in tags.items()],
+                )
+            stored_parts = conn.scalar("SELECT count(*) FROM run_part WHERE run_id = %s", [run.id])
+            complete = stored_parts == run.parts_expected
             conn.execute(
-                _insert(conn, Tag)
-                .values([{"run_id": run.id, "key": k, "value": v} for k, v in tags.items()])
-                .on_conflict_do_nothing()
+                "UPDATE run SET rows = rows + %s, status = %s, started = %s, ended = %s, "
+                "uploaded = %s WHERE id = %s",
+                [
+                    rows,
+                    RUN_COMPLETE if complete else RUN_INCOMPLETE,
+                    conn.time(min((d for d in (run.started, started) if d), default=None)),
+                    conn.time(max((d for d in (run.ended, ended) if d), default=None)),
+                    conn.time(naive_now()),
+                    run.id,
+                ],
             )
-        stored_parts = conn.scalar(
-            select(func.count()).select_from(RunPart).where(RunPart.run_id == run.id)
-        )
-        complete = stored_parts == run.parts_expected
-        conn.execute(
-            update(Run)
-            .where(Run.id == run.id)
-            .values(
-                rows=Run.rows + rows,
-                status=RUN_COMPLETE if complete else RUN_INCOMPLETE,
-                started=min((d for d in (run.started, started) if d), default=None),
-                ended=max((d for d in (run.ended, ended) if d), default=None),
-                uploaded=naive_now(),
-            )
-        )
     return Uploaded(uuid, part, parts, rows, True, complete, time.perf_counter() - began)

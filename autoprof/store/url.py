@@ -3,24 +3,25 @@
 Passwords never leave in clear: every URL or error text shown to the user goes through
 `autoprof.util.urls.mask` (for a URL) or `scrub` (for free text that may quote one).
 
-The CLI's --store option reads `ENV_VAR` and `default_path` at import, so SQLAlchemy is imported
-only by the functions that build URLs.
+Parsed here, without SQLAlchemy (an upload never imports it), by SQLAlchemy's own rules
+(`sqlalchemy.engine.make_url`: the same parts, the same refusals, the same rendering), so that
+`engine` makes SQLAlchemy's URL of the same parts and both show a store alike.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, quote, quote_plus, unquote
 
 from autoprof.errors import AutoprofError
 from autoprof.util import xdg
-from autoprof.util.urls import mask
-
-if TYPE_CHECKING:
-    from sqlalchemy.engine import URL
+from autoprof.util.urls import HIDDEN, mask
 
 ENV_VAR = "AUTOPROF_STORE"
+SQLITE, POSTGRESQL = "sqlite", "postgresql"
 _FORMS = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME, sqlite:///PATH or a file path"
 _SCHEMES = {
     "postgresql": "postgresql+psycopg",
@@ -28,6 +29,71 @@ _SCHEMES = {
     "postgresql+psycopg": "postgresql+psycopg",
     "sqlite": "sqlite",
 }
+# sqlalchemy.engine.url._parse_url's pattern
+_PATTERN = re.compile(
+    r"""
+        (?P<name>[\w\+]+)://
+        (?:
+            (?P<username>[^:/]*)
+            (?::(?P<password>[^@]*))?
+        @)?
+        (?:
+            (?:
+                \[(?P<ipv6host>[^/\?]+)\] |
+                (?P<ipv4host>[^/:\?]+)
+            )?
+            (?::(?P<port>[^/\?]*))?
+        )?
+        (?:/(?P<database>[^\?]*))?
+        (?:\?(?P<query>.*))?
+    """,
+    re.X,
+)
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    """A store's URL in parts, as SQLAlchemy's `URL` holds them (`drivername` with its driver:
+    ``postgresql+psycopg`` or ``sqlite``)."""
+
+    drivername: str
+    username: str | None = None
+    password: str | None = None
+    host: str | None = None
+    port: int | None = None
+    database: str | None = None
+    query: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.drivername.split("+", 1)[0]
+
+    def render(self) -> str:
+        """The URL as text, its password hidden (SQLAlchemy's `render_as_string`)."""
+        text = self.drivername + "://"
+        if self.username is not None:
+            text += quote(self.username, safe=" +")
+            if self.password is not None:
+                text += ":" + HIDDEN
+            text += "@"
+        if self.host is not None:
+            text += f"[{self.host}]" if ":" in self.host else self.host
+        if self.port is not None:
+            text += f":{self.port}"
+        if self.database is not None:
+            text += "/" + quote(self.database, safe=" +/")
+        if self.query:
+            text += "?" + "&".join(
+                f"{quote_plus(k)}={quote_plus(v)}"
+                for k in sorted(self.query)
+                for v in _values(self.query[k])
+            )
+        return text
+
+
+def _values(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else value
 
 
 def default_path() -> Path:
@@ -41,25 +107,46 @@ def resolve(option: str | None) -> str:
     return text if text.strip() else f"sqlite:///{default_path()}"
 
 
-def parse(text: str) -> URL:
-    """A SQLAlchemy URL for `text`; a plain path means a SQLite file. Raises AutoprofError."""
-    from sqlalchemy.engine import URL, make_url
-    from sqlalchemy.exc import ArgumentError
+def _split(text: str) -> StoreURL:
+    """`text`'s parts (SQLAlchemy's `make_url`); ValueError when it is no URL."""
+    found = _PATTERN.match(text)
+    if found is None:
+        raise ValueError(text)
+    parts = found.groupdict()
+    query: dict[str, str | tuple[str, ...]] = {}
+    for key, value in parse_qsl(parts["query"] or ""):
+        query[key] = (*_values(query[key]), value) if key in query else value
+    username, password, database = (
+        unquote(parts[k]) if parts[k] is not None else None
+        for k in ("username", "password", "database")
+    )
+    return StoreURL(
+        parts["name"],
+        username,
+        password,
+        parts["ipv4host"] or parts["ipv6host"],
+        int(parts["port"]) if parts["port"] else None,
+        database,
+        query,
+    )
 
+
+def parse(text: str) -> StoreURL:
+    """The URL `text` means; a plain path means a SQLite file. Raises AutoprofError."""
     text = text.strip()
     if "://" not in text:
-        return URL.create("sqlite", database=str(Path(text).expanduser()))
+        return StoreURL(_SCHEMES[SQLITE], database=str(Path(text).expanduser()))
     try:
-        url = make_url(text)
-    except (ArgumentError, ValueError, TypeError) as err:
-        raise AutoprofError(f"malformed store URL {mask(text)}: expected {_FORMS}") from err
+        url = _split(text)
+    except ValueError:
+        raise AutoprofError(f"malformed store URL {mask(text)}: expected {_FORMS}") from None
     driver = _SCHEMES.get(url.drivername)
     if driver is None:
         raise AutoprofError(
             f"unsupported store URL scheme {url.drivername!r} in {mask(text)}: expected {_FORMS}"
         )
-    url = url.set(drivername=driver)
-    if driver == "sqlite":
+    url = replace(url, drivername=driver)
+    if driver == SQLITE:
         if not url.database or url.database == ":memory:":
             raise AutoprofError(f"store URL {mask(text)} names no database file")
     elif not url.database:
@@ -67,7 +154,6 @@ def parse(text: str) -> URL:
     return url
 
 
-def display(url: URL) -> str:
+def display(url: StoreURL) -> str:
     """The URL as it may be printed: password hidden, driver suffix dropped."""
-    shown = url.set(drivername=url.get_backend_name())
-    return mask(shown.render_as_string(hide_password=True))
+    return mask(replace(url, drivername=url.backend).render())

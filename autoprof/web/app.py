@@ -42,7 +42,7 @@ def create_app(settings: Settings) -> Starlette:
 
         queue = RqQueue(settings.redis_url)
     else:
-        queue = LocalQueue(settings.data_dir, settings.store.text)
+        queue = LocalQueue(settings.data_dir, settings.store.database.text)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):

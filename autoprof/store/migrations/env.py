@@ -6,7 +6,7 @@ lock) in ``config.attributes["connection"]``.
 
 from alembic import context
 
-from autoprof.store.engine import VERSION_TABLE
+from autoprof.store.driver import VERSION_TABLE
 from autoprof.store.models import Base
 
 connection = context.config.attributes["connection"]

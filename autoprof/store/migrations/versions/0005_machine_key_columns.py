@@ -9,7 +9,7 @@ Create Date: 2026-11-23
 import sqlalchemy as sa
 from alembic import op
 
-from autoprof.store.models import machine_fingerprint
+from autoprof.store.tables import machine_fingerprint
 
 revision = "0005"
 down_revision = "0004"
