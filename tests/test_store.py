@@ -142,6 +142,39 @@ def test_values_survive_losslessly(store_url, tmp_path):
     assert exported.read_bytes() == (out / outdir.RESULTS).read_bytes()
 
 
+def test_rows_written_by_the_driver_read_back_through_the_models(store_url, tmp_path):
+    """The upload writes without SQLAlchemy (`store.driver`); the readers read through its
+    models: times (SQLite's text with microseconds), JSON and the run's span read back as the
+    values uploaded."""
+    from sqlalchemy import select
+
+    from autoprof.store.models import Run, RunPart, Tag
+    from autoprof.util.clock import naive_utc
+
+    out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=3)
+    manifest = outdir.read_manifest(out)
+    records = [outdir.read_run_record(f).to_json() for f in outdir.run_folders(out)]
+    assert invoke("upload", out, "--tag", "k=v", "--store", store_url).returncode == 0
+    store = engine.open_store(store_url, create=False)
+    with store.read() as conn:
+        run = conn.execute(select(Run)).one()
+        part = conn.execute(select(RunPart)).one()
+        tags = conn.execute(select(Tag.key, Tag.value)).all()
+        # as stored, not only as read: SQLite compares times as text (`runs list --since`)
+        raw = conn.exec_driver_sql("SELECT created, uploaded FROM run").one()
+        kind = Run.__table__.c.created.type.dialect_impl(conn.dialect)
+        written = kind.bind_processor(conn.dialect) or (lambda value: value)
+    store.engine.dispose()
+    assert list(raw) == [written(run.created), written(run.uploaded)]
+    assert run.uuid == manifest.id and run.command == manifest.command
+    assert run.created == naive_utc(manifest.created)
+    assert run.started == min(naive_utc(r["start"]) for r in records)
+    assert run.ended == max(naive_utc(r["end"]) for r in records)
+    assert run.status == "complete" and run.rows == part.rows > 0
+    assert part.manifest == manifest.to_json() and part.records == records
+    assert [tuple(t) for t in tags] == [("k", "v")]
+
+
 def test_reupload_is_stored_once(store_url, tmp_path):
     out = make_out(tmp_path / "out", runs=2, repeats=1, intervals=10)
     rows = len(csvfile.read_csv(out / outdir.RESULTS))
